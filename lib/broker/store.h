@@ -1,0 +1,96 @@
+/*
+ * The config store: durable home of every entity's dynamic configs and the
+ * audit history. A small vtable so a replicated backend (a Kafka topic) can
+ * replace SQLite later without touching the handlers.
+ *
+ * Threading: a store is used by one thread at a time (dynconfd's event
+ * loop); the history reader may run in another process at the same time.
+ */
+#ifndef DC_STORE_H
+#define DC_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dc_store dc_store_t;
+
+/* One audit row: what happened to one key. */
+typedef struct dc_store_change {
+  const char *key;
+  int8_t op;             /* DC_OP_SET/DELETE/APPEND/SUBTRACT (proto.h) */
+  const char *old_value; /* NULL = key was absent */
+  const char *new_value; /* NULL = key is now absent */
+} dc_store_change_t;
+
+/* One accepted alter of one resource: the entity's complete new override
+ * set plus the audit rows explaining it. Committed atomically. */
+typedef struct dc_store_commit {
+  int8_t resource_type;
+  const char *entity;    /* client-id or "<default>" */
+  const char *principal; /* authenticated principal, "User:ANONYMOUS" */
+  const char *peer;      /* "host:port" of the connection */
+  const char *api;       /* "AlterConfigs" or "IncrementalAlterConfigs" */
+  size_t n_configs;      /* new full set, n_configs pairs */
+  const char *const *keys;
+  const char *const *values;
+  size_t n_changes;
+  const dc_store_change_t *changes;
+} dc_store_commit_t;
+
+typedef struct dc_audit_row {
+  int64_t seq;     /* strictly increasing */
+  int64_t time_ms; /* unix epoch milliseconds */
+  const char *principal, *peer, *api;
+  int8_t resource_type;
+  const char *entity, *key;
+  int8_t op;
+  const char *old_value, *new_value; /* NULL = absent */
+} dc_audit_row_t;
+
+/* Callbacks return 0 to continue, non-zero to stop (that value is then
+ * returned by the iterating call). Strings are valid during the call only. */
+typedef int(dc_store_load_cb)(void *opaque, int8_t resource_type,
+                              const char *entity, const char *key,
+                              const char *value);
+typedef int(dc_store_history_cb)(void *opaque, const dc_audit_row_t *row);
+
+/* Opens (creating if needed) the SQLite store in data_dir/dynconf.db: WAL
+ * mode, synchronous=FULL, so a returned commit survives kill -9 and power
+ * loss. Returns 0 or -1 with errstr. The caller owns *out and releases it
+ * with dc_store_close(). */
+int dc_store_open_sqlite(const char *data_dir, dc_store_t **out, char *errstr,
+                         size_t errstr_size);
+/* Opens an existing store read-only (for printing history while the
+ * daemon runs). */
+int dc_store_open_sqlite_ro(const char *data_dir, dc_store_t **out,
+                            char *errstr, size_t errstr_size);
+void dc_store_close(dc_store_t *st);
+
+/* Calls cb for every stored (type, entity, key, value), ordered by type,
+ * entity, key. 0, the callback's non-zero value, or -1 with errstr. */
+int dc_store_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
+                  char *errstr, size_t errstr_size);
+/* Atomically replaces the entity's override set and appends the audit
+ * rows; durable when it returns 0. -1 with errstr on failure, in which
+ * case nothing changed. */
+int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
+                    size_t errstr_size);
+/* Audit rows in order; entity NULL = all entities. */
+int dc_store_history(dc_store_t *st, const char *entity,
+                     dc_store_history_cb *cb, void *opaque, char *errstr,
+                     size_t errstr_size);
+
+/* Backend vtable (for implementers). */
+typedef struct dc_store_ops {
+  void (*close)(dc_store_t *st);
+  int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
+              size_t errstr_size);
+  int (*commit)(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
+                size_t errstr_size);
+  int (*history)(dc_store_t *st, const char *entity, dc_store_history_cb *cb,
+                 void *opaque, char *errstr, size_t errstr_size);
+} dc_store_ops_t;
+
+struct dc_store {
+  const dc_store_ops_t *ops;
+};
+#endif

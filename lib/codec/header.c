@@ -1,0 +1,72 @@
+/* API version table and request/response headers. */
+#include "proto.h"
+
+static const dc_api_info_t apis[] = {
+    {DC_API_METADATA, 0, 12, 9, "Metadata"},
+    {DC_API_API_VERSIONS, 0, 3, 3, "ApiVersions"},
+    {DC_API_DESCRIBE_CONFIGS, 0, 4, 4, "DescribeConfigs"},
+    {DC_API_ALTER_CONFIGS, 0, 2, 2, "AlterConfigs"},
+    {DC_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, "IncrementalAlterConfigs"},
+};
+
+const dc_api_info_t *dc_api_all(size_t *np) {
+  *np = sizeof(apis) / sizeof(apis[0]);
+  return apis;
+}
+
+const dc_api_info_t *dc_api_info(int16_t api_key) {
+  for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++)
+    if (apis[i].key == api_key)
+      return &apis[i];
+  return NULL;
+}
+
+bool dc_api_flexible(int16_t api_key, int16_t version) {
+  const dc_api_info_t *a = dc_api_info(api_key);
+  return a && a->flexible_from >= 0 && version >= a->flexible_from;
+}
+
+bool dc_api_supported(int16_t api_key, int16_t version) {
+  const dc_api_info_t *a = dc_api_info(api_key);
+  return a && version >= a->min_version && version <= a->max_version;
+}
+
+int dc_req_header_decode(dc_rd_t *rd, dc_req_header_t *out) {
+  out->api_key = dc_rd_i16(rd);
+  out->api_version = dc_rd_i16(rd);
+  out->correlation_id = dc_rd_i32(rd);
+  out->client_id = dc_rd_str(rd, false, true);
+  if (!rd->err && dc_api_flexible(out->api_key, out->api_version))
+    dc_rd_tags(rd);
+  return rd->err;
+}
+
+int dc_req_header_encode(dc_buf_t *b, const dc_req_header_t *in) {
+  dc_wr_i16(b, in->api_key);
+  dc_wr_i16(b, in->api_version);
+  dc_wr_i32(b, in->correlation_id);
+  dc_wr_str(b, false, in->client_id);
+  if (dc_api_flexible(in->api_key, in->api_version))
+    dc_wr_tags_empty(b);
+  return b->err;
+}
+
+static bool resp_header_v1(int16_t api_key, int16_t api_version) {
+  return api_key != DC_API_API_VERSIONS && dc_api_flexible(api_key, api_version);
+}
+
+int dc_resp_header_decode(dc_rd_t *rd, int16_t api_key, int16_t api_version,
+                          int32_t *correlation_id) {
+  *correlation_id = dc_rd_i32(rd);
+  if (resp_header_v1(api_key, api_version))
+    dc_rd_tags(rd);
+  return rd->err;
+}
+
+int dc_resp_header_encode(dc_buf_t *b, int16_t api_key, int16_t api_version,
+                          int32_t correlation_id) {
+  dc_wr_i32(b, correlation_id);
+  if (resp_header_v1(api_key, api_version))
+    dc_wr_tags_empty(b);
+  return b->err;
+}

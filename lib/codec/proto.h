@@ -1,0 +1,264 @@
+/*
+ * Kafka request/response structures and their codecs for the APIs dynconf
+ * speaks. Field names follow apache/kafka's message schemas
+ * (clients/src/main/resources/common/message/<Name>{Request,Response}.json).
+ *
+ * Conventions for every message type M:
+ *   int dc_M_decode(dc_rd_t *rd, int16_t version, M_t *out);
+ *       Decodes the body (after the header). Strings and arrays are
+ *       allocated in rd->arena. Returns 0 or a negative dynconf_err_t
+ *       (also left in rd->err). Trailing bytes after the body are ignored,
+ *       as Kafka does.
+ *   int dc_M_encode(dc_buf_t *b, int16_t version, const M_t *in);
+ *       Appends the body. Returns 0, _UNSUPPORTED_API for a version
+ *       outside the API's range, or _NOMEM.
+ * Fields absent from a version are ignored when encoding and left zero
+ * when decoding (is_default etc. get the schema default). Strings are
+ * NUL-terminated; NULL means a null string. Arrays are (n, ptr) pairs;
+ * n == -1 means a null array where the schema allows it.
+ */
+#ifndef DC_PROTO_H
+#define DC_PROTO_H
+
+#include "wire.h"
+
+enum {
+  DC_API_METADATA = 3,
+  DC_API_SASL_HANDSHAKE = 17,
+  DC_API_API_VERSIONS = 18,
+  DC_API_DESCRIBE_CONFIGS = 32,
+  DC_API_ALTER_CONFIGS = 33,
+  DC_API_SASL_AUTHENTICATE = 36,
+  DC_API_INCREMENTAL_ALTER_CONFIGS = 44,
+};
+
+/* ConfigResource types and config sources. */
+enum {
+  DC_RES_TOPIC = 2,
+  DC_RES_BROKER = 4,
+  DC_RES_CLIENT = 9, /* dynconf / KIP-649 first draft */
+};
+enum {
+  DC_SRC_UNKNOWN = 0,
+  DC_SRC_STATIC_BROKER = 4,
+  DC_SRC_DEFAULT = 5,
+  DC_SRC_DYNAMIC_CLIENT = 7,  /* the client-id's own override */
+  DC_SRC_DYNAMIC_DEFAULT = 8, /* inherited from <default> */
+};
+/* IncrementalAlterConfigs operations (KIP-339). */
+enum { DC_OP_SET = 0, DC_OP_DELETE = 1, DC_OP_APPEND = 2, DC_OP_SUBTRACT = 3 };
+
+/* Version range and flexible-from version of each API we implement.
+ * Returns NULL for an API we do not speak. */
+typedef struct dc_api_info {
+  int16_t key, min_version, max_version;
+  int16_t flexible_from; /* -1: never flexible */
+  const char *name;
+} dc_api_info_t;
+const dc_api_info_t *dc_api_info(int16_t api_key);
+/* All implemented APIs, for ApiVersions responses; *np gets the count. */
+const dc_api_info_t *dc_api_all(size_t *np);
+bool dc_api_flexible(int16_t api_key, int16_t version);
+bool dc_api_supported(int16_t api_key, int16_t version);
+
+/* ---- Headers ---------------------------------------------------------- */
+typedef struct dc_req_header {
+  int16_t api_key;
+  int16_t api_version;
+  int32_t correlation_id;
+  char *client_id; /* nullable; classic string even in header v2 */
+} dc_req_header_t;
+
+/* Header v2 when (api_key, api_version) is flexible, else v1. For an
+ * unknown api key the v1 form is used. */
+int dc_req_header_decode(dc_rd_t *rd, dc_req_header_t *out);
+int dc_req_header_encode(dc_buf_t *b, const dc_req_header_t *in);
+/* Response header v1 when flexible, except ApiVersions (always v0). */
+int dc_resp_header_decode(dc_rd_t *rd, int16_t api_key, int16_t api_version,
+                          int32_t *correlation_id);
+int dc_resp_header_encode(dc_buf_t *b, int16_t api_key, int16_t api_version,
+                          int32_t correlation_id);
+
+/* ---- ApiVersions (18), v0-3 ------------------------------------------- */
+typedef struct dc_apiversions_req {
+  char *client_software_name;    /* v3+ */
+  char *client_software_version; /* v3+ */
+} dc_apiversions_req_t;
+
+typedef struct dc_api_range {
+  int16_t api_key, min_version, max_version;
+} dc_api_range_t;
+
+typedef struct dc_apiversions_resp {
+  int16_t error_code;
+  int32_t n_api_keys;
+  dc_api_range_t *api_keys;
+  int32_t throttle_time_ms; /* v1+ */
+  /* v3 tagged fields (features, epochs) are never sent, skipped on read. */
+} dc_apiversions_resp_t;
+
+int dc_apiversions_req_decode(dc_rd_t *rd, int16_t v, dc_apiversions_req_t *out);
+int dc_apiversions_req_encode(dc_buf_t *b, int16_t v, const dc_apiversions_req_t *in);
+int dc_apiversions_resp_decode(dc_rd_t *rd, int16_t v, dc_apiversions_resp_t *out);
+int dc_apiversions_resp_encode(dc_buf_t *b, int16_t v, const dc_apiversions_resp_t *in);
+
+/* ---- Metadata (3), v0-12 ---------------------------------------------- */
+typedef struct dc_metadata_req_topic {
+  uint8_t topic_id[16]; /* v10+ */
+  char *name;           /* nullable from v10 */
+} dc_metadata_req_topic_t;
+
+typedef struct dc_metadata_req {
+  int32_t n_topics; /* -1 = null = all topics (v1+); v0 empty = all */
+  dc_metadata_req_topic_t *topics;
+  bool allow_auto_topic_creation;                /* v4+, default true */
+  bool include_cluster_authorized_operations;    /* v8-10 */
+  bool include_topic_authorized_operations;      /* v8+ */
+} dc_metadata_req_t;
+
+typedef struct dc_metadata_broker {
+  int32_t node_id;
+  char *host;
+  int32_t port;
+  char *rack; /* v1+, nullable */
+} dc_metadata_broker_t;
+
+typedef struct dc_metadata_partition {
+  int16_t error_code;
+  int32_t partition_index;
+  int32_t leader_id;
+  int32_t leader_epoch; /* v7+, default -1 */
+  int32_t n_replica_nodes;
+  int32_t *replica_nodes;
+  int32_t n_isr_nodes;
+  int32_t *isr_nodes;
+  int32_t n_offline_replicas; /* v5+ */
+  int32_t *offline_replicas;
+} dc_metadata_partition_t;
+
+typedef struct dc_metadata_topic {
+  int16_t error_code;
+  char *name;           /* nullable from v12 */
+  uint8_t topic_id[16]; /* v10+ */
+  bool is_internal;     /* v1+ */
+  int32_t n_partitions;
+  dc_metadata_partition_t *partitions;
+  int32_t topic_authorized_operations; /* v8+, default INT32_MIN */
+} dc_metadata_topic_t;
+
+typedef struct dc_metadata_resp {
+  int32_t throttle_time_ms; /* v3+ */
+  int32_t n_brokers;
+  dc_metadata_broker_t *brokers;
+  char *cluster_id;      /* v2+, nullable */
+  int32_t controller_id; /* v1+, default -1 */
+  int32_t n_topics;
+  dc_metadata_topic_t *topics;
+  int32_t cluster_authorized_operations; /* v8-10, default INT32_MIN */
+} dc_metadata_resp_t;
+
+int dc_metadata_req_decode(dc_rd_t *rd, int16_t v, dc_metadata_req_t *out);
+int dc_metadata_req_encode(dc_buf_t *b, int16_t v, const dc_metadata_req_t *in);
+int dc_metadata_resp_decode(dc_rd_t *rd, int16_t v, dc_metadata_resp_t *out);
+int dc_metadata_resp_encode(dc_buf_t *b, int16_t v, const dc_metadata_resp_t *in);
+
+/* ---- DescribeConfigs (32), v0-4 --------------------------------------- */
+typedef struct dc_describe_configs_req_resource {
+  int8_t resource_type;
+  char *resource_name;
+  int32_t n_configuration_keys; /* -1 = null = all keys */
+  char **configuration_keys;
+} dc_describe_configs_req_resource_t;
+
+typedef struct dc_describe_configs_req {
+  int32_t n_resources;
+  dc_describe_configs_req_resource_t *resources;
+  bool include_synonyms;      /* v1+ */
+  bool include_documentation; /* v3+ */
+} dc_describe_configs_req_t;
+
+typedef struct dc_describe_configs_synonym {
+  char *name;
+  char *value; /* nullable */
+  int8_t source;
+} dc_describe_configs_synonym_t;
+
+typedef struct dc_describe_configs_entry {
+  char *name;
+  char *value; /* nullable */
+  bool read_only;
+  bool is_default;     /* v0 only */
+  int8_t config_source; /* v1+, default -1 */
+  bool is_sensitive;
+  int32_t n_synonyms; /* v1+ */
+  dc_describe_configs_synonym_t *synonyms;
+  int8_t config_type;  /* v3+, default 0 */
+  char *documentation; /* v3+, nullable */
+} dc_describe_configs_entry_t;
+
+typedef struct dc_describe_configs_result {
+  int16_t error_code;
+  char *error_message; /* nullable */
+  int8_t resource_type;
+  char *resource_name;
+  int32_t n_configs;
+  dc_describe_configs_entry_t *configs;
+} dc_describe_configs_result_t;
+
+typedef struct dc_describe_configs_resp {
+  int32_t throttle_time_ms;
+  int32_t n_results;
+  dc_describe_configs_result_t *results;
+} dc_describe_configs_resp_t;
+
+int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v, dc_describe_configs_req_t *out);
+int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v, const dc_describe_configs_req_t *in);
+int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v, dc_describe_configs_resp_t *out);
+int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v, const dc_describe_configs_resp_t *in);
+
+/* ---- AlterConfigs (33) v0-2 and IncrementalAlterConfigs (44) v0-1 -------
+ * One request shape for both: AlterConfigs carries no op (decoded as SET),
+ * IncrementalAlterConfigs carries config_operation. */
+typedef struct dc_alter_config {
+  char *name;
+  int8_t op; /* Incremental only; DC_OP_SET for AlterConfigs */
+  char *value; /* nullable */
+} dc_alter_config_t;
+
+typedef struct dc_alter_resource {
+  int8_t resource_type;
+  char *resource_name;
+  int32_t n_configs;
+  dc_alter_config_t *configs;
+} dc_alter_resource_t;
+
+typedef struct dc_alter_configs_req {
+  int32_t n_resources;
+  dc_alter_resource_t *resources;
+  bool validate_only;
+} dc_alter_configs_req_t;
+
+typedef struct dc_alter_result {
+  int16_t error_code;
+  char *error_message; /* nullable */
+  int8_t resource_type;
+  char *resource_name;
+} dc_alter_result_t;
+
+typedef struct dc_alter_configs_resp {
+  int32_t throttle_time_ms;
+  int32_t n_responses;
+  dc_alter_result_t *responses;
+} dc_alter_configs_resp_t;
+
+int dc_alter_configs_req_decode(dc_rd_t *rd, int16_t v, dc_alter_configs_req_t *out);
+int dc_alter_configs_req_encode(dc_buf_t *b, int16_t v, const dc_alter_configs_req_t *in);
+int dc_alter_configs_resp_decode(dc_rd_t *rd, int16_t v, dc_alter_configs_resp_t *out);
+int dc_alter_configs_resp_encode(dc_buf_t *b, int16_t v, const dc_alter_configs_resp_t *in);
+int dc_incremental_alter_configs_req_decode(dc_rd_t *rd, int16_t v, dc_alter_configs_req_t *out);
+int dc_incremental_alter_configs_req_encode(dc_buf_t *b, int16_t v, const dc_alter_configs_req_t *in);
+/* The IncrementalAlterConfigs response has the AlterConfigs shape. */
+int dc_incremental_alter_configs_resp_decode(dc_rd_t *rd, int16_t v, dc_alter_configs_resp_t *out);
+int dc_incremental_alter_configs_resp_encode(dc_buf_t *b, int16_t v, const dc_alter_configs_resp_t *in);
+
+#endif
