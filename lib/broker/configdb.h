@@ -1,1 +1,44 @@
-/* placeholder */
+/*
+ * In-memory snapshot of every entity's dynamic configs: what reads are
+ * served from (never the disk). An entity is (resource type, name); its
+ * configs are kept sorted by key.
+ *
+ * Ownership: the db owns every entity and string in it. Pointers returned by
+ * dc_configdb_get() stay valid until that entity is next replaced.
+ * Threading: one owner thread (the event loop).
+ */
+#ifndef DC_CONFIGDB_H
+#define DC_CONFIGDB_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dc_entity {
+  int8_t type;
+  char *name;
+  size_t n;
+  char **keys;   /* sorted, unique */
+  char **values; /* parallel to keys, never NULL */
+} dc_entity_t;
+
+typedef struct dc_configdb dc_configdb_t;
+
+dc_configdb_t *dc_configdb_new(void);
+void dc_configdb_destroy(dc_configdb_t *db);
+
+/* NULL when the entity has no configs. */
+const dc_entity_t *dc_configdb_get(const dc_configdb_t *db, int8_t type,
+                                   const char *name);
+/* Value of key in e (e may be NULL); NULL when absent. */
+const char *dc_entity_value(const dc_entity_t *e, const char *key);
+
+/* Replaces the entity's whole set with copies of keys/values (any order,
+ * unique keys); n == 0 removes the entity. 0, or -1 on OOM (db unchanged). */
+int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
+                        size_t n, const char *const *keys,
+                        const char *const *values);
+/* Sets one key (used while loading the store). 0 or -1 on OOM. */
+int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
+                    const char *key, const char *value);
+/* Number of entities. */
+size_t dc_configdb_count(const dc_configdb_t *db);
+#endif

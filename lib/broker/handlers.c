@@ -1,1 +1,205 @@
-/* placeholder: being written */
+/* Request dispatch (ApiKey -> handler with version range), ApiVersions and
+ * Metadata. The config APIs live in config_apis.c. */
+#include "broker/broker_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dc_broker_opts_init(dc_broker_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->node_id = 1;
+  o->cluster_id = "dynconf";
+  o->session_timeout_min_ms = 6000;
+  o->session_timeout_max_ms = 1800000;
+}
+
+static int load_cb(void *opaque, int8_t type, const char *entity,
+                   const char *key, const char *value) {
+  return dc_configdb_set(opaque, type, entity, key, value) ? -1 : 0;
+}
+
+dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
+                           char *errstr, size_t errstr_size) {
+  if (errstr_size)
+    errstr[0] = '\0';
+  dc_broker_t *b = calloc(1, sizeof(*b));
+  if (!b) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  b->opts = *opts;
+  b->cluster_id = strdup(opts->cluster_id ? opts->cluster_id : "dynconf");
+  b->db = dc_configdb_new();
+  b->store = store;
+  snprintf(b->node_name, sizeof(b->node_name), "%d", (int)opts->node_id);
+  if (!b->cluster_id || !b->db) {
+    snprintf(errstr, errstr_size, "out of memory");
+    dc_broker_destroy(b);
+    return NULL;
+  }
+  if (store) {
+    int r = dc_store_load(store, load_cb, b->db, errstr, errstr_size);
+    if (r) {
+      if (!*errstr) /* our callback failed */
+        snprintf(errstr, errstr_size, "out of memory loading the store");
+      dc_broker_destroy(b);
+      return NULL;
+    }
+  }
+  return b;
+}
+
+void dc_broker_destroy(dc_broker_t *b) {
+  if (!b)
+    return;
+  dc_configdb_destroy(b->db);
+  free(b->cluster_id);
+  free(b);
+}
+
+/* Kafka's rule for ClientSoftwareName/Version (KIP-511). */
+static bool valid_software_field(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9');
+    if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '.')))
+      return false;
+  }
+  return true;
+}
+
+static int handle_api_versions(dc_req_t *r) {
+  int16_t v = r->hdr->api_version;
+  size_t n;
+  const dc_api_info_t *all = dc_api_all(&n);
+  dc_api_range_t ranges[16];
+  dc_apiversions_resp_t resp = {0};
+  for (size_t i = 0; i < n; i++) {
+    ranges[i].api_key = all[i].key;
+    ranges[i].min_version = all[i].min_version;
+    ranges[i].max_version = all[i].max_version;
+  }
+  if (!dc_api_supported(DC_API_API_VERSIONS, v)) {
+    /* Unknown version: answer in the v0 body so any client can read it,
+     * with our own range for key 18 so it can retry. */
+    const dc_api_info_t *self = dc_api_info(DC_API_API_VERSIONS);
+    dc_api_range_t only = {self->key, self->min_version, self->max_version};
+    resp.error_code = DYNCONF_ERR_UNSUPPORTED_VERSION;
+    resp.n_api_keys = 1;
+    resp.api_keys = &only;
+    return dc_apiversions_resp_encode(r->out, 0, &resp);
+  }
+  dc_apiversions_req_t req = {0};
+  if (dc_apiversions_req_decode(r->rd, v, &req))
+    return r->rd->err;
+  resp.n_api_keys = (int32_t)n;
+  resp.api_keys = ranges;
+  if (v >= 3 && (!valid_software_field(req.client_software_name) ||
+                 !valid_software_field(req.client_software_version))) {
+    resp.error_code = DYNCONF_ERR_INVALID_REQUEST;
+    resp.n_api_keys = 0;
+  }
+  return dc_apiversions_resp_encode(r->out, v, &resp);
+}
+
+static int handle_metadata(dc_req_t *r) {
+  int16_t v = r->hdr->api_version;
+  dc_metadata_req_t req = {0};
+  if (dc_metadata_req_decode(r->rd, v, &req))
+    return r->rd->err;
+  dc_metadata_broker_t self = {
+      .node_id = r->b->opts.node_id,
+      .host = (char *)r->conn->advertised_host,
+      .port = r->conn->advertised_port,
+  };
+  dc_metadata_resp_t resp = {
+      .n_brokers = 1,
+      .brokers = &self,
+      .cluster_id = r->b->cluster_id,
+      .controller_id = r->b->opts.node_id,
+      .cluster_authorized_operations = INT32_MIN,
+  };
+  /* dynconfd hosts no topics: every named topic is unknown. */
+  if (req.n_topics > 0) {
+    resp.topics = dc_arena_alloc(r->arena, (size_t)req.n_topics *
+                                               sizeof(*resp.topics));
+    if (!resp.topics)
+      return DYNCONF_ERR__NOMEM;
+    resp.n_topics = req.n_topics;
+    for (int32_t i = 0; i < req.n_topics; i++) {
+      dc_metadata_topic_t *t = &resp.topics[i];
+      t->error_code = 3; /* UNKNOWN_TOPIC_OR_PARTITION */
+      t->name = req.topics[i].name ? req.topics[i].name : "";
+      memcpy(t->topic_id, req.topics[i].topic_id, 16);
+      t->topic_authorized_operations = INT32_MIN;
+    }
+  }
+  return dc_metadata_resp_encode(r->out, v, &resp);
+}
+
+typedef int(dc_handler_fn)(dc_req_t *r);
+static const struct {
+  int16_t api_key;
+  dc_handler_fn *fn;
+} handlers[] = {
+    {DC_API_API_VERSIONS, handle_api_versions},
+    {DC_API_METADATA, handle_metadata},
+    {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
+    {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
+    {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},
+};
+
+int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
+                     const uint8_t *payload, size_t len, dc_arena_t *arena,
+                     dc_buf_t *out, char *errstr, size_t errstr_size) {
+  char dummy[1];
+  if (!errstr) {
+    errstr = dummy;
+    errstr_size = sizeof(dummy);
+  }
+  dc_rd_t rd;
+  dc_rd_init(&rd, payload, len, arena);
+  dc_req_header_t hdr = {0};
+  if (dc_req_header_decode(&rd, &hdr)) {
+    snprintf(errstr, errstr_size, "malformed request header: %s",
+             dynconf_err_str(rd.err));
+    return DC_HANDLE_CLOSE;
+  }
+  dc_handler_fn *fn = NULL;
+  for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+    if (handlers[i].api_key == hdr.api_key)
+      fn = handlers[i].fn;
+  /* ApiVersions answers any version itself (KIP-511); others must be in
+   * range. Kafka closes the connection for anything it cannot parse. */
+  if (!fn || (hdr.api_key != DC_API_API_VERSIONS &&
+              !dc_api_supported(hdr.api_key, hdr.api_version))) {
+    snprintf(errstr, errstr_size, "unsupported API key %d version %d",
+             hdr.api_key, hdr.api_version);
+    return DC_HANDLE_CLOSE;
+  }
+  size_t start = out->len;
+  size_t frame = dc_wr_frame_begin(out);
+  int16_t hv = hdr.api_version;
+  if (hdr.api_key == DC_API_API_VERSIONS && !dc_api_supported(hdr.api_key, hv))
+    hv = 0;
+  dc_resp_header_encode(out, hdr.api_key, hv, hdr.correlation_id);
+  dc_req_t r = {b, conn, &hdr, &rd, arena, out};
+  int err = fn(&r);
+  if (err || out->err) {
+    out->len = start; /* drop the partial response */
+    if (!err)
+      err = out->err;
+    out->err = 0;
+    const dc_api_info_t *ai = dc_api_info(hdr.api_key);
+    snprintf(errstr, errstr_size, "cannot process %s v%d request: %s",
+             ai ? ai->name : "?", hdr.api_version, dynconf_err_str(err));
+    return DC_HANDLE_CLOSE;
+  }
+  dc_wr_frame_end(out, frame);
+  return DC_HANDLE_OK;
+}

@@ -1,1 +1,450 @@
-/* placeholder: being written */
+#include "broker/server.h"
+
+#include "codec/wire.h"
+
+#include "common/log.h"
+#include "dynconf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LISTENERS 16
+#define READ_CHUNK 65536
+
+enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3 };
+
+typedef struct listener {
+  int kind; /* EP_LISTENER; first member, for epoll data dispatch */
+  int fd;
+  char adv_host[256];
+  int adv_port;
+} listener_t;
+
+/* One client connection. Owned by the server's list; freed on close. */
+typedef struct conn {
+  int kind; /* EP_CONN */
+  int fd;
+  const listener_t *listener;
+  dc_buf_t in;          /* unparsed input */
+  dc_buf_t out;         /* encoded responses not yet sent */
+  size_t out_off;       /* bytes of out already sent */
+  int64_t last_active;  /* monotonic ms of the last read or write */
+  int64_t frame_start;  /* when the pending partial frame began; 0 = none */
+  bool closing;         /* close once out is flushed */
+  bool paused;          /* not reading: too much unsent output */
+  uint32_t events;      /* registered epoll events */
+  char peer[64];
+  struct conn *prev, *next;
+} conn_t;
+
+struct dc_server {
+  dc_broker_t *broker;
+  dc_server_opts_t opts;
+  int epfd;
+  struct {
+    int kind;
+    int fd;
+  } wake;
+  int spare_fd; /* released to accept-and-close when out of descriptors */
+  listener_t listeners[MAX_LISTENERS];
+  int n_listeners;
+  conn_t *conns;
+  size_t n_conns;
+  volatile int stop;
+  dc_arena_t arena; /* request scratch, reset after every request */
+};
+
+void dc_server_opts_init(dc_server_opts_t *o) {
+  o->max_request_size = 1024 * 1024;
+  o->out_high_water = 4 * 1024 * 1024;
+  o->idle_timeout_ms = 600000;
+  o->request_timeout_ms = 30000;
+  o->max_connections = 100000;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
+                           char *errstr, size_t errstr_size) {
+  dc_server_t *s = calloc(1, sizeof(*s));
+  if (!s) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  s->broker = broker;
+  s->opts = *opts;
+  s->wake.kind = EP_WAKE;
+  s->epfd = epoll_create1(EPOLL_CLOEXEC);
+  s->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  dc_arena_init(&s->arena);
+  if (s->epfd < 0 || s->wake.fd < 0) {
+    snprintf(errstr, errstr_size, "cannot create event loop: %s",
+             strerror(errno));
+    dc_server_destroy(s);
+    return NULL;
+  }
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->wake};
+  epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wake.fd, &ev);
+  return s;
+}
+
+static void conn_close(dc_server_t *s, conn_t *c) {
+  epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  s->n_conns--;
+  dc_buf_free(&c->in);
+  dc_buf_free(&c->out);
+  free(c);
+}
+
+void dc_server_destroy(dc_server_t *s) {
+  if (!s)
+    return;
+  while (s->conns)
+    conn_close(s, s->conns);
+  for (int i = 0; i < s->n_listeners; i++)
+    close(s->listeners[i].fd);
+  if (s->wake.fd >= 0)
+    close(s->wake.fd);
+  if (s->epfd >= 0)
+    close(s->epfd);
+  if (s->spare_fd >= 0)
+    close(s->spare_fd);
+  dc_arena_free(&s->arena);
+  free(s);
+}
+
+size_t dc_server_connections(const dc_server_t *s) { return s->n_conns; }
+
+void dc_server_stop(dc_server_t *s) {
+  s->stop = 1;
+  uint64_t one = 1;
+  ssize_t r = write(s->wake.fd, &one, sizeof(one));
+  (void)r;
+}
+
+static void addr_to_str(const struct sockaddr_storage *ss, char *host,
+                        size_t hsz, int *port) {
+  if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const void *)ss;
+    inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)hsz);
+    *port = ntohs(a->sin6_port);
+  } else {
+    const struct sockaddr_in *a = (const void *)ss;
+    inet_ntop(AF_INET, &a->sin_addr, host, (socklen_t)hsz);
+    *port = ntohs(a->sin_port);
+  }
+}
+
+int dc_server_listen(dc_server_t *s, const char *host, int port,
+                     const char *adv_host, int adv_port, char *bound,
+                     size_t bound_size, char *errstr, size_t errstr_size) {
+  if (s->n_listeners == MAX_LISTENERS) {
+    snprintf(errstr, errstr_size, "at most %d listeners", MAX_LISTENERS);
+    return -1;
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                  *ai = NULL;
+  char portstr[16];
+  snprintf(portstr, sizeof(portstr), "%d", port);
+  int gai = getaddrinfo(*host ? host : NULL, portstr, &hints, &ai);
+  if (gai) {
+    snprintf(errstr, errstr_size, "cannot resolve listen address %s: %s",
+             host, gai_strerror(gai));
+    return -1;
+  }
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) ||
+      listen(fd, 4096)) {
+    snprintf(errstr, errstr_size, "cannot listen on %s:%d: %s", host, port,
+             strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    freeaddrinfo(ai);
+    return -1;
+  }
+  freeaddrinfo(ai);
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  getsockname(fd, (struct sockaddr *)&ss, &sl);
+  char h[INET6_ADDRSTRLEN];
+  int p;
+  addr_to_str(&ss, h, sizeof(h), &p);
+  listener_t *l = &s->listeners[s->n_listeners++];
+  l->kind = EP_LISTENER;
+  l->fd = fd;
+  snprintf(l->adv_host, sizeof(l->adv_host), "%s",
+           adv_host && *adv_host ? adv_host : h);
+  l->adv_port = adv_port > 0 ? adv_port : p;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+  epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+  snprintf(bound, bound_size, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d",
+           h, p);
+  return 0;
+}
+
+static void set_events(dc_server_t *s, conn_t *c) {
+  uint32_t ev = (c->paused || c->closing ? 0 : EPOLLIN) |
+                (c->out.len > c->out_off ? EPOLLOUT : 0);
+  if (ev == c->events)
+    return;
+  struct epoll_event e = {.events = ev, .data.ptr = c};
+  epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &e);
+  c->events = ev;
+}
+
+static void do_accept(dc_server_t *s, listener_t *l) {
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        /* Out of descriptors: accept and close so the client is told. */
+        dc_log(DC_LOG_WARN, "out of file descriptors with %zu connections; "
+                            "refusing new ones (raise ulimit -n)",
+               s->n_conns);
+        if (s->spare_fd >= 0) {
+          close(s->spare_fd);
+          int t = accept(l->fd, NULL, NULL);
+          if (t >= 0)
+            close(t);
+          s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+      }
+      return; /* EAGAIN or an error worth retrying on the next event */
+    }
+    if (s->n_conns >= (size_t)s->opts.max_connections) {
+      close(fd);
+      continue;
+    }
+    conn_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+      close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->kind = EP_CONN;
+    c->fd = fd;
+    c->listener = l;
+    c->last_active = now_ms();
+    char h[INET6_ADDRSTRLEN];
+    int p;
+    addr_to_str(&ss, h, sizeof(h), &p);
+    snprintf(c->peer, sizeof(c->peer), "%s:%d", h, p);
+    c->events = EPOLLIN;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+      close(fd);
+      free(c);
+      continue;
+    }
+    c->next = s->conns;
+    if (s->conns)
+      s->conns->prev = c;
+    s->conns = c;
+    s->n_conns++;
+  }
+}
+
+/* Sends what it can. Returns false when the connection was closed. */
+static bool conn_flush(dc_server_t *s, conn_t *c) {
+  while (c->out_off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+                     MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        break;
+      if (errno == EINTR)
+        continue;
+      conn_close(s, c);
+      return false;
+    }
+    c->out_off += (size_t)n;
+    c->last_active = now_ms();
+  }
+  if (c->out_off == c->out.len) {
+    c->out.len = 0;
+    c->out_off = 0;
+    if (c->closing) {
+      conn_close(s, c);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Handles every complete frame in c->in, in order, while output is below
+ * the high-water mark. */
+static void conn_process(dc_server_t *s, conn_t *c) {
+  size_t off = 0;
+  char why[256];
+  while (!c->closing && c->out.len - c->out_off < s->opts.out_high_water) {
+    int32_t size;
+    int r = dc_frame_peek(c->in.data + off, c->in.len - off,
+                          s->opts.max_request_size, &size);
+    if (r < 0) {
+      dc_log(DC_LOG_WARN, "closing connection from %s: %s (limit %zu bytes)",
+             c->peer, dynconf_err_str(r), s->opts.max_request_size);
+      c->closing = true;
+      break;
+    }
+    if (r == 0)
+      break;
+    dc_conn_info_t info = {c->peer, "User:ANONYMOUS", c->listener->adv_host,
+                           c->listener->adv_port};
+    why[0] = '\0';
+    int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
+                             (size_t)size, &s->arena, &c->out, why,
+                             sizeof(why));
+    dc_arena_reset(&s->arena);
+    off += 4 + (size_t)size;
+    if (h == DC_HANDLE_CLOSE) {
+      dc_log(DC_LOG_WARN, "closing connection from %s: %s", c->peer, why);
+      c->closing = true;
+    }
+  }
+  if (off) {
+    dc_buf_consume(&c->in, off);
+    c->frame_start = 0;
+  }
+  if (c->in.len && !c->frame_start)
+    c->frame_start = now_ms();
+  c->paused = c->out.len - c->out_off >= s->opts.out_high_water;
+  if (c->closing)
+    c->in.len = 0; /* discard whatever else it sent */
+}
+
+static void conn_readable(dc_server_t *s, conn_t *c) {
+  /* Bounded: never hold more than one maximal frame plus a chunk. */
+  size_t limit = s->opts.max_request_size + 4 + READ_CHUNK;
+  for (int i = 0; i < 16 && c->in.len < limit; i++) {
+    if (dc_buf_reserve(&c->in, READ_CHUNK)) {
+      dc_log(DC_LOG_ERR, "out of memory reading from %s", c->peer);
+      conn_close(s, c);
+      return;
+    }
+    ssize_t n = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
+    if (n == 0) {
+      c->closing = true; /* peer closed: answer what we have, then close */
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        conn_close(s, c);
+        return;
+      }
+      break;
+    }
+    c->in.len += (size_t)n;
+    c->last_active = now_ms();
+    if ((size_t)n < READ_CHUNK)
+      break;
+  }
+  bool peer_closed = c->closing;
+  c->closing = false;
+  conn_process(s, c);
+  if (peer_closed)
+    c->closing = true;
+  if (conn_flush(s, c))
+    set_events(s, c);
+}
+
+static void conn_writable(dc_server_t *s, conn_t *c) {
+  if (!conn_flush(s, c))
+    return;
+  if (c->paused) {
+    /* Output drained below the mark: serve the frames we held back. */
+    conn_process(s, c);
+    if (!conn_flush(s, c))
+      return;
+  }
+  set_events(s, c);
+}
+
+static void sweep(dc_server_t *s, int64_t now) {
+  conn_t *next;
+  for (conn_t *c = s->conns; c; c = next) {
+    next = c->next;
+    if (now - c->last_active > s->opts.idle_timeout_ms) {
+      dc_log(DC_LOG_INFO, "closing idle connection from %s", c->peer);
+      conn_close(s, c);
+    } else if (c->frame_start &&
+               now - c->frame_start > s->opts.request_timeout_ms) {
+      dc_log(DC_LOG_WARN,
+             "closing connection from %s: request not completed within %d ms",
+             c->peer, s->opts.request_timeout_ms);
+      conn_close(s, c);
+    }
+  }
+}
+
+int dc_server_run(dc_server_t *s) {
+  struct epoll_event evs[256];
+  int64_t last_sweep = now_ms();
+  while (!s->stop) {
+    int n = epoll_wait(s->epfd, evs, 256, 1000);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      dc_log(DC_LOG_ERR, "epoll_wait: %s", strerror(errno));
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      int kind = *(int *)evs[i].data.ptr;
+      if (kind == EP_WAKE) {
+        uint64_t v;
+        ssize_t r = read(s->wake.fd, &v, sizeof(v));
+        (void)r;
+      } else if (kind == EP_LISTENER) {
+        do_accept(s, evs[i].data.ptr);
+      } else {
+        conn_t *c = evs[i].data.ptr;
+        /* A connection closed earlier in this batch cannot appear again:
+         * epoll drops closed fds, and each fd has one event per batch. */
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+          conn_readable(s, c);
+        else if (evs[i].events & EPOLLOUT)
+          conn_writable(s, c);
+      }
+    }
+    int64_t now = now_ms();
+    if (now - last_sweep >= 1000) {
+      sweep(s, now);
+      last_sweep = now;
+    }
+  }
+  return 0;
+}

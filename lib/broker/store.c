@@ -1,1 +1,43 @@
-/* placeholder: being written */
+/*
+ * Backend-neutral store entry points: each forwards through st->ops so a
+ * replicated backend (a Kafka topic) can replace SQLite without touching
+ * callers. Backends own their state; dc_store_close() releases it all.
+ */
+#include "store.h"
+
+#include <stdio.h>
+
+/* Shared by every entry point: a NULL store is a caller bug, but we report
+ * it instead of crashing (the store never aborts). */
+static int no_store(char *errstr, size_t errstr_size) {
+  if (errstr && errstr_size)
+    snprintf(errstr, errstr_size, "store is not open");
+  return -1;
+}
+
+void dc_store_close(dc_store_t *st) {
+  if (st && st->ops && st->ops->close)
+    st->ops->close(st);
+}
+
+int dc_store_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
+                  char *errstr, size_t errstr_size) {
+  if (!st || !st->ops || !st->ops->load)
+    return no_store(errstr, errstr_size);
+  return st->ops->load(st, cb, opaque, errstr, errstr_size);
+}
+
+int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
+                    size_t errstr_size) {
+  if (!st || !st->ops || !st->ops->commit)
+    return no_store(errstr, errstr_size);
+  return st->ops->commit(st, c, errstr, errstr_size);
+}
+
+int dc_store_history(dc_store_t *st, const char *entity,
+                     dc_store_history_cb *cb, void *opaque, char *errstr,
+                     size_t errstr_size) {
+  if (!st || !st->ops || !st->ops->history)
+    return no_store(errstr, errstr_size);
+  return st->ops->history(st, entity, cb, opaque, errstr, errstr_size);
+}

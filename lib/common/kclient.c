@@ -1,1 +1,543 @@
-/* placeholder: being written */
+/*
+ * Blocking Kafka-protocol client connection (see kclient.h).
+ *
+ * The socket stays non-blocking for its whole life so that every wait is a
+ * poll() bounded by a deadline: connect, send and receive can never hang
+ * past the caller's timeout.
+ */
+#include "kclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct dc_kclient {
+  int fd;                /* -1 when not connected */
+  char *client_id;       /* owned, nullable */
+  char *sw_name;         /* owned */
+  char *sw_version;      /* owned */
+  char peer[300];        /* "host:port" of the current connection */
+  int32_t next_corr;     /* correlation id for the next request */
+  dc_buf_t out;          /* owned: request frame being sent */
+  uint8_t *in;           /* owned: last response frame payload */
+  size_t in_cap;
+  dc_api_range_t *ranges; /* owned: server's ApiVersions answer */
+  size_t n_ranges;
+  bool have_versions;
+};
+
+static void seterr(char *errstr, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *errstr, size_t size, const char *fmt, ...) {
+  if (!errstr || size == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(errstr, size, fmt, ap);
+  va_end(ap);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until deadline, never negative, capped for poll(). */
+static int remaining_ms(int64_t deadline) {
+  int64_t left = deadline - now_ms();
+  if (left < 0)
+    return 0;
+  return left > 0x7fffffff ? 0x7fffffff : (int)left;
+}
+
+static char *xstrdup(const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+dc_kclient_t *dc_kclient_new(const char *client_id) {
+  dc_kclient_t *kc = calloc(1, sizeof(*kc));
+  if (!kc)
+    return NULL;
+  kc->fd = -1;
+  kc->next_corr = 1;
+  dc_buf_init(&kc->out);
+  kc->client_id = xstrdup(client_id);
+  kc->sw_name = xstrdup("dynconf-configs");
+  kc->sw_version = xstrdup(DYNCONF_VERSION_STR);
+  if ((client_id && !kc->client_id) || !kc->sw_name || !kc->sw_version) {
+    dc_kclient_destroy(kc);
+    return NULL;
+  }
+  return kc;
+}
+
+void dc_kclient_close(dc_kclient_t *kc) {
+  if (kc->fd >= 0)
+    close(kc->fd);
+  kc->fd = -1;
+  kc->peer[0] = '\0';
+}
+
+void dc_kclient_destroy(dc_kclient_t *kc) {
+  if (!kc)
+    return;
+  dc_kclient_close(kc);
+  free(kc->client_id);
+  free(kc->sw_name);
+  free(kc->sw_version);
+  dc_buf_free(&kc->out);
+  free(kc->in);
+  free(kc->ranges);
+  free(kc);
+}
+
+const char *dc_kclient_peer(const dc_kclient_t *kc) { return kc->peer; }
+
+dynconf_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
+                                      const char *version) {
+  if (name) {
+    char *n = xstrdup(name);
+    if (!n)
+      return DYNCONF_ERR__NOMEM;
+    free(kc->sw_name);
+    kc->sw_name = n;
+  }
+  if (version) {
+    char *v = xstrdup(version);
+    if (!v)
+      return DYNCONF_ERR__NOMEM;
+    free(kc->sw_version);
+    kc->sw_version = v;
+  }
+  return DYNCONF_ERR_NO_ERROR;
+}
+
+/* ---- connect ---------------------------------------------------------- */
+
+/* Splits one bootstrap entry "host:port" / "[v6]:port" into host and port
+ * (both NUL-terminated copies in the caller's buffers). */
+static bool split_hostport(const char *s, size_t n, char *host, size_t hsz,
+                           char *port, size_t psz) {
+  const char *end = s + n;
+  const char *h = s, *hend, *p;
+  if (n && s[0] == '[') {
+    hend = memchr(s, ']', n);
+    if (!hend || hend + 1 >= end || hend[1] != ':')
+      return false;
+    h = s + 1;
+    p = hend + 2;
+  } else {
+    /* The last colon separates the port, so a bare v6 literal with a port
+     * still parses ("::1:9092"). */
+    const char *c = NULL;
+    for (const char *q = s; q < end; q++)
+      if (*q == ':')
+        c = q;
+    if (!c)
+      return false;
+    hend = c;
+    p = c + 1;
+  }
+  size_t hl = (size_t)(hend - h), pl = (size_t)(end - p);
+  if (hl == 0 || hl >= hsz || pl == 0 || pl >= psz)
+    return false;
+  for (size_t i = 0; i < pl; i++)
+    if (p[i] < '0' || p[i] > '9')
+      return false;
+  memcpy(host, h, hl);
+  host[hl] = '\0';
+  memcpy(port, p, pl);
+  port[pl] = '\0';
+  long pn = strtol(port, NULL, 10);
+  return pn > 0 && pn <= 65535;
+}
+
+/* Tries one resolved address. Returns a connected non-blocking fd, or -1
+ * with *errp set (errno value, or ETIMEDOUT when the deadline passed). */
+static int connect_addr(const struct addrinfo *ai, int64_t deadline,
+                        int *errp) {
+  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                  ai->ai_protocol);
+  if (fd < 0) {
+    *errp = errno;
+    return -1;
+  }
+  if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+    if (errno != EINPROGRESS) {
+      *errp = errno;
+      close(fd);
+      return -1;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    int r;
+    do
+      r = poll(&pfd, 1, remaining_ms(deadline));
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+      *errp = r == 0 ? ETIMEDOUT : errno;
+      close(fd);
+      return -1;
+    }
+    int soerr = 0;
+    socklen_t len = sizeof(soerr);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+      soerr = errno;
+    if (soerr) {
+      *errp = soerr;
+      close(fd);
+      return -1;
+    }
+  }
+  int one = 1;
+  /* One small request at a time: do not let Nagle delay it. */
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
+                                 int timeout_ms, char *errstr,
+                                 size_t errstr_size) {
+  dc_kclient_close(kc);
+  if (!bootstrap || !*bootstrap) {
+    seterr(errstr, errstr_size, "empty bootstrap server list");
+    return DYNCONF_ERR__INVALID_ARG;
+  }
+  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  /* Collect "entry: reason" for every failed entry, for one sentence. */
+  char why[512] = "";
+  size_t wl = 0;
+  bool timed_out = false;
+  const char *s = bootstrap;
+  while (*s) {
+    const char *comma = strchr(s, ',');
+    size_t n = comma ? (size_t)(comma - s) : strlen(s);
+    /* Tolerate spaces around entries ("a:1, b:2"). */
+    while (n && (*s == ' ' || *s == '\t')) {
+      s++;
+      n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+      n--;
+    char host[256], port[8];
+    if (!split_hostport(s, n, host, sizeof(host), port, sizeof(port))) {
+      seterr(errstr, errstr_size,
+             "invalid bootstrap server '%.*s' (expected HOST:PORT)", (int)n, s);
+      return DYNCONF_ERR__INVALID_ARG;
+    }
+    char entry[300];
+    snprintf(entry, sizeof(entry), "%.*s", (int)n, s);
+
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    int err = 0;
+    if (gai != 0) {
+      wl += (size_t)snprintf(why + wl, wl < sizeof(why) ? sizeof(why) - wl : 0,
+                             "%s%s: %s", wl ? "; " : "", entry,
+                             gai_strerror(gai));
+    } else {
+      for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (remaining_ms(deadline) == 0) {
+          err = ETIMEDOUT;
+          break;
+        }
+        int fd = connect_addr(ai, deadline, &err);
+        if (fd >= 0) {
+          freeaddrinfo(res);
+          kc->fd = fd;
+          snprintf(kc->peer, sizeof(kc->peer), "%s", entry);
+          return DYNCONF_ERR_NO_ERROR;
+        }
+      }
+      freeaddrinfo(res);
+      if (err == ETIMEDOUT)
+        timed_out = true;
+      wl += (size_t)snprintf(why + wl, wl < sizeof(why) ? sizeof(why) - wl : 0,
+                             "%s%s: %s", wl ? "; " : "", entry,
+                             err == ETIMEDOUT ? "timed out" : strerror(err));
+    }
+    if (wl >= sizeof(why))
+      wl = sizeof(why) - 1;
+    if (!comma)
+      break;
+    s = comma + 1;
+  }
+  if (timed_out && remaining_ms(deadline) == 0) {
+    seterr(errstr, errstr_size, "cannot connect to %s within %d ms (%s)",
+           bootstrap, timeout_ms, why);
+    return DYNCONF_ERR__TIMED_OUT;
+  }
+  seterr(errstr, errstr_size, "cannot connect to %s", why);
+  return DYNCONF_ERR__TRANSPORT;
+}
+
+/* ---- request / response ---------------------------------------------- */
+
+/* Waits for fd to become ready for events; 1 ready, 0 timed out, -1 error
+ * (errno set). */
+static int wait_fd(int fd, short events, int64_t deadline) {
+  struct pollfd pfd = {.fd = fd, .events = events};
+  for (;;) {
+    int r = poll(&pfd, 1, remaining_ms(deadline));
+    if (r < 0 && errno == EINTR)
+      continue;
+    return r < 0 ? -1 : r;
+  }
+}
+
+/* Sends all of p[0..n). 0, or a dynconf error with errstr set; the caller
+ * closes the connection on error. */
+static dynconf_err_t send_all(dc_kclient_t *kc, const uint8_t *p, size_t n,
+                              int64_t deadline, int timeout_ms, char *errstr,
+                              size_t errstr_size) {
+  while (n) {
+    ssize_t w = send(kc->fd, p, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      p += w;
+      n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int r = wait_fd(kc->fd, POLLOUT, deadline);
+      if (r > 0)
+        continue;
+      if (r == 0) {
+        seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
+               timeout_ms);
+        return DYNCONF_ERR__TIMED_OUT;
+      }
+    }
+    seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
+           strerror(errno));
+    return DYNCONF_ERR__TRANSPORT;
+  }
+  return DYNCONF_ERR_NO_ERROR;
+}
+
+/* Receives exactly n bytes into p. */
+static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
+                              int64_t deadline, int timeout_ms, char *errstr,
+                              size_t errstr_size) {
+  while (n) {
+    ssize_t r = recv(kc->fd, p, n, 0);
+    if (r > 0) {
+      p += r;
+      n -= (size_t)r;
+      continue;
+    }
+    if (r == 0) {
+      seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
+      return DYNCONF_ERR__TRANSPORT;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int w = wait_fd(kc->fd, POLLIN, deadline);
+      if (w > 0)
+        continue;
+      if (w == 0) {
+        seterr(errstr, errstr_size, "no response from %s within %d ms",
+               kc->peer, timeout_ms);
+        return DYNCONF_ERR__TIMED_OUT;
+      }
+    }
+    seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
+           strerror(errno));
+    return DYNCONF_ERR__TRANSPORT;
+  }
+  return DYNCONF_ERR_NO_ERROR;
+}
+
+dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
+                                 int16_t api_version, dc_kclient_encode_fn *enc,
+                                 const void *req, int timeout_ms,
+                                 dc_rd_t *rd, dc_arena_t *arena, char *errstr,
+                                 size_t errstr_size) {
+  if (kc->fd < 0) {
+    seterr(errstr, errstr_size, "not connected");
+    return DYNCONF_ERR__TRANSPORT;
+  }
+  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int32_t corr = kc->next_corr++;
+  if (kc->next_corr < 0) /* wrapped: keep ids positive */
+    kc->next_corr = 1;
+
+  dc_buf_clear(&kc->out);
+  size_t off = dc_wr_frame_begin(&kc->out);
+  dc_req_header_t h = {.api_key = api_key,
+                       .api_version = api_version,
+                       .correlation_id = corr,
+                       .client_id = kc->client_id};
+  int e = dc_req_header_encode(&kc->out, &h);
+  if (!e)
+    e = enc(&kc->out, api_version, req);
+  if (!e)
+    e = kc->out.err;
+  if (e) {
+    const dc_api_info_t *ai = dc_api_info(api_key);
+    seterr(errstr, errstr_size, "cannot encode %s v%d request: %s",
+           ai ? ai->name : "unknown", api_version,
+           dynconf_err_str((dynconf_err_t)e));
+    return (dynconf_err_t)e;
+  }
+  dc_wr_frame_end(&kc->out, off);
+
+  dynconf_err_t err = send_all(kc, kc->out.data, kc->out.len, deadline,
+                               timeout_ms, errstr, errstr_size);
+  uint8_t szb[4];
+  if (!err)
+    err = recv_all(kc, szb, 4, deadline, timeout_ms, errstr, errstr_size);
+  if (err) {
+    dc_kclient_close(kc);
+    return err;
+  }
+  int32_t size = (int32_t)(((uint32_t)szb[0] << 24) | ((uint32_t)szb[1] << 16) |
+                           ((uint32_t)szb[2] << 8) | szb[3]);
+  if (size < 4 || size > DC_KCLIENT_MAX_FRAME) {
+    seterr(errstr, errstr_size,
+           "bad response from %s: frame size %d outside 4..%d", kc->peer,
+           (int)size, DC_KCLIENT_MAX_FRAME);
+    dc_kclient_close(kc);
+    return DYNCONF_ERR__BAD_RESPONSE;
+  }
+  if ((size_t)size > kc->in_cap) {
+    uint8_t *p = realloc(kc->in, (size_t)size);
+    if (!p) {
+      seterr(errstr, errstr_size, "out of memory for a %d-byte response",
+             (int)size);
+      dc_kclient_close(kc);
+      return DYNCONF_ERR__NOMEM;
+    }
+    kc->in = p;
+    kc->in_cap = (size_t)size;
+  }
+  err = recv_all(kc, kc->in, (size_t)size, deadline, timeout_ms, errstr,
+                 errstr_size);
+  if (err) {
+    dc_kclient_close(kc);
+    return err;
+  }
+  dc_rd_init(rd, kc->in, (size_t)size, arena);
+  int32_t got = 0;
+  if (dc_resp_header_decode(rd, api_key, api_version, &got)) {
+    seterr(errstr, errstr_size, "bad response header from %s: %s", kc->peer,
+           dynconf_err_str((dynconf_err_t)rd->err));
+    dc_kclient_close(kc);
+    return DYNCONF_ERR__BAD_RESPONSE;
+  }
+  if (got != corr) {
+    seterr(errstr, errstr_size,
+           "bad response from %s: correlation id %d, expected %d", kc->peer,
+           (int)got, (int)corr);
+    dc_kclient_close(kc);
+    return DYNCONF_ERR__BAD_RESPONSE;
+  }
+  return DYNCONF_ERR_NO_ERROR;
+}
+
+/* ---- ApiVersions ------------------------------------------------------ */
+
+static int enc_apiversions(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_apiversions_req_encode(b, v, req);
+}
+
+dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
+                                      char *errstr, size_t errstr_size) {
+  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  dc_apiversions_req_t req = {.client_software_name = kc->sw_name,
+                              .client_software_version = kc->sw_version};
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
+  dc_apiversions_resp_t resp;
+  int16_t v = 3;
+  for (;;) {
+    dc_rd_t rd;
+    err = dc_kclient_request(kc, DC_API_API_VERSIONS, v, enc_apiversions, &req,
+                             remaining_ms(deadline), &rd, &arena, errstr,
+                             errstr_size);
+    if (err)
+      goto out;
+    /* The error code leads every version's body, and an
+     * UNSUPPORTED_VERSION answer comes in the v0 layout: look first. */
+    if (v > 0 && dc_rd_remaining(&rd) >= 2 &&
+        ((rd.p[rd.pos] << 8) | rd.p[rd.pos + 1]) == DYNCONF_ERR_UNSUPPORTED_VERSION) {
+      v = 0;
+      continue;
+    }
+    if (dc_apiversions_resp_decode(&rd, v, &resp)) {
+      seterr(errstr, errstr_size, "malformed ApiVersions v%d response from %s: %s",
+             v, kc->peer, dynconf_err_str((dynconf_err_t)rd.err));
+      err = DYNCONF_ERR__BAD_RESPONSE;
+      goto out;
+    }
+    break;
+  }
+  if (resp.error_code) {
+    err = (dynconf_err_t)resp.error_code;
+    seterr(errstr, errstr_size, "%s refused ApiVersions v%d: %s", kc->peer, v,
+           dynconf_err_name(err));
+    goto out;
+  }
+  dc_api_range_t *r = NULL;
+  if (resp.n_api_keys > 0) {
+    r = malloc((size_t)resp.n_api_keys * sizeof(*r));
+    if (!r) {
+      err = DYNCONF_ERR__NOMEM;
+      seterr(errstr, errstr_size, "out of memory");
+      goto out;
+    }
+    memcpy(r, resp.api_keys, (size_t)resp.n_api_keys * sizeof(*r));
+  }
+  free(kc->ranges);
+  kc->ranges = r;
+  kc->n_ranges = (size_t)resp.n_api_keys;
+  kc->have_versions = true;
+out:
+  dc_arena_free(&arena);
+  return err;
+}
+
+bool dc_kclient_api_range(const dc_kclient_t *kc, int16_t api_key,
+                          int16_t *minp, int16_t *maxp) {
+  if (!kc->have_versions)
+    return false;
+  for (size_t i = 0; i < kc->n_ranges; i++)
+    if (kc->ranges[i].api_key == api_key) {
+      *minp = kc->ranges[i].min_version;
+      *maxp = kc->ranges[i].max_version;
+      return true;
+    }
+  return false;
+}
+
+int16_t dc_kclient_pick_version(const dc_kclient_t *kc, int16_t api_key) {
+  const dc_api_info_t *ai = dc_api_info(api_key);
+  int16_t smin, smax;
+  if (!ai || !dc_kclient_api_range(kc, api_key, &smin, &smax))
+    return -1;
+  int16_t hi = smax < ai->max_version ? smax : ai->max_version;
+  int16_t lo = smin > ai->min_version ? smin : ai->min_version;
+  return hi >= lo ? hi : -1;
+}

@@ -1,1 +1,111 @@
-/* placeholder */
+/*
+ * A small blocking Kafka-protocol client connection, for the operator CLI,
+ * tests and benchmarks. One request in flight at a time: send a request,
+ * wait for its response frame, hand back the body for the caller to decode
+ * with the codec (lib/codec/proto.h). The codec does no I/O; the sockets
+ * live here.
+ *
+ * Threads: a dc_kclient_t has one owner. Calls on the same handle must not
+ * overlap; different handles may be used from different threads at once.
+ * Functions block for at most the timeout they are given (name resolution
+ * via getaddrinfo excepted: it cannot be bounded portably).
+ *
+ * Errors: every function that can fail returns a dynconf_err_t and writes a
+ * human sentence into errstr (when errstr_size > 0), for example
+ * "cannot connect to 127.0.0.1:1: Connection refused" or
+ * "no response from 127.0.0.1:9092 within 5000 ms".
+ * A transport error, time-out or unmatched response closes the connection:
+ * the stream position is unknown afterwards, so it cannot be reused.
+ */
+#ifndef DC_KCLIENT_H
+#define DC_KCLIENT_H
+
+#include "codec/proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest response frame accepted; a size field above it closes the
+ * connection with DYNCONF_ERR__BAD_RESPONSE. */
+#define DC_KCLIENT_MAX_FRAME (64 * 1024 * 1024)
+
+typedef struct dc_kclient dc_kclient_t;
+
+/* Appends a request body of the given version; returns 0 or a negative
+ * dynconf_err_t. Every dc_*_req_encode in proto.h has this shape once its
+ * request pointer is cast to const void *. */
+typedef int(dc_kclient_encode_fn)(dc_buf_t *b, int16_t version,
+                                  const void *req);
+
+/* Creates an unconnected handle. client_id (nullable) is sent in every
+ * request header; it is copied. Returns NULL on out of memory. The caller
+ * owns the handle and frees it with dc_kclient_destroy(). */
+dc_kclient_t *dc_kclient_new(const char *client_id);
+
+/* Closes the connection (if any) and frees the handle. NULL is a no-op. */
+void dc_kclient_destroy(dc_kclient_t *kc);
+
+/* Connects to the first reachable address of a bootstrap list
+ * "host:port[,host:port...]" (hosts may be names, IPv4 literals or IPv6
+ * literals in brackets, "[::1]:9092"). Every address each host resolves to is
+ * tried in turn; timeout_ms bounds the whole attempt (all addresses share
+ * it). An existing connection is closed first. On success the peer's
+ * "host:port" is available from dc_kclient_peer(). Errors:
+ * DYNCONF_ERR__INVALID_ARG (unparsable list), __TRANSPORT (refused,
+ * unresolvable), __TIMED_OUT. */
+dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
+                                 int timeout_ms, char *errstr,
+                                 size_t errstr_size);
+
+/* "host:port" as given in the bootstrap list for the current connection,
+ * or "" when not connected. Owned by the handle; valid until the next
+ * connect or destroy. */
+const char *dc_kclient_peer(const dc_kclient_t *kc);
+
+/* Closes the connection, keeping the handle (and any learned API
+ * versions) for a later dc_kclient_connect(). */
+void dc_kclient_close(dc_kclient_t *kc);
+
+/* Sends one request and waits up to timeout_ms for its response.
+ * The header (request header v1 or v2 by dc_req_header_encode) carries the
+ * next correlation id; enc(req) writes the body. The response's
+ * correlation id must match (else __BAD_RESPONSE). On success *rd is
+ * initialised over the response body (after the response header), with
+ * decoded data to be allocated in arena (caller-owned). The body bytes are
+ * owned by the handle and stay valid until the next request, close or
+ * destroy. Errors: __TRANSPORT (not connected, peer closed, socket error),
+ * __TIMED_OUT, __BAD_RESPONSE (bad frame size, wrong correlation id,
+ * unreadable header), __UNSUPPORTED_API / __NOMEM from encoding. */
+dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
+                                 int16_t api_version, dc_kclient_encode_fn *enc,
+                                 const void *req, int timeout_ms,
+                                 dc_rd_t *rd, dc_arena_t *arena, char *errstr,
+                                 size_t errstr_size);
+
+/* ApiVersions handshake: sends ApiVersions v3 with client_software_name
+ * "dynconf-configs" (overridable with dc_kclient_set_software) and falls
+ * back to v0 when the server answers UNSUPPORTED_VERSION (35). The server's
+ * ranges are kept in the handle for dc_kclient_api_range() and
+ * dc_kclient_pick_version(). Errors: those of dc_kclient_request(),
+ * __BAD_RESPONSE for an undecodable body, or the server's error code. */
+dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
+                                      char *errstr, size_t errstr_size);
+
+/* Sets the ClientSoftwareName/Version sent by dc_kclient_api_versions().
+ * Both are copied; NULL keeps the current value. Returns __NOMEM or 0.
+ * Names must match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? for a real
+ * Kafka broker to accept them. */
+dynconf_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
+                                      const char *version);
+
+/* The server's advertised range for api_key after a successful
+ * dc_kclient_api_versions(). Returns true and fills *minp and *maxp when the
+ * server lists the key, false otherwise. */
+bool dc_kclient_api_range(const dc_kclient_t *kc, int16_t api_key,
+                          int16_t *minp, int16_t *maxp);
+
+/* Highest version of api_key that both the codec (dc_api_info) and the
+ * server support, or -1 when there is none (or no handshake was done). */
+int16_t dc_kclient_pick_version(const dc_kclient_t *kc, int16_t api_key);
+
+#endif

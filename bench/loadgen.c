@@ -1,0 +1,722 @@
+/*
+ * loadgen: a pipelined Kafka-protocol load generator.
+ *
+ * One thread, epoll, non-blocking sockets. Every connection keeps
+ * --pipeline requests in flight; each request is a pre-encoded frame (the
+ * codec's encoders build it once) whose correlation id is patched per send.
+ * Responses are matched by correlation id (Kafka answers in order on a
+ * connection, so a mismatch is an error), decoded with the codec and
+ * checked for error codes. Latency is send->receive, recorded in an
+ * HDR-style log-linear histogram (0.1 % precision, fixed memory).
+ *
+ * --mock starts librdkafka's mock cluster inside this process and targets
+ * it (the baseline peer). Its broker thread then shares this process and the
+ * machine's cores with the load generator.
+ *
+ * Output: a human summary, then one machine-readable line starting with
+ * "RESULT " (key=value pairs) for bench/run.sh.
+ * Exit status: 0 when requests completed and there were no errors, else 1.
+ */
+#include "codec/proto.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FRAME (16u << 20) /* a response larger than this is an error */
+#define DRAIN_TIMEOUT_NS (10ull * 1000000000ull)
+
+/* ---- latency histogram -------------------------------------------------
+ * Values in nanoseconds. Below 2*SUB exact; above, SUB linear sub-buckets
+ * per power of two, so the relative error stays under 1/SUB. */
+#define H_SUB_BITS 10
+#define H_SUB (1u << H_SUB_BITS)
+#define H_MAX_BITS 40 /* values are clamped to 2^40 ns (~18 min) */
+#define H_BUCKETS (2 * H_SUB + (H_MAX_BITS - H_SUB_BITS) * H_SUB)
+
+typedef struct hist {
+  uint64_t count[H_BUCKETS];
+  uint64_t total, max;
+} hist_t;
+
+static size_t h_index(uint64_t v) {
+  if (v >= (1ull << H_MAX_BITS))
+    v = (1ull << H_MAX_BITS) - 1;
+  if (v < 2 * H_SUB)
+    return (size_t)v;
+  int msb = 63 - __builtin_clzll(v);
+  int s = msb - H_SUB_BITS; /* >= 1: v >> s lies in [SUB, 2*SUB) */
+  return 2 * H_SUB + (size_t)(s - 1) * H_SUB + (size_t)((v >> s) - H_SUB);
+}
+
+/* Highest value that maps to bucket i. */
+static uint64_t h_value(size_t i) {
+  if (i < 2 * H_SUB)
+    return i;
+  size_t s = (i - 2 * H_SUB) / H_SUB + 1;
+  uint64_t m = (i - 2 * H_SUB) % H_SUB + H_SUB;
+  return ((m + 1) << s) - 1;
+}
+
+static void h_record(hist_t *h, uint64_t v) {
+  h->count[h_index(v)]++;
+  h->total++;
+  if (v > h->max)
+    h->max = v;
+}
+
+static uint64_t h_percentile(const hist_t *h, double p) {
+  if (!h->total)
+    return 0;
+  uint64_t want = (uint64_t)(p / 100.0 * (double)h->total + 0.999999);
+  if (want < 1)
+    want = 1;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < H_BUCKETS; i++) {
+    seen += h->count[i];
+    if (seen >= want)
+      return h_value(i) < h->max ? h_value(i) : h->max;
+  }
+  return h->max;
+}
+
+/* ---- state -------------------------------------------------------------- */
+enum { API_DESCRIBE, API_METADATA };
+
+typedef struct slot {
+  int32_t corr;
+  uint64_t sent_ns;
+} slot_t;
+
+typedef struct conn {
+  int fd;
+  bool dead;
+  dc_buf_t in, out; /* owned; freed at exit */
+  size_t out_off;   /* bytes of out already written */
+  slot_t *ring;     /* owned; pipeline entries, FIFO of requests in flight */
+  int head, inflight;
+  int32_t next_corr;
+} conn_t;
+
+typedef struct cfg {
+  const char *target;
+  int api;
+  int16_t version;
+  int connections, pipeline;
+  double duration_s;
+  uint64_t requests; /* 0 = duration mode */
+  bool mock, quiet;
+  const char *client_name;
+} cfg_t;
+
+typedef struct run {
+  cfg_t cfg;
+  dc_buf_t tmpl; /* owned: one complete request frame */
+  conn_t *conns; /* owned */
+  hist_t *hist;  /* owned */
+  dc_arena_t arena; /* response decode scratch, reset after each response */
+  /* errors = requests that failed: lost with a connection, never
+   * answered, or answered with an error or undecodable response. */
+  uint64_t sent, done, lost, errors, resp_errors, conn_failures, logged;
+  bool stopping;
+} run_t;
+
+static volatile sig_atomic_t g_interrupted;
+static void on_signal(int sig) {
+  (void)sig;
+  g_interrupted = 1;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The first few problems say what went wrong; the counters say the rest. */
+static void log_problem(run_t *r, const char *fmt, const char *detail) {
+  if (r->logged++ < 5) {
+    fprintf(stderr, "loadgen: ");
+    fprintf(stderr, fmt, detail);
+    fputc('\n', stderr);
+  }
+}
+
+/* ---- requests ----------------------------------------------------------- */
+static int build_template(run_t *r) {
+  dc_buf_t *b = &r->tmpl;
+  dc_req_header_t h = {
+      .api_key = r->cfg.api == API_DESCRIBE ? DC_API_DESCRIBE_CONFIGS
+                                            : DC_API_METADATA,
+      .api_version = r->cfg.version,
+      .correlation_id = 0,
+      .client_id = (char *)"dynconf-loadgen",
+  };
+  size_t off = dc_wr_frame_begin(b);
+  int err = dc_req_header_encode(b, &h);
+  if (!err && r->cfg.api == API_DESCRIBE) {
+    dc_describe_configs_req_resource_t res = {
+        .resource_type = DC_RES_CLIENT,
+        .resource_name = (char *)r->cfg.client_name,
+        .n_configuration_keys = -1,
+        .configuration_keys = NULL,
+    };
+    dc_describe_configs_req_t req = {
+        .n_resources = 1,
+        .resources = &res,
+        .include_synonyms = true,
+    };
+    err = dc_describe_configs_req_encode(b, r->cfg.version, &req);
+  } else if (!err) {
+    dc_metadata_req_t req = {.n_topics = 0, .allow_auto_topic_creation = false};
+    err = dc_metadata_req_encode(b, r->cfg.version, &req);
+  }
+  dc_wr_frame_end(b, off);
+  if (err || b->err) {
+    fprintf(stderr, "loadgen: cannot encode %s v%d: %s\n",
+            r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata",
+            r->cfg.version, dynconf_err_str(err ? err : b->err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Correlation id sits after size(4), api_key(2), api_version(2). */
+#define CORR_OFF 8
+
+static bool may_send(const run_t *r) {
+  if (r->stopping)
+    return false;
+  return r->cfg.requests == 0 || r->sent < r->cfg.requests;
+}
+
+/* Queue requests until the pipeline is full, then write what the socket
+ * takes. Returns -1 when the connection failed. */
+static int conn_fill_and_flush(run_t *r, conn_t *c) {
+  uint64_t t = 0;
+  while (c->inflight < r->cfg.pipeline && may_send(r)) {
+    if (!t)
+      t = now_ns();
+    size_t at = c->out.len;
+    dc_buf_append(&c->out, r->tmpl.data, r->tmpl.len);
+    if (c->out.err)
+      return -1;
+    uint32_t corr = (uint32_t)c->next_corr++;
+    if (c->next_corr < 0) /* stay positive */
+      c->next_corr = 0;
+    uint8_t *p = c->out.data + at + CORR_OFF;
+    p[0] = (uint8_t)(corr >> 24);
+    p[1] = (uint8_t)(corr >> 16);
+    p[2] = (uint8_t)(corr >> 8);
+    p[3] = (uint8_t)corr;
+    slot_t *s = &c->ring[(c->head + c->inflight) % r->cfg.pipeline];
+    s->corr = (int32_t)corr;
+    s->sent_ns = t;
+    c->inflight++;
+    r->sent++;
+  }
+  while (c->out_off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+                     MSG_NOSIGNAL);
+    if (n > 0) {
+      c->out_off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* Drop the written prefix so the buffer stays pipeline-sized;
+       * EPOLLOUT (edge-triggered) resumes us. */
+      dc_buf_consume(&c->out, c->out_off);
+      c->out_off = 0;
+      return 0;
+    }
+    return -1;
+  }
+  c->out.len = 0;
+  c->out_off = 0;
+  return 0;
+}
+
+/* Checks one response body; returns true when it reports success. */
+static bool response_ok(run_t *r, const uint8_t *p, size_t len) {
+  dc_rd_t rd;
+  int16_t key = r->cfg.api == API_DESCRIBE ? DC_API_DESCRIBE_CONFIGS
+                                           : DC_API_METADATA;
+  int32_t corr;
+  dc_rd_init(&rd, p, len, &r->arena);
+  dc_resp_header_decode(&rd, key, r->cfg.version, &corr);
+  bool good = false;
+  if (r->cfg.api == API_DESCRIBE) {
+    dc_describe_configs_resp_t resp;
+    if (dc_describe_configs_resp_decode(&rd, r->cfg.version, &resp) == 0) {
+      good = resp.n_results == 1;
+      for (int32_t i = 0; i < resp.n_results; i++)
+        if (resp.results[i].error_code != 0)
+          good = false;
+    }
+  } else {
+    dc_metadata_resp_t resp;
+    if (dc_metadata_resp_decode(&rd, r->cfg.version, &resp) == 0)
+      good = resp.n_brokers >= 1;
+  }
+  dc_arena_reset(&r->arena);
+  return good;
+}
+
+static void conn_fail(run_t *r, conn_t *c, const char *why) {
+  if (c->dead)
+    return;
+  c->dead = true;
+  r->conn_failures++;
+  log_problem(r, "connection failed: %s", why);
+  /* Everything in flight on it is lost. */
+  r->errors += (uint64_t)c->inflight;
+  r->lost += (uint64_t)c->inflight;
+  c->inflight = 0;
+  close(c->fd);
+  c->fd = -1;
+}
+
+/* Reads until EAGAIN and consumes every complete response. */
+static void conn_read(run_t *r, conn_t *c, hist_t *h) {
+  for (;;) {
+    if (dc_buf_reserve(&c->in, 65536)) {
+      conn_fail(r, c, "out of memory");
+      return;
+    }
+    ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+    if (n == 0) {
+      conn_fail(r, c, "closed by peer");
+      return;
+    }
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        break;
+      conn_fail(r, c, strerror(errno));
+      return;
+    }
+    c->in.len += (size_t)n;
+    uint64_t t = now_ns(); /* one clock read per batch of responses */
+    size_t pos = 0;
+    for (;;) {
+      int32_t size;
+      int pk = dc_frame_peek(c->in.data + pos, c->in.len - pos, MAX_FRAME,
+                             &size);
+      if (pk == 0)
+        break;
+      if (pk < 0 || size < 4) {
+        conn_fail(r, c, "bad response frame");
+        return;
+      }
+      const uint8_t *f = c->in.data + pos + 4;
+      int32_t corr = (int32_t)(((uint32_t)f[0] << 24) |
+                               ((uint32_t)f[1] << 16) |
+                               ((uint32_t)f[2] << 8) | f[3]);
+      slot_t *s = &c->ring[c->head];
+      if (c->inflight == 0 || s->corr != corr) {
+        conn_fail(r, c, "response correlation id does not match");
+        return;
+      }
+      h_record(h, t - s->sent_ns);
+      c->head = (c->head + 1) % r->cfg.pipeline;
+      c->inflight--;
+      r->done++;
+      if (!response_ok(r, f, (size_t)size)) {
+        r->resp_errors++;
+        r->errors++;
+        log_problem(r, "%s response carries an error or does not decode",
+                  r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata");
+      }
+      pos += 4 + (size_t)size;
+    }
+    dc_buf_consume(&c->in, pos);
+  }
+}
+
+/* ---- setup -------------------------------------------------------------- */
+static int split_hostport(const char *target, char *host, size_t hsz,
+                          char *port, size_t psz) {
+  const char *colon = strrchr(target, ':');
+  if (!colon || colon == target || !colon[1])
+    return -1;
+  size_t hl = (size_t)(colon - target);
+  if (target[0] == '[' && hl >= 2 && target[hl - 1] == ']') { /* [v6]:port */
+    target++;
+    hl -= 2;
+  }
+  if (hl >= hsz || strlen(colon + 1) >= psz)
+    return -1;
+  memcpy(host, target, hl);
+  host[hl] = 0;
+  snprintf(port, psz, "%s", colon + 1);
+  return 0;
+}
+
+static int connect_to(const char *target) {
+  char host[256], port[32];
+  if (split_hostport(target, host, sizeof(host), port, sizeof(port))) {
+    fprintf(stderr, "loadgen: bad target \"%s\" (want HOST:PORT)\n", target);
+    return -1;
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+  int rc = getaddrinfo(host, port, &hints, &ai);
+  if (rc) {
+    fprintf(stderr, "loadgen: %s: %s\n", target, gai_strerror(rc));
+    return -1;
+  }
+  int fd = -1;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0)
+      continue;
+    /* Blocking connect keeps setup simple; loopback connects at once. */
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+      break;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(ai);
+  if (fd < 0) {
+    fprintf(stderr, "loadgen: cannot connect to %s: %s\n", target,
+            strerror(errno));
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    fprintf(stderr, "loadgen: fcntl: %s\n", strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: loadgen (--target HOST:PORT | --mock) [options]\n"
+          "  --api describe|metadata  request type (default describe)\n"
+          "  --version V              API version (default: describe 1, "
+          "metadata 2)\n"
+          "  --connections N          connections (default 16)\n"
+          "  --pipeline D             requests in flight per connection "
+          "(default 32)\n"
+          "  --duration S             run for S seconds (default 10)\n"
+          "  --requests N             or: stop after N requests in total\n"
+          "  --client NAME            DescribeConfigs client-id entity "
+          "(default bench-client)\n"
+          "  --mock                   start librdkafka's mock cluster in this "
+          "process and target it\n"
+          "  --quiet                  only the RESULT line\n");
+}
+
+static int parse_args(int argc, char **argv, cfg_t *c) {
+  static const struct option opts[] = {
+      {"target", required_argument, 0, 't'},
+      {"api", required_argument, 0, 'a'},
+      {"version", required_argument, 0, 'v'},
+      {"connections", required_argument, 0, 'c'},
+      {"pipeline", required_argument, 0, 'p'},
+      {"duration", required_argument, 0, 'd'},
+      {"requests", required_argument, 0, 'n'},
+      {"client", required_argument, 0, 'C'},
+      {"mock", no_argument, 0, 'm'},
+      {"quiet", no_argument, 0, 'q'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0},
+  };
+  int version = -1;
+  c->api = API_DESCRIBE;
+  c->connections = 16;
+  c->pipeline = 32;
+  c->duration_s = 10;
+  c->client_name = "bench-client";
+  int o;
+  char *end;
+  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (o) {
+    case 't': c->target = optarg; break;
+    case 'a':
+      if (!strcmp(optarg, "describe"))
+        c->api = API_DESCRIBE;
+      else if (!strcmp(optarg, "metadata"))
+        c->api = API_METADATA;
+      else
+        return -1;
+      break;
+    case 'v':
+      version = (int)strtol(optarg, &end, 10);
+      if (*end || version < 0 || version > 32767)
+        return -1;
+      break;
+    case 'c':
+      c->connections = (int)strtol(optarg, &end, 10);
+      if (*end || c->connections < 1 || c->connections > 10000)
+        return -1;
+      break;
+    case 'p':
+      c->pipeline = (int)strtol(optarg, &end, 10);
+      if (*end || c->pipeline < 1 || c->pipeline > 100000)
+        return -1;
+      break;
+    case 'd':
+      c->duration_s = strtod(optarg, &end);
+      if (*end || !(c->duration_s > 0))
+        return -1;
+      break;
+    case 'n':
+      c->requests = strtoull(optarg, &end, 10);
+      if (*end || c->requests == 0)
+        return -1;
+      break;
+    case 'C': c->client_name = optarg; break;
+    case 'm': c->mock = true; break;
+    case 'q': c->quiet = true; break;
+    case 'h': usage(stdout); exit(0);
+    default: return -1;
+    }
+  }
+  if (optind != argc || (!c->target && !c->mock) || (c->target && c->mock))
+    return -1;
+  c->version = (int16_t)(version >= 0 ? version
+                                      : c->api == API_DESCRIBE ? 1 : 2);
+  return 0;
+}
+
+/* ---- the librdkafka mock cluster (baseline peer) ------------------------ */
+typedef struct mock {
+  rd_kafka_t *rk;                 /* owned: the handle the cluster needs */
+  rd_kafka_mock_cluster_t *mcluster; /* owned */
+  char target[256];
+} mock_t;
+
+static int mock_start(mock_t *m) {
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  /* A producer with no bootstrap servers: it only hosts the cluster. */
+  rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr));
+  m->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  if (!m->rk) {
+    rd_kafka_conf_destroy(conf);
+    fprintf(stderr, "loadgen: rd_kafka_new: %s\n", errstr);
+    return -1;
+  }
+  m->mcluster = rd_kafka_mock_cluster_new(m->rk, 1);
+  if (!m->mcluster) {
+    fprintf(stderr, "loadgen: rd_kafka_mock_cluster_new failed\n");
+    rd_kafka_destroy(m->rk);
+    m->rk = NULL;
+    return -1;
+  }
+  /* "host:port[,host:port...]"; one broker, take the first. */
+  const char *bs = rd_kafka_mock_cluster_bootstraps(m->mcluster);
+  size_t n = strcspn(bs, ",");
+  if (n >= sizeof(m->target))
+    n = sizeof(m->target) - 1;
+  memcpy(m->target, bs, n);
+  m->target[n] = 0;
+  return 0;
+}
+
+static void mock_stop(mock_t *m) {
+  if (m->mcluster)
+    rd_kafka_mock_cluster_destroy(m->mcluster);
+  if (m->rk)
+    rd_kafka_destroy(m->rk);
+}
+
+/* ---- main loop ---------------------------------------------------------- */
+static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
+  const cfg_t *cfg = &r->cfg;
+  int rc = -1;
+  int epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd < 0) {
+    perror("loadgen: epoll_create1");
+    return -1;
+  }
+  r->conns = calloc((size_t)cfg->connections, sizeof(*r->conns));
+  if (!r->conns)
+    goto out;
+  for (int i = 0; i < cfg->connections; i++)
+    r->conns[i].fd = -1;
+  for (int i = 0; i < cfg->connections; i++) {
+    conn_t *c = &r->conns[i];
+    c->ring = calloc((size_t)cfg->pipeline, sizeof(*c->ring));
+    if (!c->ring)
+      goto out;
+    if ((c->fd = connect_to(target)) < 0)
+      goto out;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = c};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+      perror("loadgen: epoll_ctl");
+      goto out;
+    }
+  }
+
+  uint64_t start = now_ns(), last = start, stop_at = 0;
+  uint64_t deadline = cfg->requests ? 0
+                                    : start + (uint64_t)(cfg->duration_s * 1e9);
+  for (int i = 0; i < cfg->connections; i++)
+    if (conn_fill_and_flush(r, &r->conns[i]))
+      conn_fail(r, &r->conns[i], strerror(errno));
+
+  struct epoll_event evs[64];
+  for (;;) {
+    uint64_t t = now_ns();
+    if (!r->stopping && ((deadline && t >= deadline) || g_interrupted)) {
+      r->stopping = true;
+      stop_at = t;
+    }
+    if (!r->stopping && !may_send(r)) { /* --requests: all sent */
+      r->stopping = true;
+      stop_at = t;
+    }
+    uint64_t outstanding = r->sent - r->done - r->lost;
+    int alive = 0;
+    for (int i = 0; i < cfg->connections; i++)
+      alive += !r->conns[i].dead;
+    if ((r->stopping && outstanding == 0) || !alive)
+      break;
+    if (r->stopping && t - stop_at > DRAIN_TIMEOUT_NS) {
+      log_problem(r, "%s", "responses still missing after the drain timeout");
+      r->errors += outstanding;
+      break;
+    }
+    int timeout_ms = 100;
+    if (deadline && !r->stopping && deadline > t &&
+        (deadline - t) / 1000000 < (uint64_t)timeout_ms)
+      timeout_ms = (int)((deadline - t) / 1000000) + 1;
+    int n = epoll_wait(epfd, evs, 64, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      perror("loadgen: epoll_wait");
+      goto out;
+    }
+    for (int i = 0; i < n; i++) {
+      conn_t *c = evs[i].data.ptr;
+      if (c->dead)
+        continue;
+      uint64_t before = r->done;
+      conn_read(r, c, r->hist);
+      if (r->done != before)
+        last = now_ns();
+      if (!c->dead && conn_fill_and_flush(r, c))
+        conn_fail(r, c, strerror(errno));
+    }
+  }
+  /* Throughput window: start to the last response received. */
+  *elapsed_ns = last - start;
+  rc = 0;
+out:
+  close(epfd);
+  return rc;
+}
+
+static void free_run(run_t *r) {
+  if (r->conns) {
+    for (int i = 0; i < r->cfg.connections; i++) {
+      conn_t *c = &r->conns[i];
+      if (c->fd >= 0)
+        close(c->fd);
+      dc_buf_free(&c->in);
+      dc_buf_free(&c->out);
+      free(c->ring);
+    }
+    free(r->conns);
+  }
+  dc_buf_free(&r->tmpl);
+  dc_arena_free(&r->arena);
+  free(r->hist);
+}
+
+int main(int argc, char **argv) {
+  run_t r;
+  memset(&r, 0, sizeof(r));
+  if (parse_args(argc, argv, &r.cfg)) {
+    usage(stderr);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  dc_buf_init(&r.tmpl);
+  dc_arena_init(&r.arena);
+  r.hist = calloc(1, sizeof(*r.hist));
+  if (!r.hist || build_template(&r)) {
+    free_run(&r);
+    return 2;
+  }
+
+  mock_t mock = {0};
+  const char *target = r.cfg.target;
+  if (r.cfg.mock) {
+    if (mock_start(&mock)) {
+      free_run(&r);
+      return 2;
+    }
+    target = mock.target;
+  }
+
+  uint64_t elapsed = 0;
+  int rc = run_load(&r, target, &elapsed);
+  if (r.cfg.mock)
+    mock_stop(&mock);
+  if (rc) {
+    free_run(&r);
+    return 2;
+  }
+
+  const char *api = r.cfg.api == API_DESCRIBE ? "describe" : "metadata";
+  double secs = (double)elapsed / 1e9;
+  double rps = secs > 0 ? (double)r.done / secs : 0;
+  double p50 = (double)h_percentile(r.hist, 50) / 1e3;
+  double p99 = (double)h_percentile(r.hist, 99) / 1e3;
+  double p999 = (double)h_percentile(r.hist, 99.9) / 1e3;
+  double mx = (double)r.hist->max / 1e3;
+  if (!r.cfg.quiet) {
+    printf("loadgen: %s %s v%d against %s%s, %d connections x %d in flight\n",
+           api, r.cfg.api == API_DESCRIBE ? "(DescribeConfigs CLIENT)" : "",
+           r.cfg.version, target,
+           r.cfg.mock ? " (librdkafka mock cluster)" : "", r.cfg.connections,
+           r.cfg.pipeline);
+    printf("  requests  %llu completed in %.2f s = %.0f req/s\n",
+           (unsigned long long)r.done, secs, rps);
+    printf("  latency   p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
+           p50, p99, p999, mx);
+    printf("  errors    %llu failed requests (%llu error responses, %llu "
+           "connections failed)\n",
+           (unsigned long long)r.errors, (unsigned long long)r.resp_errors,
+           (unsigned long long)r.conn_failures);
+    if (r.cfg.mock)
+      printf("  note: the mock cluster's broker thread runs inside this "
+             "loadgen process and shares its cores\n");
+  }
+  printf("RESULT target=%s api=%s version=%d mock=%d connections=%d "
+         "pipeline=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f "
+         "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu\n",
+         target, api, r.cfg.version, r.cfg.mock ? 1 : 0, r.cfg.connections,
+         r.cfg.pipeline, (unsigned long long)r.done, secs, rps, p50, p99, p999,
+         mx, (unsigned long long)r.errors,
+         (unsigned long long)r.conn_failures);
+  fflush(stdout);
+  int ret = (r.errors == 0 && r.conn_failures == 0 && r.done > 0) ? 0 : 1;
+  free_run(&r);
+  return ret;
+}
