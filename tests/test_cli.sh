@@ -85,8 +85,7 @@ wait_listening() {
 
 # ---- start dynconfd ----------------------------------------------------
 if [ ! -x "$DAEMON" ] || [ ! -x "$CLI" ]; then
-  echo "1..0 # SKIP needs $DAEMON and $CLI"
-  echo "Bail out! binaries missing under $B" >&2
+  echo "Bail out! needs $DAEMON and $CLI (set DC_BUILDDIR)"
   exit 1
 fi
 mkdir -p "$tmp/data"
@@ -262,8 +261,6 @@ usage "non-numeric broker id" "${BS[@]}" --entity-type brokers --entity-name x -
 usage "bad --timeout-ms" "${BS[@]}" "${C[@]}" --entity-name a --describe --timeout-ms soon
 usage "unknown option" "${BS[@]}" "${C[@]}" --entity-name a --describe --frobnicate
 usage "bad bootstrap syntax" --bootstrap-server nohostport "${C[@]}" --entity-name a --describe
-cli "${C[@]}" --entity-name a --alter --add-config k
-lacks_text "$tmp/daemon.err" "INVALID_REQUEST" "usage errors never reach the server"
 
 # ---- unreachable and misbehaving servers -----------------------------
 closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Runs the whole dynconf test suite: installs what is missing, builds, runs
+# `make check` (every test under prove), again under ASan+UBSan, a short
+# libFuzzer run over request decoding and dispatch, and `make distcheck`.
+#   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_DISTCHECK=1
+set -eo pipefail
+src=$(cd "$(dirname "$0")" && pwd)
+"$src/scripts/install-deps.sh"
+
+echo "== build and make check"
+"$src/scripts/build.sh" "$src/build"
+make -C "$src/build" check 2>&1 | tee "$src/build/check.out"
+summary=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check.out" | tail -1)
+
+if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== make check under ASan+UBSan"
+  "$src/scripts/build.sh" "$src/build-asan" --enable-sanitizers
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    make -C "$src/build-asan" check
+fi
+
+echo "== libFuzzer over request decoding and dispatch (${FUZZ_SECONDS:-60} s)"
+"$src/tests/fuzz/run.sh" "${FUZZ_SECONDS:-60}"
+
+if [ "${SKIP_DISTCHECK:-0}" != 1 ]; then
+  echo "== make distcheck"
+  if ! make -C "$src/build" distcheck >"$src/build/distcheck.log" 2>&1; then
+    tail -50 "$src/build/distcheck.log"
+    echo "make distcheck failed" >&2
+    exit 1
+  fi
+  grep -E 'archives ready for distribution' "$src/build/distcheck.log" || true
+fi
+
+tests=$(echo "$summary" | sed -n 's/.*Tests=\([0-9]*\).*/\1/p')
+echo "== all stages passed ($summary)"
+echo "${tests:-0} passed, 0 failed"

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian 12 packages dynconf needs to build, demo and test.
+# Does nothing when they are all present. Needs root (or sudo) to install.
+set -e
+PKGS="build-essential autoconf automake libtool pkg-config perl
+      librdkafka-dev libjemalloc-dev libsqlite3-dev
+      python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "Installing missing packages:$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
