@@ -1,0 +1,620 @@
+/*
+ * libFuzzer target: request decoding and dispatch.
+ *
+ * Each input is fed three ways:
+ *  1. As a stream of size-prefixed request frames: every complete frame's
+ *     payload goes to dc_broker_handle() on two long-lived brokers (one
+ *     strict, one relaying unknown keys), so sequences such as "alter, then
+ *     describe" are explored within one input. Bytes that do not form a
+ *     complete frame (including an input that is a bare payload: its first
+ *     four bytes read as an absurd size) are handed over as one payload.
+ *  2. Every decoder in codec/proto.h runs on the whole input and on each
+ *     frame's body (after its request header), for every version of its
+ *     API and one past each end.
+ *  3. Oracles that can fail, beyond the sanitizers:
+ *     - a decode that succeeds must re-encode, re-decode to exactly the
+ *       bytes encoded, and re-encode to the same bytes (codec symmetry);
+ *     - every response the broker writes must be one well-formed frame
+ *       carrying the request's correlation id whose body our own response
+ *       decoder accepts, with one result per requested resource.
+ *
+ * Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary writes a corpus
+ * of valid requests (every API and version) and response bodies into DIR,
+ * built with the codec's encoders, and exits.
+ *
+ * Memory: the brokers, scratch arena and buffers are process-lifetime
+ * globals, released by an atexit handler. The brokers' state grows with
+ * accepted alters, so they are rebuilt every REBUILD_EVERY inputs.
+ */
+#include "broker/handlers.h"
+#include "codec/proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_FRAME 65536
+#define REBUILD_EVERY 20000
+
+static dc_broker_t *g_strict, *g_relay; /* owned; see free_globals() */
+static dc_arena_t g_arena;              /* owned scratch, reset per call */
+static dc_buf_t g_out, g_enc1, g_enc2;  /* owned */
+static unsigned long g_inputs;
+
+static const char *const static_keys[] = {"listeners", "message.max.bytes"};
+static const char *const static_values[] = {"PLAINTEXT://127.0.0.1:9092",
+                                            "1048588"};
+
+static const dc_conn_info_t g_conn = {
+    .peer = "127.0.0.1:40000",
+    .principal = "User:ANONYMOUS",
+    .advertised_host = "127.0.0.1",
+    .advertised_port = 9092,
+};
+
+static void die(const char *what, int16_t api, int16_t v) {
+  fprintf(stderr, "fuzz_request: %s (api %d version %d)\n", what, api, v);
+  abort();
+}
+
+static dc_broker_t *make_broker(bool relay) {
+  dc_broker_opts_t o;
+  char errstr[256];
+  dc_broker_opts_init(&o);
+  o.allow_unknown_keys = relay;
+  o.n_static = sizeof(static_keys) / sizeof(static_keys[0]);
+  o.static_keys = static_keys;
+  o.static_values = static_values;
+  dc_broker_t *b = dc_broker_new(&o, NULL, errstr, sizeof(errstr));
+  if (!b) {
+    fprintf(stderr, "fuzz_request: dc_broker_new: %s\n", errstr);
+    abort();
+  }
+  return b;
+}
+
+static void free_globals(void) {
+  dc_broker_destroy(g_strict);
+  dc_broker_destroy(g_relay);
+  dc_arena_free(&g_arena);
+  dc_buf_free(&g_out);
+  dc_buf_free(&g_enc1);
+  dc_buf_free(&g_enc2);
+}
+
+/* ---- codec symmetry --------------------------------------------------- */
+
+/* One checker per message type: decode; if that succeeds, encode, decode
+ * the encoding (must succeed and consume it all), encode again (must be
+ * byte-identical). */
+#define DEFINE_CHECK(fn, T, dec, enc)                                          \
+  static void fn(const uint8_t *p, size_t n, int16_t api, int16_t v,         \
+                 bool in_range) {                                              \
+    T a, c;                                                                    \
+    dc_rd_t rd;                                                                \
+    dc_rd_init(&rd, p, n, &g_arena);                                           \
+    int err = dec(&rd, v, &a);                                                 \
+    if (err != rd.err)                                                         \
+      die(#dec " return value differs from rd->err", api, v);                  \
+    if (err || !in_range) {                                                    \
+      dc_arena_reset(&g_arena);                                                \
+      return;                                                                  \
+    }                                                                          \
+    dc_buf_clear(&g_enc1);                                                     \
+    if (enc(&g_enc1, v, &a))                                                   \
+      die(#enc " refused a message its decoder accepted", api, v);            \
+    dc_rd_init(&rd, g_enc1.data, g_enc1.len, &g_arena);                        \
+    if (dec(&rd, v, &c))                                                       \
+      die(#dec " rejected the output of " #enc, api, v);                       \
+    if (rd.pos != g_enc1.len)                                                  \
+      die(#dec " did not consume all of " #enc "'s output", api, v);          \
+    dc_buf_clear(&g_enc2);                                                     \
+    if (enc(&g_enc2, v, &c))                                                   \
+      die(#enc " failed on a re-decoded message", api, v);                    \
+    if (g_enc1.len != g_enc2.len ||                                            \
+        memcmp(g_enc1.data, g_enc2.data, g_enc1.len))                          \
+      die(#enc "(" #dec "(x)) is not stable", api, v);                         \
+    dc_arena_reset(&g_arena);                                                  \
+  }
+
+DEFINE_CHECK(chk_av_req, dc_apiversions_req_t, dc_apiversions_req_decode,
+             dc_apiversions_req_encode)
+DEFINE_CHECK(chk_av_resp, dc_apiversions_resp_t, dc_apiversions_resp_decode,
+             dc_apiversions_resp_encode)
+DEFINE_CHECK(chk_md_req, dc_metadata_req_t, dc_metadata_req_decode,
+             dc_metadata_req_encode)
+DEFINE_CHECK(chk_md_resp, dc_metadata_resp_t, dc_metadata_resp_decode,
+             dc_metadata_resp_encode)
+DEFINE_CHECK(chk_dc_req, dc_describe_configs_req_t,
+             dc_describe_configs_req_decode, dc_describe_configs_req_encode)
+DEFINE_CHECK(chk_dc_resp, dc_describe_configs_resp_t,
+             dc_describe_configs_resp_decode, dc_describe_configs_resp_encode)
+DEFINE_CHECK(chk_ac_req, dc_alter_configs_req_t, dc_alter_configs_req_decode,
+             dc_alter_configs_req_encode)
+DEFINE_CHECK(chk_ac_resp, dc_alter_configs_resp_t,
+             dc_alter_configs_resp_decode, dc_alter_configs_resp_encode)
+DEFINE_CHECK(chk_iac_req, dc_alter_configs_req_t,
+             dc_incremental_alter_configs_req_decode,
+             dc_incremental_alter_configs_req_encode)
+DEFINE_CHECK(chk_iac_resp, dc_alter_configs_resp_t,
+             dc_incremental_alter_configs_resp_decode,
+             dc_incremental_alter_configs_resp_encode)
+
+typedef void(check_fn)(const uint8_t *, size_t, int16_t, int16_t, bool);
+static const struct {
+  int16_t api;
+  check_fn *req, *resp;
+} checks[] = {
+    {DC_API_API_VERSIONS, chk_av_req, chk_av_resp},
+    {DC_API_METADATA, chk_md_req, chk_md_resp},
+    {DC_API_DESCRIBE_CONFIGS, chk_dc_req, chk_dc_resp},
+    {DC_API_ALTER_CONFIGS, chk_ac_req, chk_ac_resp},
+    {DC_API_INCREMENTAL_ALTER_CONFIGS, chk_iac_req, chk_iac_resp},
+};
+#define N_CHECKS (sizeof(checks) / sizeof(checks[0]))
+
+/* Header codecs: request header symmetry, response header for every
+ * (api, version) pair. */
+static void check_headers(const uint8_t *p, size_t n) {
+  dc_rd_t rd;
+  dc_req_header_t h, h2;
+  dc_rd_init(&rd, p, n, &g_arena);
+  if (dc_req_header_decode(&rd, &h) == 0) {
+    dc_buf_clear(&g_enc1);
+    if (dc_req_header_encode(&g_enc1, &h))
+      die("request header does not re-encode", h.api_key, h.api_version);
+    dc_rd_init(&rd, g_enc1.data, g_enc1.len, &g_arena);
+    if (dc_req_header_decode(&rd, &h2) || rd.pos != g_enc1.len ||
+        h2.api_key != h.api_key || h2.api_version != h.api_version ||
+        h2.correlation_id != h.correlation_id ||
+        (!h.client_id != !h2.client_id) ||
+        (h.client_id && strcmp(h.client_id, h2.client_id)))
+      die("request header round trip differs", h.api_key, h.api_version);
+  }
+  for (size_t i = 0; i < N_CHECKS; i++) {
+    const dc_api_info_t *ai = dc_api_info(checks[i].api);
+    for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+      int32_t corr;
+      dc_rd_init(&rd, p, n, &g_arena);
+      dc_resp_header_decode(&rd, ai->key, v, &corr);
+    }
+  }
+  dc_arena_reset(&g_arena);
+}
+
+/* Every decoder, every version, plus one version past each end. */
+static void check_decoders(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < N_CHECKS; i++) {
+    const dc_api_info_t *ai = dc_api_info(checks[i].api);
+    if (!ai)
+      die("API missing from the version table", checks[i].api, -1);
+    for (int v = ai->min_version - 1; v <= ai->max_version + 1; v++) {
+      bool in = v >= ai->min_version && v <= ai->max_version;
+      checks[i].req(p, n, ai->key, (int16_t)v, in);
+      checks[i].resp(p, n, ai->key, (int16_t)v, in);
+    }
+  }
+}
+
+/* ---- dispatch oracle ---------------------------------------------------- */
+
+/* Number of resources in a request body, or -1 when it does not decode
+ * (the broker must then have closed the connection). */
+static int32_t request_resources(const dc_req_header_t *h, dc_rd_t *rd) {
+  switch (h->api_key) {
+  case DC_API_DESCRIBE_CONFIGS: {
+    dc_describe_configs_req_t q;
+    return dc_describe_configs_req_decode(rd, h->api_version, &q)
+               ? -1
+               : q.n_resources;
+  }
+  case DC_API_ALTER_CONFIGS: {
+    dc_alter_configs_req_t q;
+    return dc_alter_configs_req_decode(rd, h->api_version, &q)
+               ? -1
+               : q.n_resources;
+  }
+  case DC_API_INCREMENTAL_ALTER_CONFIGS: {
+    dc_alter_configs_req_t q;
+    return dc_incremental_alter_configs_req_decode(rd, h->api_version, &q)
+               ? -1
+               : q.n_resources;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* The broker answered: the answer must be exactly one frame our codec
+ * reads back, for the request it answers. */
+static void check_response(const uint8_t *req, size_t req_len,
+                           const dc_buf_t *out) {
+  dc_rd_t rd;
+  dc_req_header_t h;
+  dc_rd_init(&rd, req, req_len, &g_arena);
+  if (dc_req_header_decode(&rd, &h))
+    die("broker answered a request whose header does not decode", -1, -1);
+  int32_t n_res = request_resources(&h, &rd);
+
+  int32_t size;
+  if (out->len < 8 || dc_frame_peek(out->data, out->len, SIZE_MAX, &size) != 1 ||
+      (size_t)size + 4 != out->len)
+    die("response is not exactly one frame", h.api_key, h.api_version);
+
+  int16_t v = h.api_version;
+  if (h.api_key == DC_API_API_VERSIONS &&
+      !dc_api_supported(h.api_key, v))
+    v = 0; /* KIP-511: unsupported versions are answered in v0 */
+  else if (!dc_api_supported(h.api_key, v))
+    die("broker answered an unsupported API or version", h.api_key, v);
+
+  int32_t corr;
+  dc_rd_init(&rd, out->data + 4, (size_t)size, &g_arena);
+  if (dc_resp_header_decode(&rd, h.api_key, v, &corr) ||
+      corr != h.correlation_id)
+    die("response header does not echo the correlation id", h.api_key, v);
+
+  int32_t n_out = -1;
+  int err;
+  switch (h.api_key) {
+  case DC_API_API_VERSIONS: {
+    dc_apiversions_resp_t r;
+    err = dc_apiversions_resp_decode(&rd, v, &r);
+    break;
+  }
+  case DC_API_METADATA: {
+    dc_metadata_resp_t r;
+    err = dc_metadata_resp_decode(&rd, v, &r);
+    break;
+  }
+  case DC_API_DESCRIBE_CONFIGS: {
+    dc_describe_configs_resp_t r;
+    err = dc_describe_configs_resp_decode(&rd, v, &r);
+    n_out = r.n_results;
+    if (!err)
+      for (int32_t i = 0; i < r.n_results; i++)
+        for (int32_t j = 0; j < r.results[i].n_configs; j++)
+          if (!r.results[i].configs[j].name) /* librdkafka crashes on it */
+            die("DescribeConfigs response has a null config name",
+                h.api_key, v);
+    break;
+  }
+  case DC_API_ALTER_CONFIGS: {
+    dc_alter_configs_resp_t r;
+    err = dc_alter_configs_resp_decode(&rd, v, &r);
+    n_out = r.n_responses;
+    break;
+  }
+  case DC_API_INCREMENTAL_ALTER_CONFIGS: {
+    dc_alter_configs_resp_t r;
+    err = dc_incremental_alter_configs_resp_decode(&rd, v, &r);
+    n_out = r.n_responses;
+    break;
+  }
+  default:
+    die("broker answered an API we do not implement", h.api_key, v);
+    return;
+  }
+  if (err)
+    die("our decoder rejects the broker's response", h.api_key, v);
+  if (rd.pos != rd.len)
+    die("response has trailing bytes", h.api_key, v);
+  if (n_res < 0)
+    die("broker answered a request whose body does not decode", h.api_key, v);
+  if (n_out >= 0 && n_out != n_res)
+    die("response has not one result per requested resource", h.api_key, v);
+}
+
+static void dispatch(dc_broker_t *b, const uint8_t *p, size_t n) {
+  char errstr[256];
+  dc_buf_clear(&g_out);
+  int rc = dc_broker_handle(b, &g_conn, p, n, &g_arena, &g_out, errstr,
+                            sizeof(errstr));
+  dc_arena_reset(&g_arena);
+  if (rc == DC_HANDLE_OK)
+    check_response(p, n, &g_out);
+  else if (rc != DC_HANDLE_CLOSE)
+    die("dc_broker_handle returned an unknown code", -1, -1);
+  dc_arena_reset(&g_arena);
+}
+
+/* A payload as a request: to both brokers, and its body (after the request
+ * header) through every decoder. */
+static void one_payload(const uint8_t *slice, size_t n) {
+  /* An exact-size copy, so ASan sees any read past the payload even when
+   * more input follows it. Owned here, freed below. */
+  uint8_t *p = malloc(n ? n : 1);
+  if (!p)
+    abort();
+  memcpy(p, slice, n);
+  dispatch(g_strict, p, n);
+  dispatch(g_relay, p, n);
+  dc_rd_t rd;
+  dc_req_header_t h;
+  dc_rd_init(&rd, p, n, &g_arena);
+  size_t body = dc_req_header_decode(&rd, &h) ? 0 : rd.pos;
+  dc_arena_reset(&g_arena);
+  if (body)
+    check_decoders(p + body, n - body);
+  free(p);
+}
+
+/* ---- seed corpus -------------------------------------------------------- */
+static const char *g_seed_dir;
+static int g_seed_n;
+
+static void write_seed(const char *tag, const dc_buf_t *b) {
+  char path[4096];
+  if (b->err) {
+    fprintf(stderr, "fuzz_request: encoding seed %s failed\n", tag);
+    exit(1);
+  }
+  snprintf(path, sizeof(path), "%s/%03d-%s", g_seed_dir, g_seed_n++, tag);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(b->data, 1, b->len, f) != b->len || fclose(f)) {
+    fprintf(stderr, "fuzz_request: %s: %s\n", path, strerror(errno));
+    exit(1);
+  }
+}
+
+typedef int(enc_req_fn)(dc_buf_t *b, int16_t v, const void *msg);
+
+/* Appends one request frame to b. */
+static void add_frame(dc_buf_t *b, int16_t api, int16_t v, int32_t corr,
+                      enc_req_fn *enc, const void *msg) {
+  dc_req_header_t h = {api, v, corr, (char *)"fuzz-seed"};
+  size_t off = dc_wr_frame_begin(b);
+  dc_req_header_encode(b, &h);
+  if (enc(b, v, msg) && !b->err)
+    b->err = DYNCONF_ERR__UNSUPPORTED_API;
+  dc_wr_frame_end(b, off);
+}
+
+/* Adapters so one add_frame() serves every request type. */
+static int enc_av(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_apiversions_req_encode(b, v, m);
+}
+static int enc_md(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_metadata_req_encode(b, v, m);
+}
+static int enc_dc(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_describe_configs_req_encode(b, v, m);
+}
+static int enc_ac(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_alter_configs_req_encode(b, v, m);
+}
+static int enc_iac(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_incremental_alter_configs_req_encode(b, v, m);
+}
+
+static void seed_requests(dc_buf_t *b) {
+  char tag[64];
+  const dc_api_info_t *ai;
+
+  dc_apiversions_req_t av = {(char *)"librdkafka", (char *)"2.0.2"};
+  for (int16_t v = 0; v <= 4; v++) { /* 4: unsupported, answered in v0 */
+    dc_buf_clear(b);
+    add_frame(b, DC_API_API_VERSIONS, v, 1, enc_av, &av);
+    if (v == 4) { /* the encoder refuses v4; use a v3 body */
+      dc_buf_clear(b);
+      dc_req_header_t h = {DC_API_API_VERSIONS, 4, 1, (char *)"x"};
+      size_t off = dc_wr_frame_begin(b);
+      dc_req_header_encode(b, &h);
+      dc_apiversions_req_encode(b, 3, &av);
+      dc_wr_frame_end(b, off);
+    }
+    snprintf(tag, sizeof(tag), "apiversions-v%d", v);
+    write_seed(tag, b);
+  }
+
+  dc_metadata_req_topic_t topic = {.name = (char *)"some-topic"};
+  ai = dc_api_info(DC_API_METADATA);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    dc_metadata_req_t none = {.n_topics = 0, .allow_auto_topic_creation = true};
+    dc_metadata_req_t all = {.n_topics = v ? -1 : 0};
+    dc_metadata_req_t one = {.n_topics = 1, .topics = &topic,
+                             .include_topic_authorized_operations = true};
+    dc_buf_clear(b);
+    add_frame(b, DC_API_METADATA, v, 2, enc_md, &none);
+    add_frame(b, DC_API_METADATA, v, 3, enc_md, &all);
+    snprintf(tag, sizeof(tag), "metadata-v%d-empty-all", v);
+    write_seed(tag, b);
+    dc_buf_clear(b);
+    add_frame(b, DC_API_METADATA, v, 4, enc_md, &one);
+    snprintf(tag, sizeof(tag), "metadata-v%d-topic", v);
+    write_seed(tag, b);
+  }
+
+  char *keys[] = {(char *)"session.timeout.ms", (char *)"acks"};
+  dc_describe_configs_req_resource_t dres[] = {
+      {DC_RES_CLIENT, (char *)"bench-client", -1, NULL},
+      {DC_RES_CLIENT, (char *)"<default>", 2, keys},
+      {DC_RES_BROKER, (char *)"1", -1, NULL},
+      {DC_RES_TOPIC, (char *)"t", 0, NULL},
+  };
+  ai = dc_api_info(DC_API_DESCRIBE_CONFIGS);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    dc_describe_configs_req_t d = {4, dres, true, true};
+    dc_buf_clear(b);
+    add_frame(b, DC_API_DESCRIBE_CONFIGS, v, 5, enc_dc, &d);
+    snprintf(tag, sizeof(tag), "describe-v%d", v);
+    write_seed(tag, b);
+  }
+
+  /* Alter then describe in one input: a stateful sequence. */
+  dc_alter_config_t set[] = {
+      {(char *)"session.timeout.ms", DC_OP_SET, (char *)"30000"},
+      {(char *)"heartbeat.interval.ms", DC_OP_SET, (char *)"3000"},
+      {(char *)"acks", DC_OP_SET, (char *)"all"},
+  };
+  dc_alter_config_t ops[] = {
+      {(char *)"debug", DC_OP_APPEND, (char *)"broker,topic"},
+      {(char *)"partition.assignment.strategy", DC_OP_SUBTRACT,
+       (char *)"range"},
+      {(char *)"session.timeout.ms", DC_OP_DELETE, NULL},
+      {(char *)"linger.ms", DC_OP_SET, (char *)"5"},
+  };
+  dc_alter_resource_t ares[] = {
+      {DC_RES_CLIENT, (char *)"bench-client", 3, set},
+      {DC_RES_CLIENT, (char *)"<default>", 3, set},
+      {DC_RES_BROKER, (char *)"1", 1, set},
+  };
+  dc_alter_resource_t ires[] = {
+      {DC_RES_CLIENT, (char *)"bench-client", 4, ops},
+      {DC_RES_CLIENT, (char *)"bench-client", 1, ops}, /* listed twice */
+      {DC_RES_CLIENT, (char *)"other", 3, set},
+  };
+  dc_describe_configs_req_t d1 = {2, dres, true, false};
+  ai = dc_api_info(DC_API_ALTER_CONFIGS);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    for (int vo = 0; vo <= 1; vo++) {
+      dc_alter_configs_req_t a = {3, ares, vo == 1};
+      dc_buf_clear(b);
+      add_frame(b, DC_API_ALTER_CONFIGS, v, 6, enc_ac, &a);
+      add_frame(b, DC_API_DESCRIBE_CONFIGS, 1, 7, enc_dc, &d1);
+      snprintf(tag, sizeof(tag), "alter-v%d%s", v, vo ? "-validate" : "");
+      write_seed(tag, b);
+    }
+  }
+  ai = dc_api_info(DC_API_INCREMENTAL_ALTER_CONFIGS);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    dc_alter_configs_req_t one = {1, ires, false};
+    dc_alter_configs_req_t dup = {3, ires, false};
+    dc_buf_clear(b);
+    add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, v, 8, enc_iac, &one);
+    add_frame(b, DC_API_DESCRIBE_CONFIGS, 1, 9, enc_dc, &d1);
+    add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, v, 10, enc_iac, &dup);
+    add_frame(b, DC_API_DESCRIBE_CONFIGS, 0, 11, enc_dc, &d1);
+    snprintf(tag, sizeof(tag), "incremental-v%d", v);
+    write_seed(tag, b);
+  }
+
+  /* A bare payload (no size prefix): DescribeConfigs v1. */
+  dc_buf_clear(b);
+  add_frame(b, DC_API_DESCRIBE_CONFIGS, 1, 12, enc_dc, &d1);
+  dc_buf_consume(b, 4);
+  write_seed("describe-v1-bare-payload", b);
+}
+
+/* Response bodies, for the response decoders (the dispatch path sees them
+ * as garbage payloads, which is fine). */
+static void seed_responses(dc_buf_t *b) {
+  char tag[64];
+  const dc_api_info_t *ai;
+  dc_api_range_t ranges[] = {{18, 0, 3}, {3, 0, 12}, {32, 0, 4}};
+  dc_apiversions_resp_t av = {0, 3, ranges, 0};
+  for (int16_t v = 0; v <= 3; v++) {
+    dc_buf_clear(b);
+    dc_apiversions_resp_encode(b, v, &av);
+    snprintf(tag, sizeof(tag), "resp-apiversions-v%d", v);
+    write_seed(tag, b);
+  }
+  int32_t replicas[] = {1};
+  dc_metadata_partition_t part = {0, 0, 1, 5, 1, replicas, 1, replicas,
+                                  0, NULL};
+  dc_metadata_topic_t topic = {.name = (char *)"t", .n_partitions = 1,
+                               .partitions = &part,
+                               .topic_authorized_operations = INT32_MIN};
+  dc_metadata_broker_t broker = {1, (char *)"127.0.0.1", 9092, NULL};
+  dc_metadata_resp_t md = {0, 1, &broker, (char *)"dynconf", 1, 1, &topic,
+                           INT32_MIN};
+  ai = dc_api_info(DC_API_METADATA);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    dc_buf_clear(b);
+    dc_metadata_resp_encode(b, v, &md);
+    snprintf(tag, sizeof(tag), "resp-metadata-v%d", v);
+    write_seed(tag, b);
+  }
+  dc_describe_configs_synonym_t syn = {(char *)"session.timeout.ms",
+                                       (char *)"45000", DC_SRC_DYNAMIC_DEFAULT};
+  dc_describe_configs_entry_t ent = {(char *)"session.timeout.ms",
+                                     (char *)"30000", false, false,
+                                     DC_SRC_DYNAMIC_CLIENT, false, 1, &syn, 3,
+                                     (char *)"doc"};
+  dc_describe_configs_result_t res = {0, NULL, DC_RES_CLIENT,
+                                      (char *)"bench-client", 1, &ent};
+  dc_describe_configs_resp_t dr = {0, 1, &res};
+  ai = dc_api_info(DC_API_DESCRIBE_CONFIGS);
+  for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
+    dc_buf_clear(b);
+    dc_describe_configs_resp_encode(b, v, &dr);
+    snprintf(tag, sizeof(tag), "resp-describe-v%d", v);
+    write_seed(tag, b);
+  }
+  dc_alter_result_t ar = {40, (char *)"bad value", DC_RES_CLIENT,
+                          (char *)"bench-client"};
+  dc_alter_configs_resp_t acr = {0, 1, &ar};
+  for (int16_t v = 0; v <= 2; v++) {
+    dc_buf_clear(b);
+    dc_alter_configs_resp_encode(b, v, &acr);
+    snprintf(tag, sizeof(tag), "resp-alter-v%d", v);
+    write_seed(tag, b);
+  }
+  for (int16_t v = 0; v <= 1; v++) {
+    dc_buf_clear(b);
+    dc_incremental_alter_configs_resp_encode(b, v, &acr);
+    snprintf(tag, sizeof(tag), "resp-incremental-v%d", v);
+    write_seed(tag, b);
+  }
+}
+
+static void write_seeds(const char *dir) {
+  dc_buf_t b;
+  g_seed_dir = dir;
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "fuzz_request: mkdir %s: %s\n", dir, strerror(errno));
+    exit(1);
+  }
+  dc_buf_init(&b);
+  seed_requests(&b);
+  seed_responses(&b);
+  dc_buf_free(&b);
+  printf("fuzz_request: wrote %d seeds to %s\n", g_seed_n, dir);
+}
+
+/* ---- libFuzzer entry points -------------------------------------------- */
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  const char *seeds = getenv("DC_FUZZ_WRITE_SEEDS");
+  if (seeds && *seeds) {
+    write_seeds(seeds);
+    exit(0);
+  }
+  dc_arena_init(&g_arena);
+  dc_buf_init(&g_out);
+  dc_buf_init(&g_enc1);
+  dc_buf_init(&g_enc2);
+  g_strict = make_broker(false);
+  g_relay = make_broker(true);
+  atexit(free_globals);
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (++g_inputs % REBUILD_EVERY == 0) { /* bound the brokers' growth */
+    dc_broker_destroy(g_strict);
+    dc_broker_destroy(g_relay);
+    g_strict = make_broker(false);
+    g_relay = make_broker(true);
+  }
+  check_headers(data, size);
+  check_decoders(data, size);
+
+  size_t pos = 0;
+  while (pos < size) {
+    int32_t n;
+    if (dc_frame_peek(data + pos, size - pos, MAX_FRAME, &n) != 1)
+      break;
+    one_payload(data + pos + 4, (size_t)n);
+    pos += 4 + (size_t)n;
+  }
+  if (pos < size) /* a bare payload, a truncated or an oversized frame */
+    one_payload(data + pos, size - pos);
+  return 0;
+}
