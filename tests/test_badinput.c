@@ -515,7 +515,7 @@ static void test_apiversions_fallback(void) {
 }
 
 int main(void) {
-  char tmp[PATH_MAX], data_dir[PATH_MAX + 8], log_path[PATH_MAX + 16];
+  char tmp[512], data_dir[600], log_path[600];
   char errstr[256];
   int idle[N_IDLE];
   if (dc_tu_tmpdir(tmp, sizeof(tmp))) {

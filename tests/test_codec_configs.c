@@ -2,7 +2,7 @@
  * Codec tests for DescribeConfigs (32, v0-4), AlterConfigs (33, v0-2) and
  * IncrementalAlterConfigs (44, v0-1):
  *   - byte-exact vectors derived by hand from apache/kafka's message
- *     schemas (clients/src/main/resources/common/message/*.json);
+ *     schemas (clients/src/main/resources/common/message/<Name>.json);
  *   - round trips at every version (encode, decode, compare every field,
  *     re-encode to identical bytes), each with a check that every strict
  *     prefix of the encoding fails to decode;

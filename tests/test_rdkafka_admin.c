@@ -543,7 +543,7 @@ static void test_restart(dc_tu_daemon_t *dd, const char *data_dir,
 }
 
 int main(void) {
-  char tmp[PATH_MAX], data_dir[PATH_MAX + 8], log_path[PATH_MAX + 16];
+  char tmp[512], data_dir[600], log_path[600];
   char errstr[256];
   dc_tu_daemon_t dd;
   memset(&dd, 0, sizeof(dd));

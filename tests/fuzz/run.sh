@@ -91,7 +91,9 @@ tail -n 25 "$WORK/fuzz.log"
 crashes=$(find "$WORK/artifacts" -type f | wc -l)
 if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
   echo "fuzz: FAILED (exit $rc, $crashes artifact(s)); log $WORK/fuzz.log" >&2
-  find "$WORK/artifacts" -type f | sed 's/^/fuzz: reproduce with: '"$(printf '%s' "$WORK" | sed 's/[\/&]/\\&/g')"'\/fuzz_request /' >&2
+  for a in "$WORK"/artifacts/*; do
+    [ -f "$a" ] && echo "fuzz: reproduce with: $WORK/fuzz_request $a" >&2
+  done
   exit 1
 fi
 echo "fuzz: no crashes in ${SECS}s ($(find "$WORK/corpus" -type f | wc -l) new corpus units)"
