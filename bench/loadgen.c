@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,7 +110,7 @@ typedef struct conn {
   size_t out_off;   /* bytes of out already written */
   slot_t *ring;     /* owned; pipeline entries, FIFO of requests in flight */
   int head, inflight;
-  int32_t next_corr;
+  uint32_t next_corr; /* wraps; ids sent are its low 31 bits */
 } conn_t;
 
 typedef struct cfg {
@@ -117,7 +118,8 @@ typedef struct cfg {
   int api;
   int16_t version;
   int connections, pipeline;
-  double duration_s;
+  double duration_s; /* with --requests: a limit only when given */
+  bool duration_set;
   uint64_t requests; /* 0 = duration mode */
   bool mock, quiet;
   const char *client_name;
@@ -132,6 +134,7 @@ typedef struct run {
   /* errors = requests that failed: lost with a connection, never
    * answered, or answered with an error or undecodable response. */
   uint64_t sent, done, lost, errors, resp_errors, conn_failures, logged;
+  uint64_t rx_bytes; /* response frames, size fields included */
   bool stopping;
 } run_t;
 
@@ -215,9 +218,7 @@ static int conn_fill_and_flush(run_t *r, conn_t *c) {
     dc_buf_append(&c->out, r->tmpl.data, r->tmpl.len);
     if (c->out.err)
       return -1;
-    uint32_t corr = (uint32_t)c->next_corr++;
-    if (c->next_corr < 0) /* stay positive */
-      c->next_corr = 0;
+    uint32_t corr = c->next_corr++ & 0x7fffffffu; /* stay positive */
     uint8_t *p = c->out.data + at + CORR_OFF;
     p[0] = (uint8_t)(corr >> 24);
     p[1] = (uint8_t)(corr >> 16);
@@ -335,6 +336,7 @@ static void conn_read(run_t *r, conn_t *c, hist_t *h) {
         return;
       }
       h_record(h, t - s->sent_ns);
+      r->rx_bytes += 4 + (uint64_t)size;
       c->head = (c->head + 1) % r->cfg.pipeline;
       c->inflight--;
       r->done++;
@@ -419,7 +421,8 @@ static void usage(FILE *f) {
           "  --pipeline D             requests in flight per connection "
           "(default 32)\n"
           "  --duration S             run for S seconds (default 10)\n"
-          "  --requests N             or: stop after N requests in total\n"
+          "  --requests N             stop after N requests in total (and after\n"
+          "                           --duration only when that is given too)\n"
           "  --client NAME            DescribeConfigs client-id entity "
           "(default bench-client)\n"
           "  --mock                   start librdkafka's mock cluster in this "
@@ -480,6 +483,7 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
       c->duration_s = strtod(optarg, &end);
       if (*end || !(c->duration_s > 0))
         return -1;
+      c->duration_set = true;
       break;
     case 'n':
       c->requests = strtoull(optarg, &end, 10);
@@ -572,8 +576,9 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
   }
 
   uint64_t start = now_ns(), last = start, stop_at = 0;
-  uint64_t deadline = cfg->requests ? 0
-                                    : start + (uint64_t)(cfg->duration_s * 1e9);
+  uint64_t deadline = cfg->requests && !cfg->duration_set
+                          ? 0
+                          : start + (uint64_t)(cfg->duration_s * 1e9);
   for (int i = 0; i < cfg->connections; i++)
     if (conn_fill_and_flush(r, &r->conns[i]))
       conn_fail(r, &r->conns[i], strerror(errno));
@@ -683,6 +688,12 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  /* This process's CPU time: the load generator, plus the mock cluster's
+   * threads in a --mock run. Tells the reader who was the bottleneck. */
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
   const char *api = r.cfg.api == API_DESCRIBE ? "describe" : "metadata";
   double secs = (double)elapsed / 1e9;
   double rps = secs > 0 ? (double)r.done / secs : 0;
@@ -691,13 +702,19 @@ int main(int argc, char **argv) {
   double p999 = (double)h_percentile(r.hist, 99.9) / 1e3;
   double mx = (double)r.hist->max / 1e3;
   if (!r.cfg.quiet) {
-    printf("loadgen: %s %s v%d against %s%s, %d connections x %d in flight\n",
-           api, r.cfg.api == API_DESCRIBE ? "(DescribeConfigs CLIENT)" : "",
+    printf("loadgen: %s%s v%d against %s%s, %d connections x %d in flight\n",
+           api, r.cfg.api == API_DESCRIBE ? " (DescribeConfigs CLIENT)" : "",
            r.cfg.version, target,
            r.cfg.mock ? " (librdkafka mock cluster)" : "", r.cfg.connections,
            r.cfg.pipeline);
     printf("  requests  %llu completed in %.2f s = %.0f req/s\n",
            (unsigned long long)r.done, secs, rps);
+    printf("  received  %.1f MB/s of responses (%.0f bytes each)\n",
+           secs > 0 ? (double)r.rx_bytes / secs / 1e6 : 0,
+           r.done ? (double)r.rx_bytes / (double)r.done : 0);
+    printf("  cpu       %.2f s in this process (%.0f%% of one core)%s\n", cpu,
+           secs > 0 ? 100 * cpu / secs : 0,
+           r.cfg.mock ? ", mock cluster included" : "");
     printf("  latency   p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
            p50, p99, p999, mx);
     printf("  errors    %llu failed requests (%llu error responses, %llu "
@@ -710,11 +727,13 @@ int main(int argc, char **argv) {
   }
   printf("RESULT target=%s api=%s version=%d mock=%d connections=%d "
          "pipeline=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f "
-         "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu\n",
+         "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu "
+         "rx_bytes=%llu cpu_s=%.2f\n",
          target, api, r.cfg.version, r.cfg.mock ? 1 : 0, r.cfg.connections,
          r.cfg.pipeline, (unsigned long long)r.done, secs, rps, p50, p99, p999,
          mx, (unsigned long long)r.errors,
-         (unsigned long long)r.conn_failures);
+         (unsigned long long)r.conn_failures,
+         (unsigned long long)r.rx_bytes, cpu);
   fflush(stdout);
   int ret = (r.errors == 0 && r.conn_failures == 0 && r.done > 0) ? 0 : 1;
   free_run(&r);

@@ -19,6 +19,7 @@
 #define N_IDLE 200
 #define N_PIPELINE 50
 #define PROBE_CLIENT "probe-client"
+#define MAX_REQ 65536 /* passed as --max-request-size */
 
 static dc_tu_daemon_t dd;
 static int32_t next_corr = 1;
@@ -313,8 +314,7 @@ static void test_hostile(void) {
   if (fd >= 0)
     close(fd);
 
-  /* Frame size bigger than what follows, then a long pause is the slow
-   * client's job below; here a size of 0 (no header at all). */
+  /* A frame of size 0: complete, but with no header to answer to. */
   uint8_t zero[4] = {0, 0, 0, 0};
   fd = connect_send(zero, sizeof(zero));
   size_t nb = 0;
@@ -462,6 +462,157 @@ static void test_pipelining(void) {
   dc_arena_free(&a);
 }
 
+/* Frames right at and just over --max-request-size (MAX_REQ below): a
+ * valid DescribeConfigs padded with trailing bytes, which Kafka ignores. */
+static void test_size_limit(void) {
+  dc_buf_t b, in;
+  dc_arena_t a;
+  dc_rd_t rd;
+  dc_buf_init(&b);
+  dc_buf_init(&in);
+  dc_arena_init(&a);
+  for (int over = 0; over <= 1; over++) {
+    int32_t corr = next_corr++;
+    dc_buf_clear(&b);
+    size_t off = dc_wr_frame_begin(&b);
+    hdr(&b, DC_API_DESCRIBE_CONFIGS, 1, corr);
+    dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, PROBE_CLIENT, -1,
+                                              NULL};
+    dc_describe_configs_req_t r = {1, &res, true, false};
+    dc_describe_configs_req_encode(&b, 1, &r);
+    while (b.len - off - 4 < (size_t)MAX_REQ + (size_t)over)
+      dc_wr_i8(&b, 0);
+    dc_wr_frame_end(&b, off);
+    int fd = dc_tu_connect(dd.port);
+    if (fd >= 0)
+      dc_tu_write_all(fd, b.data, b.len);
+    if (!over) {
+      dc_arena_reset(&a);
+      ok(fd >= 0 &&
+             read_resp(fd, DC_API_DESCRIBE_CONFIGS, 1, corr, &in, &rd, &a) == 1 &&
+             check_probe_describe(&rd),
+         "a request of exactly --max-request-size bytes is answered");
+    } else {
+      size_t nb = 0;
+      ok(fd >= 0 && dc_tu_wait_closed(fd, IO_TIMEOUT_MS, &nb) == 1 && nb == 0,
+         "a request one byte over --max-request-size: closed, unanswered");
+    }
+    if (fd >= 0)
+      close(fd);
+  }
+  dc_buf_free(&b);
+  dc_buf_free(&in);
+  dc_arena_free(&a);
+}
+
+/* Many short-lived connections, some hanging up mid-request. */
+static void test_churn(void) {
+  dc_buf_t b;
+  dc_buf_init(&b);
+  req_describe(&b, 1, 1, PROBE_CLIENT);
+  int opened = 0;
+  for (int i = 0; i < 300; i++) {
+    int fd = dc_tu_connect(dd.port);
+    if (fd < 0)
+      continue;
+    opened++;
+    if (i % 3 == 1)
+      dc_tu_write_all(fd, b.data, b.len / 2);
+    else if (i % 3 == 2)
+      dc_tu_write_all(fd, b.data, b.len); /* gone before the answer */
+    close(fd);
+  }
+  is_int(opened, 300, "300 short-lived connections, hanging up at random points");
+  probe("connection churn");
+  dc_buf_free(&b);
+}
+
+/* A client that pipelines N_FLOOD requests without reading: the server must
+ * keep serving others while that client's socket is full, then deliver
+ * every answer in order once it reads. */
+#define N_FLOOD 20000
+static void test_nonreading_client(void) {
+  dc_buf_t b, in;
+  dc_arena_t a;
+  dc_buf_init(&b);
+  dc_buf_init(&in);
+  dc_arena_init(&a);
+  for (int i = 0; i < N_FLOOD; i++)
+    req_describe(&b, 1, 100000 + i, PROBE_CLIENT);
+  /* Small socket buffers, so both directions back up quickly. */
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int rcvbuf = 4096;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)dd.port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 &&
+      (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) == -1 ||
+       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &rcvbuf, sizeof(rcvbuf)) == -1 ||
+       connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) == -1) {
+    ok(0, "flood connection");
+    goto out;
+  }
+  /* Write until the socket pushes back (or everything is out). */
+  size_t sent = 0;
+  while (sent < b.len) {
+    ssize_t w = send(fd, b.data + sent, b.len - sent, MSG_NOSIGNAL);
+    if (w <= 0)
+      break;
+    sent += (size_t)w;
+  }
+  diag("flood: %zu of %zu request bytes accepted before reading", sent, b.len);
+  probe("a client flooded requests without reading its answers");
+
+  /* Now read everything, writing the rest as the socket allows. */
+  int next = 0, in_order = 1;
+  int64_t deadline = dc_tu_now_ms() + 60000;
+  while (next < N_FLOOD && dc_tu_now_ms() < deadline) {
+    struct pollfd pfd = {fd, (short)(POLLIN | (sent < b.len ? POLLOUT : 0)), 0};
+    if (poll(&pfd, 1, 1000) <= 0)
+      continue;
+    if (pfd.revents & POLLOUT) {
+      ssize_t w = send(fd, b.data + sent, b.len - sent, MSG_NOSIGNAL);
+      if (w > 0)
+        sent += (size_t)w;
+    }
+    if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (dc_buf_reserve(&in, 65536))
+        break;
+      ssize_t k = recv(fd, in.data + in.len, 65536, 0);
+      if (k <= 0 && !(k < 0 && errno == EAGAIN))
+        break;
+      if (k > 0)
+        in.len += (size_t)k;
+      int32_t size;
+      while (dc_frame_peek(in.data, in.len, MAX_RESP, &size) == 1) {
+        dc_rd_t rd;
+        int32_t corr;
+        dc_arena_reset(&a);
+        dc_rd_init(&rd, in.data + 4, (size_t)size, &a);
+        dc_resp_header_decode(&rd, DC_API_DESCRIBE_CONFIGS, 1, &corr);
+        if (corr != 100000 + next || !check_probe_describe(&rd))
+          in_order = 0;
+        next++;
+        dc_buf_consume(&in, 4 + (size_t)size);
+      }
+    }
+  }
+  is_int(next, N_FLOOD, "the flooding client gets all %d answers", N_FLOOD);
+  ok(in_order, "in order and correct");
+out:
+  if (fd >= 0)
+    close(fd);
+  dc_buf_free(&b);
+  dc_buf_free(&in);
+  dc_arena_free(&a);
+}
+
 /* ApiVersions v7: answered in the v0 body format with error 35 and key
  * 18's range, so a newer client can retry with a version we speak. */
 static void test_apiversions_fallback(void) {
@@ -525,7 +676,8 @@ int main(void) {
   snprintf(data_dir, sizeof(data_dir), "%s/data", tmp);
   snprintf(log_path, sizeof(log_path), "%s/dynconfd.log", tmp);
   mkdir(data_dir, 0700);
-  if (!ok(dc_tu_daemon_start(&dd, data_dir, log_path, NULL, errstr,
+  static const char *const args[] = {"--max-request-size", "65536", NULL};
+  if (!ok(dc_tu_daemon_start(&dd, data_dir, log_path, args, errstr,
                              sizeof(errstr)) == 0,
           "dynconfd starts")) {
     diag("%s", errstr);
@@ -548,6 +700,9 @@ int main(void) {
   test_hostile();
   test_slow_drip();
   test_pipelining();
+  test_size_limit();
+  test_churn();
+  test_nonreading_client();
   test_apiversions_fallback();
 
   /* An idle connection held through all of it still works. */

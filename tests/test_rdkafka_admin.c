@@ -179,8 +179,10 @@ static void describe_n(const int *types, const char *const *names, size_t n,
     out[i].err = NO_RESULT;
     res[i] = rd_kafka_ConfigResource_new((rd_kafka_ResourceType_t)types[i],
                                          names[i]);
+    /* The value is not sent by DescribeConfigs; NULL would be refused. */
     for (size_t k = 0; keys && keys[k]; k++)
-      rd_kafka_ConfigResource_set_config(res[i], keys[k], NULL);
+      if (rd_kafka_ConfigResource_set_config(res[i], keys[k], ""))
+        diag("set_config(%s) refused", keys[k]);
   }
   rd_kafka_event_t *ev = admin_call(false, res, n, false);
   if (ev) {

@@ -380,9 +380,6 @@ int main(int argc, char **argv) {
   snprintf(maxreq, sizeof(maxreq), "%zu", st.srv.max_request_size);
   snprintf(idle, sizeof(idle), "%d", st.srv.idle_timeout_ms);
   snprintf(maxconn, sizeof(maxconn), "%d", st.srv.max_connections);
-  for (int i = 0; i < st.n_listen; i++)
-    snprintf(listeners + strlen(listeners), sizeof(listeners) - strlen(listeners),
-             "%s%s", i ? "," : "", st.listen[i]);
   const char *skeys[] = {"node.id", "listeners", "advertised.listeners",
                          "data.dir", "group.min.session.timeout.ms",
                          "group.max.session.timeout.ms",
@@ -433,6 +430,10 @@ int main(int argc, char **argv) {
       dc_log(DC_LOG_ERR, "%s", err);
       goto out;
     }
+    /* BROKER resource values: the addresses actually bound. */
+    size_t lused = strlen(listeners);
+    snprintf(listeners + lused, sizeof(listeners) - lused, "%s%.300s",
+             i ? "," : "", bound[i]);
     size_t used = strlen(adv);
     snprintf(adv + used, sizeof(adv) - used, "%s%.300s", i ? "," : "",
              i < st.n_advertise ? st.advertise[i] : bound[i]);

@@ -48,8 +48,8 @@ static int req_decode(dc_rd_t *rd, int16_t api, int16_t v,
   /* type + name + configs array + tags */
   out->n_resources =
       dc_rd_array_len(rd, f, false, 1 + str_min(f) + arr_min(f) + tags_min(f));
-  out->resources = dc_rd_alloc(rd, (size_t)out->n_resources,
-                               sizeof(*out->resources));
+  out->resources =
+      dc_rd_alloc(rd, (size_t)out->n_resources, sizeof(*out->resources));
   for (int32_t i = 0; i < out->n_resources && !rd->err; i++) {
     dc_alter_resource_t *r = &out->resources[i];
     r->resource_type = dc_rd_i8(rd);
@@ -121,8 +121,8 @@ static int resp_decode(dc_rd_t *rd, int16_t api, int16_t v,
   /* error_code + message + type + name + tags */
   out->n_responses = dc_rd_array_len(
       rd, f, false, 2 + str_min(f) + 1 + str_min(f) + tags_min(f));
-  out->responses = dc_rd_alloc(rd, (size_t)out->n_responses,
-                               sizeof(*out->responses));
+  out->responses =
+      dc_rd_alloc(rd, (size_t)out->n_responses, sizeof(*out->responses));
   for (int32_t i = 0; i < out->n_responses && !rd->err; i++) {
     dc_alter_result_t *r = &out->responses[i];
     r->error_code = dc_rd_i16(rd);
@@ -197,7 +197,7 @@ int dc_incremental_alter_configs_resp_decode(dc_rd_t *rd, int16_t v,
   return resp_decode(rd, DC_API_INCREMENTAL_ALTER_CONFIGS, v, out);
 }
 
-int dc_incremental_alter_configs_resp_encode(dc_buf_t *b, int16_t v,
-                                             const dc_alter_configs_resp_t *in) {
+int dc_incremental_alter_configs_resp_encode(
+    dc_buf_t *b, int16_t v, const dc_alter_configs_resp_t *in) {
   return resp_encode(b, DC_API_INCREMENTAL_ALTER_CONFIGS, v, in);
 }

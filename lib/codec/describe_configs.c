@@ -50,8 +50,8 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
   /* type + name + keys array + tags */
   out->n_resources =
       dc_rd_array_len(rd, f, false, 1 + str_min(f) + arr_min(f) + tags_min(f));
-  out->resources = dc_rd_alloc(rd, (size_t)out->n_resources,
-                               sizeof(*out->resources));
+  out->resources =
+      dc_rd_alloc(rd, (size_t)out->n_resources, sizeof(*out->resources));
   for (int32_t i = 0; i < out->n_resources && !rd->err; i++) {
     dc_describe_configs_req_resource_t *r = &out->resources[i];
     r->resource_type = dc_rd_i8(rd);
@@ -134,7 +134,8 @@ static void entry_decode(dc_rd_t *rd, int16_t v, bool f,
   e->is_sensitive = dc_rd_bool(rd);
   if (v >= 1) {
     /* name + value + source + tags */
-    e->n_synonyms = dc_rd_array_len(rd, f, false, 2 * str_min(f) + 1 + tags_min(f));
+    e->n_synonyms =
+        dc_rd_array_len(rd, f, false, 2 * str_min(f) + 1 + tags_min(f));
     e->synonyms = dc_rd_alloc(rd, (size_t)e->n_synonyms, sizeof(*e->synonyms));
     for (int32_t i = 0; i < e->n_synonyms && !rd->err; i++) {
       dc_describe_configs_synonym_t *s = &e->synonyms[i];

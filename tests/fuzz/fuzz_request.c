@@ -18,7 +18,8 @@
  *       carrying the request's correlation id whose body our own response
  *       decoder accepts, with one result per requested resource.
  *
- * Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary writes a corpus
+ * DC_FUZZ_VERBOSE=1 logs every dispatch and its outcome (for reading a
+ * reproducer). Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary writes a corpus
  * of valid requests (every API and version) and response bodies into DIR,
  * built with the codec's encoders, and exits.
  *
@@ -45,6 +46,7 @@ static dc_broker_t *g_strict, *g_relay; /* owned; see free_globals() */
 static dc_arena_t g_arena;              /* owned scratch, reset per call */
 static dc_buf_t g_out, g_enc1, g_enc2;  /* owned */
 static unsigned long g_inputs;
+static bool g_verbose; /* DC_FUZZ_VERBOSE=1: log each dispatch (debugging) */
 
 static const char *const static_keys[] = {"listeners", "message.max.bytes"};
 static const char *const static_values[] = {"PLAINTEXT://127.0.0.1:9092",
@@ -57,7 +59,8 @@ static const dc_conn_info_t g_conn = {
     .advertised_port = 9092,
 };
 
-static void die(const char *what, int16_t api, int16_t v) {
+__attribute__((noreturn)) static void die(const char *what, int16_t api,
+                                          int16_t v) {
   fprintf(stderr, "fuzz_request: %s (api %d version %d)\n", what, api, v);
   abort();
 }
@@ -117,7 +120,7 @@ static void free_globals(void) {
     if (enc(&g_enc2, v, &c))                                                   \
       die(#enc " failed on a re-decoded message", api, v);                    \
     if (g_enc1.len != g_enc2.len ||                                            \
-        memcmp(g_enc1.data, g_enc2.data, g_enc1.len))                          \
+        (g_enc1.len && memcmp(g_enc1.data, g_enc2.data, g_enc1.len)))          \
       die(#enc "(" #dec "(x)) is not stable", api, v);                         \
     dc_arena_reset(&g_arena);                                                  \
   }
@@ -242,7 +245,8 @@ static void check_response(const uint8_t *req, size_t req_len,
   int32_t n_res = request_resources(&h, &rd);
 
   int32_t size;
-  if (out->len < 8 || dc_frame_peek(out->data, out->len, SIZE_MAX, &size) != 1 ||
+  if (out->len < 8 ||
+      dc_frame_peek(out->data, out->len, SIZE_MAX, &size) != 1 ||
       (size_t)size + 4 != out->len)
     die("response is not exactly one frame", h.api_key, h.api_version);
 
@@ -316,6 +320,11 @@ static void dispatch(dc_broker_t *b, const uint8_t *p, size_t n) {
   int rc = dc_broker_handle(b, &g_conn, p, n, &g_arena, &g_out, errstr,
                             sizeof(errstr));
   dc_arena_reset(&g_arena);
+  if (g_verbose)
+    fprintf(stderr, "fuzz_request: %s broker: %zu-byte request -> %s%s%s, "
+            "%zu-byte response\n", b == g_strict ? "strict" : "relay", n,
+            rc == DC_HANDLE_OK ? "ok" : "close", rc ? ": " : "",
+            rc ? errstr : "", g_out.len);
   if (rc == DC_HANDLE_OK)
     check_response(p, n, &g_out);
   else if (rc != DC_HANDLE_CLOSE)
@@ -586,6 +595,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     write_seeds(seeds);
     exit(0);
   }
+  const char *verbose = getenv("DC_FUZZ_VERBOSE");
+  g_verbose = verbose && *verbose && *verbose != '0';
   dc_arena_init(&g_arena);
   dc_buf_init(&g_out);
   dc_buf_init(&g_enc1);

@@ -43,7 +43,9 @@ done
 
 echo "fuzz: building in $WORK"
 # shellcheck disable=SC2086 # SOURCES is a word list of paths without spaces
+# -Wno-string-plus-int: err.c's error-name table trips clang's heuristic.
 "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+  -Wall -Wextra -Wno-string-plus-int \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I "$SRC/include" -I "$SRC/lib" \
   -o "$WORK/fuzz_request" "$SRC/tests/fuzz/fuzz_request.c" $SOURCES \
@@ -51,6 +53,7 @@ echo "fuzz: building in $WORK"
 
 rm -rf "$WORK/seeds"
 DC_FUZZ_WRITE_SEEDS="$WORK/seeds" "$WORK/fuzz_request"
+rm -rf "$WORK/artifacts" # findings of an earlier run in a given WORKDIR
 mkdir -p "$WORK/corpus" "$WORK/artifacts"
 
 # Tokens the mutator may splice in: config keys, entity names, values.

@@ -1,0 +1,180 @@
+#!/bin/sh
+# One-command benchmark: dynconfd against librdkafka's mock cluster.
+#
+#   bench/run.sh [BUILDDIR]        (or: make bench, in the build directory)
+#
+# Starts a dynconfd on a free loopback port with a throw-away data dir,
+# stores one override for client-id bench-client with dynconf-configs, then
+# runs bench/loadgen three times for the same duration:
+#   (a) DescribeConfigs v1 (CLIENT bench-client, synonyms) against dynconfd
+#   (b) Metadata (empty topic list) against dynconfd
+#   (c) Metadata against the librdkafka mock cluster (the baseline; it only
+#       speaks ApiVersions 0-2 and Metadata 0-2, no config APIs)
+# and prints a side-by-side table plus the ratio (a) req/s / (c) req/s.
+#
+# Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_PIPELINE
+# (32), BENCH_METADATA_VERSION (2, the highest the mock serves).
+# Exits non-zero only when a run fails outright (an error, or no request
+# completed) or a server dies; never on speed.
+set -eu
+
+BUILDDIR=$(cd "${1:-.}" && pwd)
+SECS=${BENCH_SECONDS:-10}
+CONNS=${BENCH_CONNECTIONS:-16}
+PIPE=${BENCH_PIPELINE:-32}
+MDV=${BENCH_METADATA_VERSION:-2}
+
+for bin in dynconfd dynconf-configs bench/loadgen; do
+  if [ ! -x "$BUILDDIR/$bin" ]; then
+    echo "bench: $BUILDDIR/$bin not built (make dynconfd dynconf-configs bench/loadgen)" >&2
+    exit 2
+  fi
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-bench.XXXXXX")
+DPID=
+cleanup() {
+  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
+    kill -TERM "$DPID" 2>/dev/null || true
+    wait "$DPID" 2>/dev/null || true
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir "$TMP/data"
+"$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$TMP/data" \
+  >"$TMP/dynconfd.out" 2>"$TMP/dynconfd.err" &
+DPID=$!
+
+# Wait (up to 10 s) for "listening on 127.0.0.1:PORT".
+PORT=
+i=0
+while [ $i -lt 100 ]; do
+  PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' \
+    "$TMP/dynconfd.out" | head -n 1)
+  [ -n "$PORT" ] && break
+  if ! kill -0 "$DPID" 2>/dev/null; then
+    echo "bench: dynconfd exited during start-up:" >&2
+    cat "$TMP/dynconfd.err" >&2
+    exit 1
+  fi
+  sleep 0.1
+  i=$((i + 1))
+done
+if [ -z "$PORT" ]; then
+  echo "bench: dynconfd did not report its port within 10 s" >&2
+  cat "$TMP/dynconfd.err" >&2
+  exit 1
+fi
+TARGET=127.0.0.1:$PORT
+
+# A real, DescribeConfigs-visible override, so (a) returns a config entry.
+"$BUILDDIR/dynconf-configs" --bootstrap-server "$TARGET" \
+  --entity-type clients --entity-name bench-client \
+  --alter --add-config session.timeout.ms=30000 >"$TMP/seed.out" 2>&1 || {
+  echo "bench: seeding the bench-client config failed:" >&2
+  cat "$TMP/seed.out" >&2
+  exit 1
+}
+
+CORES=$(nproc 2>/dev/null || echo '?')
+echo "dynconf benchmark: ${SECS}s per run, $CONNS connections x $PIPE requests in flight"
+echo "dynconfd at $TARGET (data dir $TMP/data); bench-client has session.timeout.ms=30000"
+echo "note: dynconfd, the mock cluster and the load generator all share this machine's $CORES core(s);"
+echo "      the mock cluster's broker thread runs inside the loadgen process."
+echo
+
+FAILED=0
+TICKS=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# dynconfd's CPU time so far, in clock ticks (utime + stime).
+dticks() {
+  sed 's/.*) //' "/proc/$DPID/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+
+# run NAME LOADGEN-ARGS...: runs one load, keeps its RESULT line in
+# $TMP/NAME.result and dynconfd's CPU seconds during it in $TMP/NAME.dcpu.
+run() {
+  name=$1
+  shift
+  echo "--- $name"
+  t0=$(dticks)
+  set +e
+  "$BUILDDIR/bench/loadgen" --duration "$SECS" --connections "$CONNS" \
+    --pipeline "$PIPE" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  rc=$?
+  set -e
+  t1=$(dticks)
+  awk -v a="${t0:-0}" -v b="${t1:-0}" -v hz="$TICKS" \
+    'BEGIN { printf "%.2f\n", (b - a) / hz }' >"$TMP/$name.dcpu"
+  sed 's/^/    /' "$TMP/$name.out"
+  echo "    dynconfd used $(cat "$TMP/$name.dcpu") s of CPU during this run"
+  if [ -s "$TMP/$name.err" ]; then
+    head -n 10 "$TMP/$name.err" | sed 's/^/    stderr: /'
+  fi
+  grep '^RESULT ' "$TMP/$name.out" | tail -n 1 >"$TMP/$name.result" || true
+  if [ "$rc" -ne 0 ] || [ ! -s "$TMP/$name.result" ]; then
+    echo "bench: run $name failed (loadgen exit $rc)" >&2
+    FAILED=1
+  fi
+}
+
+# field NAME KEY: a value from a run's RESULT line ("-" when missing).
+field() {
+  v=$(tr ' ' '\n' <"$TMP/$1.result" 2>/dev/null | sed -n "s/^$2=//p")
+  echo "${v:--}"
+}
+
+run describe --target "$TARGET" --api describe --version 1
+run metadata --target "$TARGET" --api metadata --version "$MDV"
+run mock --mock --api metadata --version "$MDV"
+
+if ! kill -0 "$DPID" 2>/dev/null; then
+  echo "bench: dynconfd died during the benchmark:" >&2
+  tail -n 20 "$TMP/dynconfd.err" >&2
+  FAILED=1
+fi
+
+for n in describe metadata mock; do
+  req=$(field $n requests)
+  err=$(field $n errors)
+  cf=$(field $n conn_failures)
+  if [ "$req" = - ] || [ "$req" -eq 0 ] || [ "$err" != 0 ] || [ "$cf" != 0 ]; then
+    FAILED=1
+  fi
+done
+
+# pct CPU_SECONDS RUN: CPU seconds as a percentage of one core over the run.
+pct() {
+  awk -v c="$1" -v s="$(field "$2" seconds)" \
+    'BEGIN { if (s + 0 > 0 && c != "-") printf "%.0f%%", 100 * c / s; else print "-" }'
+}
+
+echo
+echo "CPU columns: share of one core used by the server and by the loadgen"
+echo "process during each run (the mock's server CPU is inside the loadgen's)."
+printf '%-30s %-19s %10s %9s %9s %7s %8s %8s\n' target api 'req/s' 'p50 us' \
+  'p99 us' errors 'srv CPU' 'lg CPU'
+row() {
+  if [ "$3" = mock ]; then srv="(in lg)"; else srv=$(pct "$(cat "$TMP/$3.dcpu")" "$3"); fi
+  printf '%-30s %-19s %10s %9s %9s %7s %8s %8s\n' "$1" "$2" "$(field "$3" rps)" \
+    "$(field "$3" p50_us)" "$(field "$3" p99_us)" "$(field "$3" errors)" \
+    "$srv" "$(pct "$(field "$3" cpu_s)" "$3")"
+}
+row "dynconfd $TARGET" "DescribeConfigs v1" describe
+row "dynconfd $TARGET" "Metadata v$MDV" metadata
+row "librdkafka mock cluster" "Metadata v$MDV" mock
+a=$(field describe rps)
+c=$(field mock rps)
+ratio=$(awk -v a="$a" -v c="$c" \
+  'BEGIN { if (a + 0 > 0 && c + 0 > 0) printf "%.2f", a / c; else print "n/a" }')
+echo
+echo "ratio: dynconfd DescribeConfigs v1 req/s / mock cluster Metadata v$MDV req/s = $ratio"
+echo "(same machine, same duration and load shape; the mock shares the loadgen's process)"
+
+if [ "$FAILED" -ne 0 ]; then
+  echo "bench: FAILED (a run had errors or completed no requests)" >&2
+  exit 1
+fi
+exit 0

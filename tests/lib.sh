@@ -1,0 +1,193 @@
+# shellcheck shell=bash
+# Helpers for TAP shell tests of dynconf. Source it from bash:
+#   . "$(dirname "$0")/lib.sh"
+# Environment: DC_BUILDDIR (where dynconfd and dynconf-configs were built,
+# default .) and DC_SRCDIR (the source tree), both set by `make check`.
+# DC_DAEMON_WRAPPER, when set, is put in front of the dynconfd command line
+# (e.g. "valgrind --error-exitcode=99").
+#
+# Every test gets a private scratch directory $DC_TMP, removed on exit
+# together with any daemon still running.
+
+DC_BUILDDIR=${DC_BUILDDIR:-.}
+DC_SRCDIR=${DC_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+DC_DYNCONFD="$DC_BUILDDIR/dynconfd"
+DC_CONFIGS="$DC_BUILDDIR/dynconf-configs"
+export DC_BUILDDIR DC_SRCDIR DC_DYNCONFD DC_CONFIGS
+
+DC_TAP_N=0
+DC_TAP_FAILED=0
+DC_PID=
+DC_PORT=
+DC_DAEMON_N=0
+
+DC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-test-XXXXXX") || {
+  echo "Bail out! mktemp failed"
+  exit 1
+}
+
+# ---- TAP ----------------------------------------------------------------
+
+# tap_ok EXIT_CODE "description": passes when EXIT_CODE is 0. Typical use:
+#   [ "$x" = 3 ]; tap_ok $? "x is 3"
+tap_ok() {
+  local rc=$1
+  shift
+  DC_TAP_N=$((DC_TAP_N + 1))
+  if [ "$rc" -eq 0 ] 2>/dev/null; then
+    echo "ok $DC_TAP_N - $*"
+    return 0
+  fi
+  DC_TAP_FAILED=$((DC_TAP_FAILED + 1))
+  echo "not ok $DC_TAP_N - $*"
+  return 1
+}
+
+# tap_is GOT WANT "description"
+tap_is() {
+  local got=$1 want=$2
+  shift 2
+  [ "$got" = "$want" ]
+  tap_ok $? "$*" || tap_diag "  got '$got', want '$want'"
+}
+
+# tap_like TEXT EXTENDED_REGEX "description"
+tap_like() {
+  local text=$1 re=$2
+  shift 2
+  printf '%s\n' "$text" | grep -Eq -- "$re"
+  tap_ok $? "$*" || {
+    tap_diag "  no line matches /$re/ in:"
+    printf '%s\n' "$text" | head -n 20 | sed 's/^/#     /'
+  }
+}
+
+tap_diag() { printf '# %s\n' "$*"; }
+
+# Prints the plan and exits 0 only when every test passed (and at least one
+# ran: a test that stopped before its first check must not look green).
+tap_done() {
+  echo "1..$DC_TAP_N"
+  if [ "$DC_TAP_FAILED" -ne 0 ] || [ "$DC_TAP_N" -eq 0 ]; then
+    [ "$DC_TAP_FAILED" -ne 0 ] && tap_diag "$DC_TAP_FAILED of $DC_TAP_N failed"
+    exit 1
+  fi
+  exit 0
+}
+
+# Stops the test: everything not yet checked counts as failed.
+tap_bail() {
+  echo "Bail out! $*"
+  [ -n "$DC_DAEMON_LOG" ] && dc_log_tail 20
+  exit 1
+}
+
+# ---- the daemon ---------------------------------------------------------
+
+# dc_start_daemon DATADIR [extra dynconfd args...]
+# Starts dynconfd listening on 127.0.0.1:0 (unless the extra args carry a
+# --listen of their own), stdout to $DC_DAEMON_OUT, stderr appended to
+# $DC_DAEMON_LOG, and waits up to 10 s for its "listening on HOST:PORT"
+# line. Sets DC_PID, DC_PORT and DC_HOST. Returns 1 (and leaves nothing
+# running) if it does not come up.
+dc_start_daemon() {
+  local datadir=$1
+  shift
+  local listen=(--listen 127.0.0.1:0) a
+  for a in "$@"; do
+    [ "$a" = --listen ] && listen=()
+  done
+  mkdir -p "$datadir"
+  DC_DAEMON_N=$((DC_DAEMON_N + 1))
+  DC_DAEMON_OUT="$DC_TMP/dynconfd.$DC_DAEMON_N.out"
+  DC_DAEMON_LOG="$DC_TMP/dynconfd.log"
+  : >"$DC_DAEMON_OUT"
+  # shellcheck disable=SC2086 # the wrapper is deliberately word-split
+  $DC_DAEMON_WRAPPER "$DC_DYNCONFD" "${listen[@]}" --data-dir "$datadir" "$@" \
+    >"$DC_DAEMON_OUT" 2>>"$DC_DAEMON_LOG" </dev/null &
+  DC_PID=$!
+  DC_PORT=
+  DC_HOST=
+  local i line
+  for ((i = 0; i < 200; i++)); do
+    line=$(grep -m1 '^listening on ' "$DC_DAEMON_OUT" 2>/dev/null)
+    if [ -n "$line" ]; then
+      line=${line#listening on }
+      DC_PORT=${line##*:}
+      DC_HOST=${line%:*}
+      export DC_PID DC_PORT DC_HOST
+      return 0
+    fi
+    kill -0 "$DC_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  tap_diag "dynconfd did not print 'listening on' within 10 s"
+  kill -9 "$DC_PID" 2>/dev/null
+  wait "$DC_PID" 2>/dev/null
+  DC_PID=
+  dc_log_tail 20
+  return 1
+}
+
+# dc_stop_daemon [SIGNAL]: sends SIGTERM (or SIGNAL), waits up to 10 s, and
+# returns the daemon's exit status (128+n for death by signal n). After the
+# timeout it is SIGKILLed and the status is 124.
+dc_stop_daemon() {
+  local sig=${1:-TERM} i rc
+  [ -n "$DC_PID" ] || return 125
+  kill -"$sig" "$DC_PID" 2>/dev/null
+  for ((i = 0; i < 200; i++)); do
+    kill -0 "$DC_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$DC_PID" 2>/dev/null; then
+    kill -9 "$DC_PID" 2>/dev/null
+    wait "$DC_PID" 2>/dev/null
+    DC_PID=
+    return 124
+  fi
+  wait "$DC_PID" 2>/dev/null
+  rc=$?
+  DC_PID=
+  return $rc
+}
+
+# dc_kill9_daemon: SIGKILL and reap, no questions asked.
+dc_kill9_daemon() {
+  [ -n "$DC_PID" ] || return 0
+  kill -9 "$DC_PID" 2>/dev/null
+  wait "$DC_PID" 2>/dev/null
+  DC_PID=
+  return 0
+}
+
+dc_daemon_alive() { [ -n "$DC_PID" ] && kill -0 "$DC_PID" 2>/dev/null; }
+
+# Prints the tail of the daemon's stderr as TAP comments.
+dc_log_tail() {
+  [ -f "$DC_DAEMON_LOG" ] || return 0
+  tap_diag "--- dynconfd log ($DC_DAEMON_LOG) ---"
+  tail -n "${1:-20}" "$DC_DAEMON_LOG" | sed 's/^/# /'
+}
+
+# dc_free_port: a TCP port on 127.0.0.1 that was free a moment ago, learned
+# by starting dynconfd on port 0 in a throwaway data dir.
+dc_free_port() {
+  local saved_pid=$DC_PID saved_port=$DC_PORT port
+  dc_start_daemon "$DC_TMP/portprobe.$$" || return 1
+  port=$DC_PORT
+  dc_stop_daemon TERM
+  rm -rf "$DC_TMP/portprobe.$$"
+  DC_PID=$saved_pid
+  DC_PORT=$saved_port
+  echo "$port"
+}
+
+dc_cleanup() {
+  local rc=$?
+  [ -n "$DC_PID" ] && kill -9 "$DC_PID" 2>/dev/null && wait "$DC_PID" 2>/dev/null
+  [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"
+  exit $rc
+}
+trap dc_cleanup EXIT
+trap 'exit 130' INT TERM
