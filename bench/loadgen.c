@@ -421,8 +421,8 @@ static void usage(FILE *f) {
           "  --pipeline D             requests in flight per connection "
           "(default 32)\n"
           "  --duration S             run for S seconds (default 10)\n"
-          "  --requests N             stop after N requests in total (and after\n"
-          "                           --duration only when that is given too)\n"
+          "  --requests N             stop after N requests in total (and\n"
+          "                           after --duration only if also given)\n"
           "  --client NAME            DescribeConfigs client-id entity "
           "(default bench-client)\n"
           "  --mock                   start librdkafka's mock cluster in this "
@@ -567,8 +567,9 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
       goto out;
     if ((c->fd = connect_to(target)) < 0)
       goto out;
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                             .data.ptr = c};
+    /* Edge-triggered: reads drain to EAGAIN, writes stop at EAGAIN. */
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
       perror("loadgen: epoll_ctl");
       goto out;

@@ -18,7 +18,8 @@ static const char *type_error(int8_t type) {
 
 static bool key_wanted(const dc_describe_configs_req_resource_t *res,
                        const char *key) {
-  if (res->n_configuration_keys < 0)
+  /* Kafka treats a null and an empty key list alike: all keys. */
+  if (res->n_configuration_keys <= 0)
     return true;
   for (int32_t i = 0; i < res->n_configuration_keys; i++)
     if (!strcmp(res->configuration_keys[i], key))
@@ -39,6 +40,13 @@ static void fill_entry(dc_req_t *r, bool docs, dc_describe_configs_entry_t *e,
 static int describe_client(dc_req_t *r, const dc_describe_configs_req_t *req,
                            const dc_describe_configs_req_resource_t *res,
                            dc_describe_configs_result_t *out) {
+  size_t nlen = strlen(res->resource_name);
+  if (nlen == 0 || nlen > ENTITY_NAME_MAX) {
+    out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+    out->error_message = "client-id must be 1 to 255 bytes (use <default> "
+                         "for the default entity)";
+    return 0;
+  }
   bool is_default = !strcmp(res->resource_name, DC_DEFAULT_ENTITY);
   const dc_entity_t *own =
       dc_configdb_get(r->b->db, DC_RES_CLIENT, res->resource_name);

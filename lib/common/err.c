@@ -5,7 +5,7 @@ const char *dynconf_err_name(dynconf_err_t err) {
   switch (err) {
 #define DYNCONF_ERR_NAME_(name, code, desc)                                    \
   case DYNCONF_ERR_##name:                                                     \
-    return #name[0] == '_' ? #name + 1 : #name;
+    return #name[0] == '_' ? &#name[1] : #name;
     DYNCONF_ERR_MAP(DYNCONF_ERR_NAME_)
 #undef DYNCONF_ERR_NAME_
   }

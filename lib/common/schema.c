@@ -1,5 +1,6 @@
 #include "schema.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ bool dc_parse_int64(const char *s, int64_t *out) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || *end || end == s || s[0] == ' ' || s[0] == '+')
+  if (errno || *end || end == s || isspace((unsigned char)s[0]) || s[0] == '+')
     return false;
   *out = v;
   return true;

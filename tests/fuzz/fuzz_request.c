@@ -19,9 +19,9 @@
  *       decoder accepts, with one result per requested resource.
  *
  * DC_FUZZ_VERBOSE=1 logs every dispatch and its outcome (for reading a
- * reproducer). Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary writes a corpus
- * of valid requests (every API and version) and response bodies into DIR,
- * built with the codec's encoders, and exits.
+ * reproducer). Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary
+ * writes a corpus of valid requests (every API and version) and response
+ * bodies into DIR, built with the codec's encoders, and exits.
  *
  * Memory: the brokers, scratch arena and buffers are process-lifetime
  * globals, released by an atexit handler. The brokers' state grows with
