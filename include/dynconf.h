@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,166 @@ typedef enum dynconf_err {
 const char *dynconf_err_name(dynconf_err_t err);
 /** Human description of an error. Static storage. Any thread. */
 const char *dynconf_err_str(dynconf_err_t err);
+
+
+/* ======================================================================
+ * The agent (KIP-649 client side)
+ *
+ * An agent keeps one librdkafka client's configuration in step with what
+ * operators set on dynconfd for its client.id. Typical use:
+ *
+ *   dynconf_conf_t *dconf = dynconf_conf_new();
+ *   dynconf_conf_set(dconf, "dynconf.bootstrap.servers", "cfg:9092", ...);
+ *   dynconf_conf_set_change_cb(dconf, on_change);
+ *   dynconf_t *dc = dynconf_new(RD_KAFKA_CONSUMER, app_conf, dconf, ...);
+ *   rd_kafka_conf_t *eff = dynconf_effective_conf(dc);  // app + dynamic
+ *   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, eff, ...);
+ *   for (;;) { ...; dynconf_poll(dc, 0); }   // serves callbacks
+ *   dynconf_destroy(dc);
+ * ====================================================================== */
+
+#include <librdkafka/rdkafka.h>
+
+typedef struct dynconf_conf_s dynconf_conf_t;
+typedef struct dynconf_s dynconf_t;
+typedef struct dynconf_event_s dynconf_event_t;
+
+typedef enum {
+  DYNCONF_CONF_UNKNOWN = -2, /* no such property */
+  DYNCONF_CONF_INVALID = -1, /* bad value */
+  DYNCONF_CONF_OK = 0,
+} dynconf_conf_res_t;
+
+/** New agent configuration with every property at its default. The
+ *  caller owns it until it is passed to a successful dynconf_new(). Any
+ *  thread. */
+dynconf_conf_t *dynconf_conf_new(void);
+/** Copy of conf (callbacks and opaque included); caller owns it. */
+dynconf_conf_t *dynconf_conf_dup(const dynconf_conf_t *conf);
+/** Frees a configuration not handed to dynconf_new(). */
+void dynconf_conf_destroy(dynconf_conf_t *conf);
+/** Sets property `name` (a dynconf.* property, see the README's table).
+ *  On failure writes a reason to errstr. Not thread-safe on one conf. */
+dynconf_conf_res_t dynconf_conf_set(dynconf_conf_t *conf, const char *name,
+                                    const char *value, char *errstr,
+                                    size_t errstr_size);
+/** Reads property `name` into dest (size *dest_size, updated to the size
+ *  needed including the NUL). dest NULL only queries the size. */
+dynconf_conf_res_t dynconf_conf_get(const dynconf_conf_t *conf,
+                                    const char *name, char *dest,
+                                    size_t *dest_size);
+/** Prints the property table (name, default, description) to fp. */
+void dynconf_conf_properties_show(FILE *fp);
+
+/** Change-event callback: called from dynconf_poll() on the application's
+ *  thread. `ev` is valid during the call only. */
+typedef void(dynconf_change_cb_t)(dynconf_t *dc, const dynconf_event_t *ev,
+                                  void *opaque);
+void dynconf_conf_set_change_cb(dynconf_conf_t *conf, dynconf_change_cb_t *cb);
+/** Log callback: syslog levels (3 error, 4 warning, 6 info, 7 debug).
+ *  Called from dynconf_poll() (and from dynconf_new() on its caller's
+ *  thread), never from an internal thread. Without one, logs go to
+ *  stderr from dynconf_poll(). */
+typedef void(dynconf_log_cb_t)(const dynconf_t *dc, int level,
+                               const char *fac, const char *msg);
+void dynconf_conf_set_log_cb(dynconf_conf_t *conf, dynconf_log_cb_t *cb);
+/** Opaque handed to the change callback. */
+void dynconf_conf_set_opaque(dynconf_conf_t *conf, void *opaque);
+
+/** Where a value comes from. */
+typedef enum {
+  DYNCONF_SOURCE_APP = 0,     /* the application's own configuration */
+  DYNCONF_SOURCE_CLIENT = 1,  /* dynconfd: this client-id's override */
+  DYNCONF_SOURCE_DEFAULT = 2, /* dynconfd: the <default> entity */
+} dynconf_source_t;
+const char *dynconf_source_name(dynconf_source_t s);
+
+/** What the agent did with one key of a change set. */
+typedef enum {
+  DYNCONF_OUTCOME_APPLIED = 0,  /* now in the effective configuration */
+  DYNCONF_OUTCOME_REJECTED = 1, /* the change set was refused; see reason */
+  DYNCONF_OUTCOME_PINNED = 2,   /* kept at a value the app's settings force */
+  DYNCONF_OUTCOME_IGNORED = 3,  /* not in dynconf.allow.keys */
+} dynconf_outcome_t;
+const char *dynconf_outcome_name(dynconf_outcome_t o);
+
+typedef enum {
+  DYNCONF_EVENT_CHANGE = 1,      /* a change set arrived (see entries) */
+  DYNCONF_EVENT_ERROR = 2,       /* fetching failed; the last good config
+                                    stays (reported once per outage) */
+  DYNCONF_EVENT_UNSUPPORTED = 3, /* the server does not serve CLIENT
+                                    configs (a plain Kafka broker) */
+} dynconf_event_type_t;
+
+dynconf_event_type_t dynconf_event_type(const dynconf_event_t *ev);
+/** For ERROR/UNSUPPORTED: the error and a sentence about it. */
+dynconf_err_t dynconf_event_error(const dynconf_event_t *ev);
+const char *dynconf_event_error_string(const dynconf_event_t *ev);
+/** For CHANGE: 1 when the set was applied, 0 when it was rejected. */
+int dynconf_event_accepted(const dynconf_event_t *ev);
+/** Generation of the effective configuration after this event (it grows
+ *  by one with every applied change set). */
+int64_t dynconf_event_generation(const dynconf_event_t *ev);
+/** Entries of a CHANGE event, one per key that changed, sorted by key. */
+size_t dynconf_event_entry_count(const dynconf_event_t *ev);
+const char *dynconf_event_key(const dynconf_event_t *ev, size_t i);
+/** Old and new value; NULL means "the application's own setting". */
+const char *dynconf_event_old_value(const dynconf_event_t *ev, size_t i);
+const char *dynconf_event_new_value(const dynconf_event_t *ev, size_t i);
+dynconf_source_t dynconf_event_source(const dynconf_event_t *ev, size_t i);
+dynconf_outcome_t dynconf_event_outcome(const dynconf_event_t *ev, size_t i);
+/** Why a key was rejected or pinned; NULL otherwise. */
+const char *dynconf_event_reason(const dynconf_event_t *ev, size_t i);
+
+typedef enum {
+  DYNCONF_STATE_INIT = 0,   /* no answer yet */
+  DYNCONF_STATE_UP,         /* in step with the server */
+  DYNCONF_STATE_DEGRADED,   /* the last fetch failed; last good config kept */
+  DYNCONF_STATE_UNSUPPORTED /* the server has no CLIENT configs */
+} dynconf_state_t;
+const char *dynconf_state_name(dynconf_state_t s);
+
+/** Creates an agent for a client of `type` whose own configuration is
+ *  app_conf (borrowed: copied, the caller keeps and frees it). On success
+ *  the agent takes ownership of `conf` (NULL = all defaults).
+ *  Fetches the client's dynamic configs once before returning, bounded by
+ *  dynconf.startup.timeout.ms: on failure it fails open (returns an agent
+ *  that uses the application's config, and reports the failure) unless
+ *  dynconf.startup.required=true, when it returns NULL. Returns NULL with
+ *  errstr on failure; conf is then still the caller's. Any thread; the
+ *  calling thread becomes "the application's thread" for callbacks. */
+dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
+                       dynconf_conf_t *conf, char *errstr,
+                       size_t errstr_size);
+/** Stops the background thread and frees the agent. Returns promptly
+ *  (bounded by one in-flight request being abandoned, not by the refresh
+ *  interval). Undelivered events are dropped. Application thread. */
+void dynconf_destroy(dynconf_t *dc);
+/** Serves queued events and logs through the callbacks, waiting up to
+ *  timeout_ms (-1 = forever) for the first one. Returns the number of
+ *  events served. Application thread only. */
+int dynconf_poll(dynconf_t *dc, int timeout_ms);
+/** A new librdkafka configuration: the application's own settings with the
+ *  accepted dynamic values applied. The caller owns it (hand it to
+ *  rd_kafka_new or rd_kafka_conf_destroy it). NULL on OOM. Any thread. */
+rd_kafka_conf_t *dynconf_effective_conf(dynconf_t *dc);
+/** Generation of the effective configuration (0 = the app's own, +1 per
+ *  applied change set). Any thread. */
+int64_t dynconf_generation(dynconf_t *dc);
+/** Current value of an allowed key in the effective configuration, copied
+ *  into dest; its source in *sourcep (may be NULL). Returns 0, or -1 when
+ *  the key is not in dynconf.allow.keys. Any thread. */
+int dynconf_effective_get(dynconf_t *dc, const char *key, char *dest,
+                          size_t dest_size, dynconf_source_t *sourcep);
+dynconf_state_t dynconf_state(dynconf_t *dc);
+/** The client-id this agent fetches for. Valid for the agent's life. */
+const char *dynconf_client_id(const dynconf_t *dc);
+/** Statistics as a JSON document; the caller frees it with free().
+ *  Any thread. */
+char *dynconf_stats_json(dynconf_t *dc);
+/** Asks the background thread to fetch now (e.g. after an operator
+ *  command). Any thread. */
+void dynconf_refresh_now(dynconf_t *dc);
 
 #ifdef __cplusplus
 }

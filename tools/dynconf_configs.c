@@ -11,6 +11,7 @@
  * could not be reached, 2 usage error.
  */
 #include "codec/proto.h"
+#include "common/json.h"
 #include "common/kclient.h"
 #include "common/schema.h"
 #include "dynconf.h"
@@ -456,72 +457,6 @@ static void entity_phrase(const opts_t *o, char *buf, size_t size) {
     snprintf(buf, size, "client-id '%s'", o->entity_name);
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s) {
-  unsigned c = s[0];
-  size_t n;
-  unsigned min;
-  if (c < 0x80)
-    return 1;
-  if ((c & 0xe0) == 0xc0)
-    n = 2, min = 0x80;
-  else if ((c & 0xf0) == 0xe0)
-    n = 3, min = 0x800;
-  else if ((c & 0xf8) == 0xf0)
-    n = 4, min = 0x10000;
-  else
-    return 0;
-  unsigned cp = c & (0x7f >> n);
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return n;
-}
-
-/* JSON string literal; NULL gives null. Invalid UTF-8 bytes become U+FFFD
- * so the output always parses. */
-static void json_str(dc_buf_t *b, const char *s) {
-  if (!s) {
-    dc_buf_printf(b, "null");
-    return;
-  }
-  dc_buf_append(b, "\"", 1);
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      dc_buf_printf(b, "\\%c", c);
-      p++;
-    } else if (c == '\n') {
-      dc_buf_printf(b, "\\n");
-      p++;
-    } else if (c == '\t') {
-      dc_buf_printf(b, "\\t");
-      p++;
-    } else if (c == '\r') {
-      dc_buf_printf(b, "\\r");
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      dc_buf_printf(b, "\\u%04x", c);
-      p++;
-    } else {
-      size_t n = utf8_len(p);
-      if (n) {
-        dc_buf_append(b, p, n);
-        p += n;
-      } else {
-        dc_buf_printf(b, "\\ufffd");
-        p++;
-      }
-    }
-  }
-  dc_buf_append(b, "\"", 1);
-}
-
 static int cmp_entry(const void *a, const void *b) {
   const dc_describe_configs_entry_t *x = *(dc_describe_configs_entry_t *const *)a;
   const dc_describe_configs_entry_t *y = *(dc_describe_configs_entry_t *const *)b;
@@ -580,27 +515,27 @@ static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
   if (o->json) {
     dc_buf_printf(&b, "{\"entity_type\":\"%s\",\"entity_name\":",
                   o->entity_type == ENT_BROKERS ? "brokers" : "clients");
-    json_str(&b, o->entity_name);
+    dc_json_str(&b, o->entity_name);
     dc_buf_printf(&b, ",\"configs\":[");
     for (size_t i = 0; i < n; i++) {
       const dc_describe_configs_entry_t *e = sel[i];
       dc_buf_printf(&b, "%s{\"name\":", i ? "," : "");
-      json_str(&b, e->name);
+      dc_json_str(&b, e->name);
       dc_buf_printf(&b, ",\"value\":");
-      json_str(&b, e->value);
+      dc_json_str(&b, e->value);
       dc_buf_printf(&b, ",\"source\":");
-      json_str(&b, source_name(e->config_source, sbuf, sizeof(sbuf)));
+      dc_json_str(&b, source_name(e->config_source, sbuf, sizeof(sbuf)));
       dc_buf_printf(&b, ",\"read_only\":%s,\"sensitive\":%s,\"synonyms\":[",
                     e->read_only ? "true" : "false",
                     e->is_sensitive ? "true" : "false");
       for (int32_t j = 0; j < e->n_synonyms; j++) {
         const dc_describe_configs_synonym_t *s = &e->synonyms[j];
         dc_buf_printf(&b, "%s{\"name\":", j ? "," : "");
-        json_str(&b, s->name);
+        dc_json_str(&b, s->name);
         dc_buf_printf(&b, ",\"value\":");
-        json_str(&b, s->value);
+        dc_json_str(&b, s->value);
         dc_buf_printf(&b, ",\"source\":");
-        json_str(&b, source_name(s->source, sbuf, sizeof(sbuf)));
+        dc_json_str(&b, source_name(s->source, sbuf, sizeof(sbuf)));
         dc_buf_printf(&b, "}");
       }
       dc_buf_printf(&b, "]}");
@@ -790,7 +725,7 @@ static int cmd_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   if (o->json) {
     dc_buf_printf(&b, "{\"entity_type\":\"%s\",\"entity_name\":",
                   o->entity_type == ENT_BROKERS ? "brokers" : "clients");
-    json_str(&b, o->entity_name);
+    dc_json_str(&b, o->entity_name);
     dc_buf_printf(&b, ",\"dry_run\":%s,\"result\":\"ok\"}\n",
                   o->dry_run ? "true" : "false");
   } else if (o->dry_run) {

@@ -1,0 +1,83 @@
+/*
+ * agent_watch: runs a dynconf agent for one client.id and prints every
+ * change event on one line, the way an application would log them.
+ *
+ *   agent_watch [--consumer] BOOTSTRAP CLIENT_ID [SECONDS]
+ */
+#include <dynconf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
+  (void)opaque;
+  if (dynconf_event_type(ev) != DYNCONF_EVENT_CHANGE) {
+    printf("[%s] %s: %s\n", dynconf_client_id(dc),
+           dynconf_event_type(ev) == DYNCONF_EVENT_UNSUPPORTED ? "unsupported"
+                                                               : "error",
+           dynconf_event_error_string(ev));
+    fflush(stdout);
+    return;
+  }
+  printf("[%s] change set %s (generation %lld):", dynconf_client_id(dc),
+         dynconf_event_accepted(ev) ? "applied" : "rejected",
+         (long long)dynconf_event_generation(ev));
+  for (size_t i = 0; i < dynconf_event_entry_count(ev); i++) {
+    const char *o = dynconf_event_old_value(ev, i);
+    const char *n = dynconf_event_new_value(ev, i);
+    const char *why = dynconf_event_reason(ev, i);
+    printf(" %s %s->%s [%s, %s%s%s]", dynconf_event_key(ev, i), o ? o : "app",
+           n ? n : "app", dynconf_source_name(dynconf_event_source(ev, i)),
+           dynconf_outcome_name(dynconf_event_outcome(ev, i)), why ? ": " : "",
+           why ? why : "");
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  int a = 1;
+  rd_kafka_type_t type = RD_KAFKA_PRODUCER;
+  if (a < argc && !strcmp(argv[a], "--consumer")) {
+    type = RD_KAFKA_CONSUMER;
+    a++;
+  }
+  if (argc - a < 2 || !strcmp(argv[1], "--help")) {
+    fprintf(stderr, "Usage: %s [--consumer] BOOTSTRAP CLIENT_ID [SECONDS]\n",
+            argv[0]);
+    return 2;
+  }
+  int seconds = argc - a > 2 ? atoi(argv[a + 2]) : 0;
+  char err[512];
+  rd_kafka_conf_t *app = rd_kafka_conf_new();
+  rd_kafka_conf_set(app, "bootstrap.servers", argv[a], err, sizeof(err));
+  rd_kafka_conf_set(app, "client.id", argv[a + 1], err, sizeof(err));
+  if (type == RD_KAFKA_CONSUMER)
+    rd_kafka_conf_set(app, "group.id", "agent-watch", err, sizeof(err));
+  dynconf_conf_t *dconf = dynconf_conf_new();
+  dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", "1000", err, sizeof(err));
+  dynconf_conf_set_change_cb(dconf, on_change);
+  dynconf_t *dc = dynconf_new(type, app, dconf, err, sizeof(err));
+  if (!dc) {
+    fprintf(stderr, "dynconf_new: %s\n", err);
+    dynconf_conf_destroy(dconf);
+    rd_kafka_conf_destroy(app);
+    return 1;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  time_t end = seconds > 0 ? time(NULL) + seconds : 0;
+  while (!stop && (!end || time(NULL) < end))
+    dynconf_poll(dc, 200);
+  char *stats = dynconf_stats_json(dc);
+  printf("stats: %s\n", stats);
+  free(stats);
+  dynconf_destroy(dc);
+  rd_kafka_conf_destroy(app);
+  return 0;
+}

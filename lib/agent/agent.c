@@ -1,0 +1,786 @@
+/*
+ * The agent: first fetch in dynconf_new(), a background thread that
+ * re-fetches with librdkafka's DescribeConfigs, and dynconf_poll() that
+ * serves events and logs on the application's thread.
+ */
+#include "agent/agent_int.h"
+#include "common/schema.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t dc_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t dc_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- queues (caller holds dc->lock) ----------------------------------- */
+
+static void enqueue_event(dynconf_t *dc, dynconf_event_t *ev) {
+  if (dc->evq_len >= DC_AGENT_MAX_QUEUED) {
+    /* The application is not polling: drop the oldest, count it. */
+    dynconf_event_t *old = dc->evq_head;
+    dc->evq_head = old->next;
+    if (!dc->evq_head)
+      dc->evq_tail = NULL;
+    dc->evq_len--;
+    dc->n_dropped++;
+    dc_event_free(old);
+  }
+  ev->next = NULL;
+  if (dc->evq_tail)
+    dc->evq_tail->next = ev;
+  else
+    dc->evq_head = ev;
+  dc->evq_tail = ev;
+  dc->evq_len++;
+  pthread_cond_broadcast(&dc->ready);
+}
+
+static void vlog_locked(dynconf_t *dc, int level, const char *fac,
+                        const char *fmt, va_list ap) {
+  if (level > dc->conf.log_level)
+    return;
+  char msg[512];
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  if (dc->logq_len >= DC_AGENT_MAX_QUEUED)
+    return; /* bounded: an unpolled agent must not grow */
+  dc_logmsg_t *m = calloc(1, sizeof(*m));
+  if (!m || !(m->fac = strdup(fac)) || !(m->msg = strdup(msg))) {
+    if (m)
+      free(m->fac);
+    free(m);
+    return;
+  }
+  m->level = level;
+  if (dc->logq_tail)
+    dc->logq_tail->next = m;
+  else
+    dc->logq_head = m;
+  dc->logq_tail = m;
+  dc->logq_len++;
+  pthread_cond_broadcast(&dc->ready);
+}
+
+static void log_locked(dynconf_t *dc, int level, const char *fac,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void log_locked(dynconf_t *dc, int level, const char *fac,
+                       const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog_locked(dc, level, fac, fmt, ap);
+  va_end(ap);
+}
+
+/* librdkafka's log callback for the agent's own handle: runs on its
+ * internal threads, so it only queues. */
+static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                      const char *buf) {
+  dynconf_t *dc = rd_kafka_opaque(rk);
+  if (!dc)
+    return;
+  pthread_mutex_lock(&dc->lock);
+  /* Connection failures are reported by the agent once per outage. */
+  log_locked(dc, level < 6 ? 7 : level, fac, "rdkafka: %s", buf);
+  pthread_mutex_unlock(&dc->lock);
+}
+
+static dynconf_event_t *error_event(dynconf_event_type_t type,
+                                    dynconf_err_t err, const char *msg) {
+  dynconf_event_t *ev = calloc(1, sizeof(*ev));
+  if (ev && !(ev->errstr = strdup(msg))) {
+    free(ev);
+    return NULL;
+  }
+  if (ev) {
+    ev->type = type;
+    ev->err = err;
+  }
+  return ev;
+}
+
+/* ---- reading the application's configuration -------------------------- */
+
+static char *conf_get(rd_kafka_conf_t *conf, const char *name) {
+  char buf[1024];
+  size_t sz = sizeof(buf);
+  if (rd_kafka_conf_get(conf, name, buf, &sz) == RD_KAFKA_CONF_OK)
+    return strdup(buf);
+  /* Topic-level properties (acks) live in the default topic conf. */
+  rd_kafka_topic_conf_t *tc = rd_kafka_conf_get_default_topic_conf(conf);
+  rd_kafka_topic_conf_t *tmp = tc ? NULL : rd_kafka_topic_conf_new();
+  sz = sizeof(buf);
+  char *r = NULL;
+  if (rd_kafka_topic_conf_get(tc ? tc : tmp, name, buf, &sz) ==
+      RD_KAFKA_CONF_OK)
+    r = strdup(buf);
+  if (tmp)
+    rd_kafka_topic_conf_destroy(tmp);
+  return r;
+}
+
+static int64_t conf_int(rd_kafka_conf_t *conf, const char *name, int64_t def) {
+  char *v = conf_get(conf, name);
+  int64_t n;
+  if (!v || !dc_parse_int64(v, &n))
+    n = def;
+  free(v);
+  return n;
+}
+
+static void read_app_settings(dynconf_t *dc) {
+  dc_app_settings_t *a = &dc->app;
+  rd_kafka_conf_t *c = dc->app_conf;
+  a->consumer = dc->type == RD_KAFKA_CONSUMER;
+  char *idem = conf_get(c, "enable.idempotence");
+  char *txn = conf_get(c, "transactional.id");
+  a->idempotent = idem && !strcmp(idem, "true");
+  a->transactional = txn && *txn;
+  free(idem);
+  free(txn);
+  a->max_poll_interval_ms = conf_int(c, "max.poll.interval.ms", 300000);
+  a->session_timeout_ms = conf_int(c, "session.timeout.ms", 45000);
+  a->heartbeat_interval_ms = conf_int(c, "heartbeat.interval.ms", 3000);
+  for (size_t i = 0; i < dc->allow.n; i++)
+    a->values[i] = conf_get(c, dc->allow.keys[i]);
+}
+
+/* The agent's own handle inherits only how to reach and authenticate to
+ * the cluster, never the application's callbacks or client behaviour. */
+static bool inherited_property(const char *name) {
+  static const char *const exact[] = {
+      "bootstrap.servers", "metadata.broker.list", "security.protocol",
+      "client.dns.lookup", "broker.address.family", "broker.address.ttl",
+      "api.version.request", "api.version.fallback.ms",
+      "broker.version.fallback", "enable.ssl.certificate.verification",
+      "enable.sasl.oauthbearer.unsecure.jwt", "client.rack", NULL};
+  static const char *const prefix[] = {"ssl.", "ssl_", "sasl.", "socket.",
+                                       NULL};
+  for (size_t i = 0; exact[i]; i++)
+    if (!strcmp(name, exact[i]))
+      return true;
+  for (size_t i = 0; prefix[i]; i++)
+    if (!strncmp(name, prefix[i], strlen(prefix[i])))
+      return !strstr(name, "_cb");
+  return false;
+}
+
+static rd_kafka_conf_t *agent_handle_conf(dynconf_t *dc, char *errstr,
+                                          size_t errstr_size) {
+  rd_kafka_conf_t *c = rd_kafka_conf_new();
+  size_t cnt, dcnt;
+  const char **kv = rd_kafka_conf_dump(dc->app_conf, &cnt);
+  /* Only what the application changed from librdkafka's defaults. */
+  const char **defs = rd_kafka_conf_dump(c, &dcnt);
+  for (size_t i = 0; i + 1 < cnt; i += 2) {
+    if (!inherited_property(kv[i]) || !*kv[i + 1])
+      continue;
+    bool is_default = false;
+    for (size_t j = 0; j + 1 < dcnt; j += 2)
+      if (!strcmp(defs[j], kv[i]))
+        is_default = !strcmp(defs[j + 1], kv[i + 1]);
+    if (is_default)
+      continue;
+    char e[256];
+    if (rd_kafka_conf_set(c, kv[i], kv[i + 1], e, sizeof(e)) !=
+        RD_KAFKA_CONF_OK) {
+      /* e.g. a redacted secret: say which and carry on. */
+      pthread_mutex_lock(&dc->lock);
+      log_locked(dc, 4, "CONF", "agent handle: cannot inherit %s: %s", kv[i], e);
+      pthread_mutex_unlock(&dc->lock);
+    }
+  }
+  rd_kafka_conf_dump_free(kv, cnt);
+  rd_kafka_conf_dump_free(defs, dcnt);
+  if (rd_kafka_conf_set(c, "bootstrap.servers", dc->bootstrap, errstr,
+                        errstr_size) != RD_KAFKA_CONF_OK ||
+      rd_kafka_conf_set(c, "client.id", dc->client_id, errstr, errstr_size) !=
+          RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(c);
+    return NULL;
+  }
+  rd_kafka_conf_set_log_cb(c, rk_log_cb);
+  rd_kafka_conf_set_opaque(c, dc);
+  return c;
+}
+
+/* ---- fetching ---------------------------------------------------------- */
+
+typedef enum { FETCH_OK, FETCH_UNSUPPORTED, FETCH_ERROR } fetch_res_t;
+
+static int cmp_fetched(const void *a, const void *b) {
+  return strcmp(((const dc_fetched_t *)a)->key, ((const dc_fetched_t *)b)->key);
+}
+
+static dynconf_err_t map_err(rd_kafka_resp_err_t e) {
+  switch (e) {
+  case RD_KAFKA_RESP_ERR__TIMED_OUT:
+  case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+    return DYNCONF_ERR__TIMED_OUT;
+  case RD_KAFKA_RESP_ERR__TRANSPORT:
+  case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+    return DYNCONF_ERR__TRANSPORT;
+  default:
+    return e > 0 ? (dynconf_err_t)e : DYNCONF_ERR_UNKNOWN_SERVER_ERROR;
+  }
+}
+
+/* One DescribeConfigs round trip on the agent's handle. Not under lock;
+ * called by one thread at a time (dynconf_new, then the background
+ * thread). */
+static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
+                         dynconf_err_t *errp, char *errstr,
+                         size_t errstr_size) {
+  static int seq; /* per process is enough: only matched per agent queue */
+  memset(out, 0, sizeof(*out));
+  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
+      (rd_kafka_ResourceType_t)dc->conf.resource_type, dc->client_id);
+  rd_kafka_AdminOptions_t *opts =
+      rd_kafka_AdminOptions_new(dc->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  char e[256];
+  rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, e, sizeof(e));
+  void *tag = (void *)(intptr_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+  rd_kafka_AdminOptions_set_opaque(opts, tag);
+  rd_kafka_DescribeConfigs(dc->rk, &res, 1, opts, dc->q);
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_ConfigResource_destroy(res);
+
+  int64_t deadline = dc_mono_ms() + timeout_ms + 1000;
+  rd_kafka_event_t *ev = NULL;
+  for (;;) {
+    int left = (int)(deadline - dc_mono_ms());
+    if (left <= 0)
+      break;
+    ev = rd_kafka_queue_poll(dc->q, left);
+    if (!ev) {
+      /* Timed out, or dynconf_destroy() yielded the queue. */
+      pthread_mutex_lock(&dc->lock);
+      bool stop = dc->stop;
+      pthread_mutex_unlock(&dc->lock);
+      if (stop)
+        break;
+      continue;
+    }
+    if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT &&
+        rd_kafka_event_opaque(ev) == tag)
+      break;
+    rd_kafka_event_destroy(ev); /* a late answer to an abandoned request */
+    ev = NULL;
+  }
+  if (!ev) {
+    *errp = DYNCONF_ERR__TIMED_OUT;
+    snprintf(errstr, errstr_size, "no answer from %s within %d ms",
+             dc->bootstrap, timeout_ms);
+    return FETCH_ERROR;
+  }
+  fetch_res_t r = FETCH_OK;
+  rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+  if (err) {
+    *errp = map_err(err);
+    snprintf(errstr, errstr_size, "DescribeConfigs to %s failed: %s",
+             dc->bootstrap, rd_kafka_event_error_string(ev));
+    r = err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE ? FETCH_UNSUPPORTED
+                                                       : FETCH_ERROR;
+    goto done;
+  }
+  size_t n;
+  const rd_kafka_ConfigResource_t **rs =
+      rd_kafka_DescribeConfigs_result_resources(
+          rd_kafka_event_DescribeConfigs_result(ev), &n);
+  if (n != 1) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    snprintf(errstr, errstr_size, "server answered %zu resources, not 1", n);
+    r = FETCH_ERROR;
+    goto done;
+  }
+  err = rd_kafka_ConfigResource_error(rs[0]);
+  if (err) {
+    *errp = map_err(err);
+    snprintf(errstr, errstr_size, "%s: %s", rd_kafka_err2name(err),
+             rd_kafka_ConfigResource_error_string(rs[0])
+                 ? rd_kafka_ConfigResource_error_string(rs[0])
+                 : rd_kafka_err2str(err));
+    /* What a real Kafka broker answers for resource type 9. */
+    r = err == RD_KAFKA_RESP_ERR_INVALID_REQUEST ||
+                err == RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION
+            ? FETCH_UNSUPPORTED
+            : FETCH_ERROR;
+    goto done;
+  }
+  size_t nc;
+  const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nc);
+  out->v = calloc(nc ? nc : 1, sizeof(*out->v));
+  if (!out->v) {
+    *errp = DYNCONF_ERR__NOMEM;
+    snprintf(errstr, errstr_size, "out of memory");
+    r = FETCH_ERROR;
+    goto done;
+  }
+  for (size_t i = 0; i < nc; i++) {
+    const char *name = rd_kafka_ConfigEntry_name(ce[i]);
+    const char *value = rd_kafka_ConfigEntry_value(ce[i]);
+    int src = (int)rd_kafka_ConfigEntry_source(ce[i]);
+    if (!name || !value || (src != 7 && src != 8))
+      continue;
+    dc_fetched_t *f = &out->v[out->n];
+    f->key = strdup(name);
+    f->value = strdup(value);
+    f->source = src == 7 ? DYNCONF_SOURCE_CLIENT : DYNCONF_SOURCE_DEFAULT;
+    out->n++;
+    if (!f->key || !f->value) {
+      dc_fetched_set_free(out);
+      *errp = DYNCONF_ERR__NOMEM;
+      snprintf(errstr, errstr_size, "out of memory");
+      r = FETCH_ERROR;
+      goto done;
+    }
+  }
+  qsort(out->v, out->n, sizeof(*out->v), cmp_fetched);
+done:
+  rd_kafka_event_destroy(ev);
+  return r;
+}
+
+/* Random interval in [ms - pct%, ms]: a fleet spreads out, and no agent
+ * waits longer than asked. Caller holds the lock. */
+static int64_t jittered(dynconf_t *dc, int64_t ms) {
+  dc->rng ^= dc->rng << 13;
+  dc->rng ^= dc->rng >> 7;
+  dc->rng ^= dc->rng << 17;
+  int64_t span = ms * dc->conf.jitter_pct / 100;
+  return ms - (span ? (int64_t)(dc->rng % (uint64_t)(span + 1)) : 0);
+}
+
+/* Records a fetch outcome and decides the next fetch. Caller holds lock;
+ * takes ownership of *set. */
+static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
+                   dynconf_err_t err, const char *errstr, int64_t took_us) {
+  dc->last_fetch_us = took_us;
+  dc->sum_fetch_us += took_us;
+  if (took_us > dc->max_fetch_us)
+    dc->max_fetch_us = took_us;
+  int64_t now = dc_mono_ms();
+  if (r == FETCH_OK) {
+    dc->n_fetch_ok++;
+    if (dc->state == DYNCONF_STATE_DEGRADED ||
+        dc->state == DYNCONF_STATE_UNSUPPORTED)
+      log_locked(dc, 6, "FETCH", "dynamic configs for client.id '%s' are "
+                 "reachable again at %s", dc->client_id, dc->bootstrap);
+    dc->state = DYNCONF_STATE_UP;
+    dc->failures = 0;
+    dynconf_event_t *ev = NULL;
+    if (dc_resolve(&dc->app, &dc->allow, &dc->fetched, set, &dc->eff,
+                   dc->generation, &ev)) {
+      log_locked(dc, 3, "FETCH", "out of memory applying a change set");
+      dc_fetched_set_free(set);
+    } else {
+      dc_fetched_set_free(&dc->fetched);
+      dc->fetched = *set;
+      if (ev) {
+        dc->generation = ev->generation;
+        for (size_t i = 0; i < ev->n; i++)
+          log_locked(dc, ev->entries[i].outcome == DYNCONF_OUTCOME_REJECTED ? 4 : 6,
+                     "CHANGE", "%s: %s -> %s (%s) %s%s%s", ev->entries[i].key,
+                     ev->entries[i].old_value ? ev->entries[i].old_value : "(app)",
+                     ev->entries[i].new_value ? ev->entries[i].new_value : "(app)",
+                     dynconf_source_name(ev->entries[i].source),
+                     dynconf_outcome_name(ev->entries[i].outcome),
+                     ev->entries[i].reason ? ": " : "",
+                     ev->entries[i].reason ? ev->entries[i].reason : "");
+        if (!ev->accepted) {
+          /* Keep a copy for the statistics. */
+          dc_event_free(dc->last_rejected);
+          dc->last_rejected = NULL;
+          dynconf_event_t *copy = calloc(1, sizeof(*copy));
+          if (copy && (copy->entries = calloc(ev->n, sizeof(*copy->entries)))) {
+            for (size_t i = 0; i < ev->n; i++) {
+              copy->entries[i].key = strdup(ev->entries[i].key);
+              copy->entries[i].new_value = ev->entries[i].new_value
+                                               ? strdup(ev->entries[i].new_value)
+                                               : NULL;
+              copy->entries[i].reason = ev->entries[i].reason
+                                            ? strdup(ev->entries[i].reason)
+                                            : NULL;
+              copy->n++;
+            }
+            dc->last_rejected = copy;
+          } else {
+            free(copy);
+          }
+        } else {
+          dc_event_free(dc->last_rejected);
+          dc->last_rejected = NULL;
+        }
+        enqueue_event(dc, ev);
+      }
+    }
+    memset(set, 0, sizeof(*set));
+    dc->next_fetch_ms = now + jittered(dc, dc->interval_ms);
+    return;
+  }
+  dc->last_err = err;
+  snprintf(dc->last_errstr, sizeof(dc->last_errstr), "%s", errstr);
+  dc->last_err_ms = dc_wall_ms();
+  if (r == FETCH_UNSUPPORTED) {
+    dc->n_fetch_unsupported++;
+    if (dc->state != DYNCONF_STATE_UNSUPPORTED) {
+      log_locked(dc, 4, "UNSUPPORTED",
+                 "%s does not serve dynamic client configs (%s); using the "
+                 "application's own configuration, re-probing every %d s",
+                 dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
+      dynconf_event_t *ev = error_event(DYNCONF_EVENT_UNSUPPORTED, err, errstr);
+      if (ev)
+        enqueue_event(dc, ev);
+    }
+    dc->state = DYNCONF_STATE_UNSUPPORTED;
+    dc->next_fetch_ms = now + jittered(dc, dc->conf.unsupported_reprobe_ms);
+    return;
+  }
+  dc->n_fetch_err++;
+  if (dc->failures == 0) {
+    log_locked(dc, 4, "FETCH", "cannot fetch dynamic configs for client.id "
+               "'%s': %s; keeping the last good configuration", dc->client_id,
+               errstr);
+    dynconf_event_t *ev = error_event(DYNCONF_EVENT_ERROR, err, errstr);
+    if (ev)
+      enqueue_event(dc, ev);
+  } else {
+    log_locked(dc, 7, "FETCH", "fetch failed again (%d in a row): %s",
+               dc->failures + 1, errstr);
+  }
+  if (dc->state != DYNCONF_STATE_UNSUPPORTED)
+    dc->state = DYNCONF_STATE_DEGRADED;
+  int64_t backoff = dc->conf.retry_backoff_ms;
+  for (int i = 0; i < dc->failures && backoff < dc->conf.retry_backoff_max_ms; i++)
+    backoff *= 2;
+  if (backoff > dc->conf.retry_backoff_max_ms)
+    backoff = dc->conf.retry_backoff_max_ms;
+  dc->failures++;
+  dc->next_fetch_ms = now + jittered(dc, backoff);
+}
+
+static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
+  dc_fetched_set_t set;
+  dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
+  char errstr[256] = "";
+  int64_t t0 = mono_us();
+  fetch_res_t r = fetch(dc, timeout_ms, &set, &err, errstr, sizeof(errstr));
+  int64_t took = mono_us() - t0;
+  pthread_mutex_lock(&dc->lock);
+  if (!dc->stop || r == FETCH_OK)
+    record(dc, r, &set, err, errstr, took);
+  dc_fetched_set_free(&set);
+  pthread_mutex_unlock(&dc->lock);
+}
+
+static void *agent_thread(void *arg) {
+  dynconf_t *dc = arg;
+  pthread_mutex_lock(&dc->lock);
+  while (!dc->stop) {
+    int64_t now = dc_mono_ms();
+    if (!dc->refresh_requested && now < dc->next_fetch_ms) {
+      struct timespec ts;
+      int64_t at = dc->next_fetch_ms;
+      ts.tv_sec = (time_t)(at / 1000);
+      ts.tv_nsec = (long)(at % 1000) * 1000000;
+      pthread_cond_timedwait(&dc->wake, &dc->lock, &ts);
+      continue;
+    }
+    dc->refresh_requested = false;
+    pthread_mutex_unlock(&dc->lock);
+    fetch_and_record(dc, dc->conf.request_timeout_ms);
+    pthread_mutex_lock(&dc->lock);
+  }
+  pthread_mutex_unlock(&dc->lock);
+  return NULL;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static void agent_free(dynconf_t *dc) {
+  if (dc->q)
+    rd_kafka_queue_destroy(dc->q);
+  if (dc->rk)
+    rd_kafka_destroy(dc->rk);
+  if (dc->app_conf)
+    rd_kafka_conf_destroy(dc->app_conf);
+  for (size_t i = 0; i < DC_AGENT_MAX_KEYS; i++)
+    free(dc->app.values[i]);
+  dc_fetched_set_free(&dc->fetched);
+  dc_effective_free(&dc->eff);
+  while (dc->evq_head) {
+    dynconf_event_t *n = dc->evq_head->next;
+    dc_event_free(dc->evq_head);
+    dc->evq_head = n;
+  }
+  while (dc->logq_head) {
+    dc_logmsg_t *n = dc->logq_head->next;
+    free(dc->logq_head->fac);
+    free(dc->logq_head->msg);
+    free(dc->logq_head);
+    dc->logq_head = n;
+  }
+  dc_event_free(dc->last_rejected);
+  free(dc->client_id);
+  free(dc->bootstrap);
+  dc_conf_free_fields(&dc->conf);
+  pthread_cond_destroy(&dc->wake);
+  pthread_cond_destroy(&dc->ready);
+  pthread_mutex_destroy(&dc->lock);
+  free(dc);
+}
+
+static void serve_logs(dynconf_t *dc);
+
+dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
+                       dynconf_conf_t *conf, char *errstr,
+                       size_t errstr_size) {
+  if (!app_conf) {
+    snprintf(errstr, errstr_size, "app_conf must not be NULL");
+    return NULL;
+  }
+  dynconf_t *dc = calloc(1, sizeof(*dc));
+  if (!dc) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&dc->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&dc->wake, &ca);
+  pthread_cond_init(&dc->ready, &ca);
+  pthread_condattr_destroy(&ca);
+  /* Work on a copy of conf so that on failure the caller still owns it. */
+  dynconf_conf_t *copy = conf ? dynconf_conf_dup(conf) : dynconf_conf_new();
+  if (!copy) {
+    snprintf(errstr, errstr_size, "out of memory");
+    agent_free(dc);
+    return NULL;
+  }
+  dc->conf = *copy;
+  free(copy);
+  dc->type = type;
+  dc->started_ms = dc_wall_ms();
+  dc->rng = (uint64_t)mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
+  if (!dc->rng)
+    dc->rng = 88172645463325252ull;
+  dc->app_conf = rd_kafka_conf_dup(app_conf);
+  if (dc_allow_parse(dc->conf.allow_keys, &dc->allow, errstr, errstr_size))
+    goto fail;
+
+  char *cid = *dc->conf.client_id ? strdup(dc->conf.client_id)
+                                   : conf_get(dc->app_conf, "client.id");
+  dc->client_id = cid ? cid : strdup("rdkafka");
+  char *bs = *dc->conf.bootstrap_servers ? strdup(dc->conf.bootstrap_servers)
+                                         : conf_get(dc->app_conf, "bootstrap.servers");
+  if (!bs || !*bs) {
+    free(bs);
+    snprintf(errstr, errstr_size, "no config server: set bootstrap.servers in "
+             "the application's configuration or dynconf.bootstrap.servers");
+    goto fail;
+  }
+  dc->bootstrap = bs;
+  dc->interval_ms = dc->conf.refresh_interval_ms >= 0
+                        ? dc->conf.refresh_interval_ms
+                        : (int)conf_int(dc->app_conf,
+                                        "topic.metadata.refresh.interval.ms",
+                                        300000);
+  if (dc->interval_ms < 10)
+    dc->interval_ms = 10; /* librdkafka's -1 (disabled) included */
+  read_app_settings(dc);
+
+  rd_kafka_conf_t *hc = agent_handle_conf(dc, errstr, errstr_size);
+  if (!hc)
+    goto fail;
+  char rkerr[512];
+  dc->rk = rd_kafka_new(RD_KAFKA_PRODUCER, hc, rkerr, sizeof(rkerr));
+  if (!dc->rk) {
+    rd_kafka_conf_destroy(hc);
+    snprintf(errstr, errstr_size, "cannot create the agent's librdkafka "
+             "handle: %s", rkerr);
+    goto fail;
+  }
+  dc->q = rd_kafka_queue_new(dc->rk);
+
+  /* The first fetch, synchronous, so the first JoinGroup already carries
+   * the dynamic timeouts. */
+  int startup = dc->conf.startup_timeout_ms;
+  fetch_and_record(dc, startup);
+  pthread_mutex_lock(&dc->lock);
+  dynconf_state_t st = dc->state;
+  if (st != DYNCONF_STATE_UP && dc->conf.startup_required) {
+    snprintf(errstr, errstr_size,
+             "dynconf.startup.required=true and the first fetch for "
+             "client.id '%s' failed: %s",
+             dc->client_id, dc->last_errstr);
+    pthread_mutex_unlock(&dc->lock);
+    goto fail;
+  }
+  pthread_mutex_unlock(&dc->lock);
+  if (pthread_create(&dc->thread, NULL, agent_thread, dc)) {
+    snprintf(errstr, errstr_size, "cannot start the agent thread: %s",
+             strerror(errno));
+    goto fail;
+  }
+  dc->thread_started = true;
+  dynconf_conf_destroy(conf); /* ours now: we work on the copy */
+  serve_logs(dc);             /* we are on the application's thread */
+  return dc;
+fail:
+  /* conf stays the caller's; only our copy goes. */
+  agent_free(dc);
+  return NULL;
+}
+
+void dynconf_destroy(dynconf_t *dc) {
+  if (!dc)
+    return;
+  pthread_mutex_lock(&dc->lock);
+  dc->stop = true;
+  pthread_cond_broadcast(&dc->wake);
+  pthread_mutex_unlock(&dc->lock);
+  if (dc->q)
+    rd_kafka_queue_yield(dc->q); /* abandon an in-flight fetch */
+  if (dc->thread_started)
+    pthread_join(dc->thread, NULL);
+  agent_free(dc);
+}
+
+static void default_log(const dynconf_t *dc, int level, const char *fac,
+                        const char *msg) {
+  fprintf(stderr, "%%%d|DYNCONF|%s|%s: %s\n", level, dc->client_id, fac, msg);
+}
+
+/* Serves queued log lines through the log callback. Application thread. */
+static void serve_logs(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  dc_logmsg_t *m = dc->logq_head;
+  dc->logq_head = dc->logq_tail = NULL;
+  dc->logq_len = 0;
+  pthread_mutex_unlock(&dc->lock);
+  while (m) {
+    dc_logmsg_t *n = m->next;
+    (dc->conf.log_cb ? dc->conf.log_cb : default_log)(dc, m->level, m->fac,
+                                                      m->msg);
+    free(m->fac);
+    free(m->msg);
+    free(m);
+    m = n;
+  }
+}
+
+int dynconf_poll(dynconf_t *dc, int timeout_ms) {
+  pthread_mutex_lock(&dc->lock);
+  if (!dc->evq_head && !dc->logq_head && timeout_ms != 0) {
+    if (timeout_ms < 0) {
+      while (!dc->evq_head && !dc->logq_head)
+        pthread_cond_wait(&dc->ready, &dc->lock);
+    } else {
+      int64_t at = dc_mono_ms() + timeout_ms;
+      struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000};
+      while (!dc->evq_head && !dc->logq_head &&
+             pthread_cond_timedwait(&dc->ready, &dc->lock, &ts) != ETIMEDOUT)
+        ;
+    }
+  }
+  dynconf_event_t *evs = dc->evq_head;
+  dc->evq_head = dc->evq_tail = NULL;
+  dc->evq_len = 0;
+  pthread_mutex_unlock(&dc->lock);
+  serve_logs(dc);
+  int served = 0;
+  while (evs) {
+    dynconf_event_t *n = evs->next;
+    if (dc->conf.change_cb)
+      dc->conf.change_cb(dc, evs, dc->conf.opaque);
+    dc_event_free(evs);
+    served++;
+    evs = n;
+  }
+  if (served) {
+    pthread_mutex_lock(&dc->lock);
+    dc->n_events += served;
+    pthread_mutex_unlock(&dc->lock);
+  }
+  return served;
+}
+
+rd_kafka_conf_t *dynconf_effective_conf(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  rd_kafka_conf_t *c = rd_kafka_conf_dup(dc->app_conf);
+  for (size_t i = 0; c && i < dc->allow.n; i++) {
+    if (!dc->eff.value[i])
+      continue;
+    char e[256];
+    if (rd_kafka_conf_set(c, dc->allow.keys[i], dc->eff.value[i], e,
+                          sizeof(e)) != RD_KAFKA_CONF_OK)
+      log_locked(dc, 3, "CONF", "librdkafka refused %s=%s: %s",
+                 dc->allow.keys[i], dc->eff.value[i], e);
+  }
+  pthread_mutex_unlock(&dc->lock);
+  return c;
+}
+
+int64_t dynconf_generation(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  int64_t g = dc->generation;
+  pthread_mutex_unlock(&dc->lock);
+  return g;
+}
+
+int dynconf_effective_get(dynconf_t *dc, const char *key, char *dest,
+                          size_t dest_size, dynconf_source_t *sourcep) {
+  int i = dc_allow_index(&dc->allow, key);
+  if (i < 0)
+    return -1;
+  pthread_mutex_lock(&dc->lock);
+  const char *v = dc->eff.value[i] ? dc->eff.value[i] : dc->app.values[i];
+  if (dest_size)
+    snprintf(dest, dest_size, "%s", v ? v : "");
+  if (sourcep)
+    *sourcep = dc->eff.value[i] ? dc->eff.source[i] : DYNCONF_SOURCE_APP;
+  pthread_mutex_unlock(&dc->lock);
+  return 0;
+}
+
+dynconf_state_t dynconf_state(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  dynconf_state_t s = dc->state;
+  pthread_mutex_unlock(&dc->lock);
+  return s;
+}
+
+const char *dynconf_client_id(const dynconf_t *dc) { return dc->client_id; }
+
+char *dynconf_stats_json(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  char *s = dc_stats_json_locked(dc);
+  pthread_mutex_unlock(&dc->lock);
+  return s;
+}
+
+void dynconf_refresh_now(dynconf_t *dc) {
+  pthread_mutex_lock(&dc->lock);
+  dc->refresh_requested = true;
+  pthread_cond_broadcast(&dc->wake);
+  pthread_mutex_unlock(&dc->lock);
+}

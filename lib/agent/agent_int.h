@@ -1,0 +1,165 @@
+/* Agent internals shared by conf.c, resolve.c, agent.c and stats.c. */
+#ifndef DC_AGENT_INT_H
+#define DC_AGENT_INT_H
+#include "dynconf.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dynconf_conf_s {
+  char *bootstrap_servers;  /* "" = the application's bootstrap.servers */
+  char *client_id;          /* "" = the application's client.id */
+  int refresh_interval_ms;  /* -1 = topic.metadata.refresh.interval.ms */
+  int startup_timeout_ms;
+  int startup_required;
+  char *allow_keys;         /* comma-separated schema keys */
+  int resource_type;
+  int request_timeout_ms;
+  int retry_backoff_ms;
+  int retry_backoff_max_ms;
+  int unsupported_reprobe_ms;
+  int jitter_pct;
+  int log_level;
+  dynconf_change_cb_t *change_cb;
+  dynconf_log_cb_t *log_cb;
+  void *opaque;
+};
+
+/* ---- resolve.c: the pure decision logic ------------------------------ */
+
+#define DC_AGENT_MAX_KEYS 16
+
+/* One key as fetched from the server. */
+typedef struct dc_fetched {
+  char *key, *value; /* owned */
+  dynconf_source_t source;
+} dc_fetched_t;
+
+/* A fetched set (sorted by key). Owns its entries. */
+typedef struct dc_fetched_set {
+  size_t n;
+  dc_fetched_t *v;
+} dc_fetched_set_t;
+void dc_fetched_set_free(dc_fetched_set_t *s);
+const dc_fetched_t *dc_fetched_find(const dc_fetched_set_t *s, const char *k);
+
+/* The application's settings that the rules look at, read once. */
+typedef struct dc_app_settings {
+  bool consumer;            /* RD_KAFKA_CONSUMER */
+  bool idempotent;          /* enable.idempotence=true */
+  bool transactional;       /* transactional.id set */
+  char *values[DC_AGENT_MAX_KEYS]; /* app's value of each allowed key,
+                                      owned; NULL = librdkafka default */
+  int64_t max_poll_interval_ms;
+  int64_t session_timeout_ms;    /* the app's own (or librdkafka default) */
+  int64_t heartbeat_interval_ms;
+} dc_app_settings_t;
+
+/* Effective value of each allowed key. */
+typedef struct dc_effective {
+  char *value[DC_AGENT_MAX_KEYS];   /* owned; NULL = the app's own */
+  dynconf_source_t source[DC_AGENT_MAX_KEYS];
+} dc_effective_t;
+void dc_effective_free(dc_effective_t *e);
+int dc_effective_copy(dc_effective_t *dst, const dc_effective_t *src);
+
+typedef struct dc_event_entry {
+  char *key, *old_value, *new_value, *reason; /* owned; values NULL = app */
+  dynconf_source_t source;
+  dynconf_outcome_t outcome;
+} dc_event_entry_t;
+
+struct dynconf_event_s {
+  dynconf_event_type_t type;
+  dynconf_err_t err;
+  char *errstr;
+  int accepted;
+  int64_t generation;
+  size_t n;
+  dc_event_entry_t *entries;
+  struct dynconf_event_s *next; /* queue link */
+};
+void dc_event_free(dynconf_event_t *ev);
+
+/* The allow list, parsed. */
+typedef struct dc_allow {
+  size_t n;
+  const char *keys[DC_AGENT_MAX_KEYS]; /* schema names (static storage) */
+} dc_allow_t;
+/* Parses a comma list of schema keys; -1 with errstr for unknown keys. */
+int dc_allow_parse(const char *list, dc_allow_t *out, char *errstr,
+                   size_t errstr_size);
+int dc_allow_index(const dc_allow_t *a, const char *key);
+
+/* Decides what a newly fetched set means. Compares `fetched` with
+ * `prev_fetched`; when nothing differs returns 0 and *evp = NULL.
+ * Otherwise builds a CHANGE event (caller owns it) listing every key whose
+ * fetched value or source changed, validates the complete candidate
+ * configuration against the app's settings, and on success replaces *eff
+ * with it (accepted = 1). A failing candidate is rejected as a whole and
+ * *eff is untouched. generation is the current generation; the event
+ * carries the new one. Returns 0 or -1 on OOM. */
+int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
+               const dc_fetched_set_t *prev_fetched,
+               const dc_fetched_set_t *fetched, dc_effective_t *eff,
+               int64_t generation, dynconf_event_t **evp);
+
+
+/* ---- the agent ----------------------------------------------------------- */
+
+typedef struct dc_logmsg {
+  int level;
+  char *fac, *msg; /* owned */
+  struct dc_logmsg *next;
+} dc_logmsg_t;
+
+#define DC_AGENT_MAX_QUEUED 1000 /* events or log lines kept for poll */
+
+struct dynconf_s {
+  dynconf_conf_t conf; /* owned fields */
+  rd_kafka_type_t type;
+  rd_kafka_conf_t *app_conf; /* owned copy of the application's conf */
+  char *client_id, *bootstrap; /* owned */
+  int interval_ms;
+  dc_allow_t allow;
+  dc_app_settings_t app;
+  rd_kafka_t *rk;        /* the agent's own handle (owned) */
+  rd_kafka_queue_t *q;   /* admin results (owned) */
+  pthread_t thread;
+  bool thread_started;
+
+  pthread_mutex_t lock; /* guards everything below */
+  pthread_cond_t wake;  /* background thread: stop, refresh, interval */
+  pthread_cond_t ready; /* dynconf_poll(): events or logs queued */
+  bool stop, refresh_requested;
+  dynconf_state_t state;
+  dc_fetched_set_t fetched; /* last successful fetch */
+  dc_effective_t eff;
+  int64_t generation;
+  dynconf_event_t *evq_head, *evq_tail;
+  size_t evq_len;
+  dc_logmsg_t *logq_head, *logq_tail;
+  size_t logq_len;
+  /* statistics */
+  int64_t started_ms;
+  int64_t n_fetch_ok, n_fetch_err, n_fetch_unsupported, n_events, n_dropped;
+  int64_t last_fetch_us, sum_fetch_us, max_fetch_us;
+  dynconf_err_t last_err;
+  char last_errstr[256];
+  int64_t last_err_ms; /* wall clock */
+  int failures;        /* consecutive */
+  int64_t next_fetch_ms; /* monotonic */
+  dynconf_event_t *last_rejected; /* copy of the last rejected change set */
+  uint64_t rng;
+};
+
+int64_t dc_mono_ms(void);
+int64_t dc_wall_ms(void);
+/* stats.c: the statistics document (caller holds dc->lock). */
+char *dc_stats_json_locked(dynconf_t *dc);
+
+/* ---- conf.c ------------------------------------------------------------ */
+int dc_conf_init_defaults(dynconf_conf_t *c);
+void dc_conf_free_fields(dynconf_conf_t *c);
+#endif

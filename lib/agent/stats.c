@@ -1,0 +1,75 @@
+/* The agent's statistics document, in the spirit of librdkafka's. */
+#include "agent/agent_int.h"
+#include "common/buf.h"
+#include "common/json.h"
+
+#include <stdlib.h>
+
+char *dc_stats_json_locked(dynconf_t *dc) {
+  dc_buf_t b;
+  dc_buf_init(&b);
+  int64_t now = dc_wall_ms();
+  int64_t n_fetch = dc->n_fetch_ok + dc->n_fetch_err + dc->n_fetch_unsupported;
+  dc_buf_printf(&b, "{\"name\":");
+  dc_json_str(&b, dc->client_id);
+  dc_buf_printf(&b, ",\"type\":\"%s\",\"ts\":%lld,\"age_ms\":%lld,\"state\":\"%s\"",
+                dc->type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
+                (long long)now, (long long)(now - dc->started_ms),
+                dynconf_state_name(dc->state));
+  dc_buf_printf(&b, ",\"bootstrap\":");
+  dc_json_str(&b, dc->bootstrap);
+  int64_t next = dc->next_fetch_ms - dc_mono_ms();
+  dc_buf_printf(&b,
+                ",\"resource_type\":%d,\"refresh_interval_ms\":%d,"
+                "\"next_fetch_in_ms\":%lld,\"generation\":%lld",
+                dc->conf.resource_type, dc->interval_ms,
+                (long long)(next > 0 ? next : 0), (long long)dc->generation);
+  dc_buf_printf(&b,
+                ",\"fetches\":{\"total\":%lld,\"ok\":%lld,\"errors\":%lld,"
+                "\"unsupported\":%lld,\"consecutive_failures\":%d,"
+                "\"last_us\":%lld,\"avg_us\":%lld,\"max_us\":%lld}",
+                (long long)n_fetch, (long long)dc->n_fetch_ok,
+                (long long)dc->n_fetch_err, (long long)dc->n_fetch_unsupported,
+                dc->failures, (long long)dc->last_fetch_us,
+                (long long)(n_fetch ? dc->sum_fetch_us / n_fetch : 0),
+                (long long)dc->max_fetch_us);
+  dc_buf_printf(&b, ",\"events\":{\"delivered\":%lld,\"queued\":%zu,\"dropped\":%lld}",
+                (long long)dc->n_events, dc->evq_len, (long long)dc->n_dropped);
+  if (dc->last_err) {
+    dc_buf_printf(&b, ",\"last_error\":{\"code\":\"%s\",\"message\":",
+                  dynconf_err_name(dc->last_err));
+    dc_json_str(&b, dc->last_errstr);
+    dc_buf_printf(&b, ",\"ts\":%lld}", (long long)dc->last_err_ms);
+  } else {
+    dc_buf_printf(&b, ",\"last_error\":null");
+  }
+  dc_buf_printf(&b, ",\"effective\":{");
+  for (size_t i = 0; i < dc->allow.n; i++) {
+    const char *v = dc->eff.value[i] ? dc->eff.value[i] : dc->app.values[i];
+    dc_buf_printf(&b, "%s", i ? "," : "");
+    dc_json_str(&b, dc->allow.keys[i]);
+    dc_buf_printf(&b, ":{\"value\":");
+    dc_json_str(&b, v);
+    dc_buf_printf(&b, ",\"source\":\"%s\"}",
+                  dynconf_source_name(dc->eff.value[i] ? dc->eff.source[i]
+                                                       : DYNCONF_SOURCE_APP));
+  }
+  dc_buf_printf(&b, "},\"rejected\":{");
+  for (size_t i = 0; dc->last_rejected && i < dc->last_rejected->n; i++) {
+    const dc_event_entry_t *e = &dc->last_rejected->entries[i];
+    dc_buf_printf(&b, "%s", i ? "," : "");
+    dc_json_str(&b, e->key);
+    dc_buf_printf(&b, ":{\"value\":");
+    dc_json_str(&b, e->new_value);
+    dc_buf_printf(&b, ",\"reason\":");
+    dc_json_str(&b, e->reason);
+    dc_buf_printf(&b, "}");
+  }
+  dc_buf_printf(&b, "}}");
+  dc_buf_append(&b, "", 1);
+  if (b.err) {
+    dc_buf_free(&b);
+    return NULL;
+  }
+  return (char *)b.data; /* the caller frees it */
+}
