@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
-# `make check` (every test under prove), again under ASan+UBSan, a short
-# libFuzzer run over request decoding and dispatch, and `make distcheck`.
-#   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_DISTCHECK=1
+# `make check` (every test under prove), again under ASan+UBSan, the agent's
+# tests under TSan, a short libFuzzer run over request decoding and
+# dispatch, and `make distcheck`.
+#   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1
 set -eo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 "$src/scripts/install-deps.sh"
@@ -17,6 +18,11 @@ if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   "$src/scripts/build.sh" "$src/build-asan" --enable-sanitizers
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     make -C "$src/build-asan" check
+fi
+
+if [ "${SKIP_TSAN:-0}" != 1 ]; then
+  echo "== the agent's tests under ThreadSanitizer"
+  "$src/tests/tsan/run.sh" "$src/build-tsan"
 fi
 
 echo "== libFuzzer over request decoding and dispatch (${FUZZ_SECONDS:-60} s)"

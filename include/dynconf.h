@@ -165,13 +165,16 @@ dynconf_err_t dynconf_event_error(const dynconf_event_t *ev);
 const char *dynconf_event_error_string(const dynconf_event_t *ev);
 /** For CHANGE: 1 when the set was applied, 0 when it was rejected. */
 int dynconf_event_accepted(const dynconf_event_t *ev);
-/** Generation of the effective configuration after this event (it grows
- *  by one with every applied change set). */
+/** Generation of the effective configuration after this event: it grows
+ *  by one with every applied change set that changes an effective value
+ *  (a change of source alone does not count). */
 int64_t dynconf_event_generation(const dynconf_event_t *ev);
 /** Entries of a CHANGE event, one per key that changed, sorted by key. */
 size_t dynconf_event_entry_count(const dynconf_event_t *ev);
 const char *dynconf_event_key(const dynconf_event_t *ev, size_t i);
-/** Old and new value; NULL means "the application's own setting". */
+/** Old and new effective value; NULL means "the application's own
+ *  setting". For IGNORED entries (never applied) they are the server's
+ *  previous and new values instead, NULL meaning "not set there". */
 const char *dynconf_event_old_value(const dynconf_event_t *ev, size_t i);
 const char *dynconf_event_new_value(const dynconf_event_t *ev, size_t i);
 dynconf_source_t dynconf_event_source(const dynconf_event_t *ev, size_t i);

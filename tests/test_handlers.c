@@ -978,6 +978,13 @@ static void alter_common(int16_t api, int16_t v) {
   /* An own session is what counts, not the default's. */
   AL(0, false, "h3", "=session.timeout.ms=20000", "=heartbeat.interval.ms=15000");
   DUMP("h2", "heartbeat.interval.ms=9999/7;session.timeout.ms=10000/8");
+  /* A <default> change is checked against every client that overrides
+   * one half of the pair: h2 has its own heartbeat 9999. */
+  AL(40, false, "<default>", "=session.timeout.ms=9000");
+  HAS(t.msg, "h2");
+  DUMP("h2", "heartbeat.interval.ms=9999/7;session.timeout.ms=10000/8");
+  /* h3 overrides both halves: the default does not reach it. */
+  AL(0, false, "<default>", "=session.timeout.ms=12000");
   /* Drop the default again so the dumps below show only own values. */
   if (api == DC_API_ALTER_CONFIGS)
     is_int(alter1(&t, api, v, false, "<default>", NULL), 0,

@@ -11,6 +11,7 @@
  * could not be reached, 2 usage error.
  */
 #include "codec/proto.h"
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/kclient.h"
 #include "common/schema.h"
@@ -66,14 +67,8 @@ static void fail(const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int remaining_ms(int64_t deadline) {
-  int64_t left = deadline - now_ms();
+  int64_t left = deadline - dc_mono_ms();
   return left < 1 ? 1 : left > 0x7fffffff ? 0x7fffffff : (int)left;
 }
 
@@ -750,7 +745,7 @@ int main(int argc, char **argv) {
     goto out;
 
   rc = EXIT_FAIL;
-  int64_t deadline = now_ms() + o.timeout_ms;
+  int64_t deadline = dc_mono_ms() + o.timeout_ms;
   kc = dc_kclient_new(PROG);
   if (!kc) {
     fail("out of memory");

@@ -4,6 +4,7 @@
  * serves events and logs on the application's thread.
  */
 #include "agent/agent_int.h"
+#include "common/clock.h"
 #include "common/schema.h"
 
 #include <errno.h>
@@ -13,24 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-int64_t dc_mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t dc_wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- queues (caller holds dc->lock) ----------------------------------- */
 
@@ -440,7 +423,9 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
   snprintf(dc->last_errstr, sizeof(dc->last_errstr), "%s", errstr);
   dc->last_err_ms = dc_wall_ms();
   if (r == FETCH_UNSUPPORTED) {
+    /* The server answered: an outage, if any, is over. */
     dc->n_fetch_unsupported++;
+    dc->failures = 0;
     if (dc->state != DYNCONF_STATE_UNSUPPORTED) {
       log_locked(dc, 4, "UNSUPPORTED",
                  "%s does not serve dynamic client configs (%s); using the "
@@ -481,9 +466,9 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   char errstr[256] = "";
-  int64_t t0 = mono_us();
+  int64_t t0 = dc_mono_us();
   fetch_res_t r = fetch(dc, timeout_ms, &set, &err, errstr, sizeof(errstr));
-  int64_t took = mono_us() - t0;
+  int64_t took = dc_mono_us() - t0;
   pthread_mutex_lock(&dc->lock);
   if (!dc->stop || r == FETCH_OK)
     record(dc, r, &set, err, errstr, took);
@@ -580,7 +565,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   free(copy);
   dc->type = type;
   dc->started_ms = dc_wall_ms();
-  dc->rng = (uint64_t)mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
+  dc->rng = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
   if (!dc->rng)
     dc->rng = 88172645463325252ull;
   dc->app_conf = rd_kafka_conf_dup(app_conf);

@@ -1,6 +1,7 @@
 /* Agent internals shared by conf.c, resolve.c, agent.c and stats.c. */
 #ifndef DC_AGENT_INT_H
 #define DC_AGENT_INT_H
+#include "common/clock.h"
 #include "dynconf.h"
 
 #include <pthread.h>
@@ -154,8 +155,6 @@ struct dynconf_s {
   uint64_t rng;
 };
 
-int64_t dc_mono_ms(void);
-int64_t dc_wall_ms(void);
 /* stats.c: the statistics document (caller holds dc->lock). */
 char *dc_stats_json_locked(dynconf_t *dc);
 

@@ -143,19 +143,23 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
   int64_t maxpoll = resolved_int(app, a, cand, "max.poll.interval.ms",
                                  app->max_poll_interval_ms);
   int is = dc_allow_index(a, "session.timeout.ms"),
-      ih = dc_allow_index(a, "heartbeat.interval.ms");
-  bool hb_dyn = ih >= 0 && cand->value[ih];
-  if (hb >= session) {
-    *bad_key = hb_dyn ? "heartbeat.interval.ms" : "session.timeout.ms";
+      ih = dc_allow_index(a, "heartbeat.interval.ms"),
+      im = dc_allow_index(a, "max.poll.interval.ms");
+  bool s_dyn = is >= 0 && cand->value[is], h_dyn = ih >= 0 && cand->value[ih],
+       m_dyn = im >= 0 && cand->value[im];
+  /* A rule is checked only when a dynamic value takes part in it: the
+   * application's own settings are its own business, and the key blamed
+   * is always one the server sent. */
+  if ((h_dyn || s_dyn) && hb >= session) {
+    *bad_key = h_dyn ? "heartbeat.interval.ms" : "session.timeout.ms";
     snprintf(why, why_size,
              "heartbeat.interval.ms (%lld) must be lower than "
              "session.timeout.ms (%lld)",
              (long long)hb, (long long)session);
     return false;
   }
-  if (session > maxpoll) {
-    *bad_key = is >= 0 && cand->value[is] ? "session.timeout.ms"
-                                          : "max.poll.interval.ms";
+  if ((s_dyn || m_dyn) && session > maxpoll) {
+    *bad_key = s_dyn ? "session.timeout.ms" : "max.poll.interval.ms";
     snprintf(why, why_size,
              "session.timeout.ms (%lld) must not exceed max.poll.interval.ms "
              "(%lld); librdkafka refuses that configuration",
@@ -165,144 +169,151 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
   return true;
 }
 
+/* Adds key to the list unless present. */
+static void add_key(const char **keys, size_t *nk, const char *key) {
+  for (size_t k = 0; k < *nk; k++)
+    if (!strcmp(keys[k], key))
+      return;
+  keys[(*nk)++] = key;
+}
+
+/* Whether an allowed key concerns this kind of client at all. */
+static bool applies(const dc_app_settings_t *app, const char *key) {
+  const dc_schema_entry_t *e = dc_schema_find(key);
+  return e && (e->applies & (app->consumer ? DC_APPLIES_CONSUMER
+                                           : DC_APPLIES_PRODUCER));
+}
+
+static bool acks_pinned(const dc_app_settings_t *app, const char *key,
+                        const char *value) {
+  return !strcmp(key, "acks") && (app->idempotent || app->transactional) &&
+         strcmp(value, "all") && strcmp(value, "-1");
+}
 
 int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
                const dc_fetched_set_t *prev, const dc_fetched_set_t *fetched,
                dc_effective_t *eff, int64_t generation,
                dynconf_event_t **evp) {
   *evp = NULL;
-  /* Keys whose fetched value or source changed. */
-  size_t nk = 0, cap = prev->n + fetched->n;
-  const char **keys = malloc((cap ? cap : 1) * sizeof(*keys));
-  if (!keys)
-    return -1;
-  for (int pass = 0; pass < 2; pass++) {
-    const dc_fetched_set_t *s = pass ? fetched : prev;
-    const dc_fetched_set_t *o = pass ? prev : fetched;
-    for (size_t i = 0; i < s->n; i++) {
-      const dc_fetched_t *a = &s->v[i], *b = dc_fetched_find(o, a->key);
-      if (b && same(a->value, b->value) && a->source == b->source)
-        continue;
-      bool seen = false;
-      for (size_t k = 0; k < nk; k++)
-        seen |= !strcmp(keys[k], a->key);
-      if (!seen)
-        keys[nk++] = a->key;
-    }
+  /* Nothing differs from the previous fetch: nothing to say. */
+  bool differs = prev->n != fetched->n;
+  for (size_t i = 0; !differs && i < fetched->n; i++) {
+    const dc_fetched_t *p = dc_fetched_find(prev, fetched->v[i].key);
+    differs = !p || !same(p->value, fetched->v[i].value) ||
+              p->source != fetched->v[i].source;
   }
-  if (nk == 0) {
-    free(keys);
+  if (!differs)
     return 0;
-  }
-  qsort(keys, nk, sizeof(*keys), cmp_str);
 
-  /* The candidate: every allowed key from the complete fetched set. */
+  /* The candidate: every allowed key that concerns this client, from the
+   * complete fetched set (not just the difference), so a set rejected
+   * earlier is judged whole again once the server changes. */
   dc_effective_t cand = {0};
-  dynconf_event_t *ev = calloc(1, sizeof(*ev));
-  char *pin_reason[DC_AGENT_MAX_KEYS] = {0};
-  char *na_reason[DC_AGENT_MAX_KEYS] = {0};
-  if (!ev)
-    goto oom;
-  ev->type = DYNCONF_EVENT_CHANGE;
   for (size_t i = 0; i < allow->n; i++) {
     const dc_fetched_t *f = dc_fetched_find(fetched, allow->keys[i]);
-    const dc_schema_entry_t *e = dc_schema_find(allow->keys[i]);
-    int kind = app->consumer ? DC_APPLIES_CONSUMER : DC_APPLIES_PRODUCER;
-    if (!f)
+    if (!f || !applies(app, allow->keys[i]) ||
+        acks_pinned(app, allow->keys[i], f->value))
       continue;
-    if (!(e->applies & kind)) {
-      /* A consumer-only key on a producer (or the reverse). */
-      char buf[160];
-      snprintf(buf, sizeof(buf), "%s does not apply to a %s",
-               allow->keys[i], app->consumer ? "consumer" : "producer");
-      if (!(na_reason[i] = strdup(buf)))
-        goto oom;
-      continue;
+    if (!(cand.value[i] = strdup(f->value))) {
+      dc_effective_free(&cand);
+      return -1;
     }
-    if (!strcmp(allow->keys[i], "acks") &&
-        (app->idempotent || app->transactional) && strcmp(f->value, "all") &&
-        strcmp(f->value, "-1")) {
-      char buf[160];
-      snprintf(buf, sizeof(buf), "acks stays all: the application sets %s",
-               app->transactional ? "transactional.id" : "enable.idempotence=true");
-      if (!(pin_reason[i] = strdup(buf)))
-        goto oom;
-      continue;
-    }
-    if (!(cand.value[i] = strdup(f->value)))
-      goto oom;
     cand.source[i] = f->source;
   }
   char why[256] = "";
   const char *bad_key = NULL;
   bool ok = validate(app, allow, &cand, &bad_key, why, sizeof(why));
 
-  ev->entries = calloc(nk, sizeof(*ev->entries));
+  /* Entries: every key the server changed, every allowed key whose
+   * effective value or source moves, and the key a rejection blames. */
+  size_t nk = 0;
+  const char **keys =
+      malloc((prev->n + fetched->n + allow->n + 1) * sizeof(*keys));
+  dynconf_event_t *ev = calloc(1, sizeof(*ev));
+  if (!keys || !ev)
+    goto oom;
+  for (int pass = 0; pass < 2; pass++) {
+    const dc_fetched_set_t *s = pass ? fetched : prev;
+    const dc_fetched_set_t *o = pass ? prev : fetched;
+    for (size_t i = 0; i < s->n; i++) {
+      const dc_fetched_t *x = &s->v[i], *y = dc_fetched_find(o, x->key);
+      if (!y || !same(x->value, y->value) || x->source != y->source)
+        add_key(keys, &nk, x->key);
+    }
+  }
+  bool value_moves = false;
+  for (size_t i = 0; i < allow->n; i++) {
+    bool v = !same(cand.value[i], eff->value[i]);
+    value_moves |= v;
+    if (v || (cand.value[i] && cand.source[i] != eff->source[i]))
+      add_key(keys, &nk, allow->keys[i]);
+  }
+  if (!ok)
+    add_key(keys, &nk, bad_key);
+  qsort(keys, nk, sizeof(*keys), cmp_str);
+
+  ev->type = DYNCONF_EVENT_CHANGE;
+  ev->entries = calloc(nk ? nk : 1, sizeof(*ev->entries));
   if (!ev->entries)
     goto oom;
-  bool changed = false;
-  for (size_t i = 0; i < allow->n; i++)
-    if (!same(cand.value[i], eff->value[i]) ||
-        (cand.value[i] && cand.source[i] != eff->source[i]))
-      changed = true;
   for (size_t k = 0; k < nk; k++) {
     dc_event_entry_t *en = &ev->entries[ev->n++];
     const dc_fetched_t *f = dc_fetched_find(fetched, keys[k]);
     const dc_fetched_t *p = dc_fetched_find(prev, keys[k]);
     int i = dc_allow_index(allow, keys[k]);
-    if (!(en->key = strdup(keys[k])))
-      goto oom;
+    char reason[400] = "";
+    /* Applied keys report the effective value before and after; ignored
+     * keys never took effect, so they report the server's values. */
+    const char *oldv = p ? p->value : NULL, *newv = f ? f->value : NULL;
     en->source = f ? f->source : DYNCONF_SOURCE_APP;
-    const char *oldv = i >= 0 ? eff->value[i] : (p ? p->value : NULL);
-    const char *newv = f ? f->value : NULL;
     if (i < 0) {
       en->outcome = DYNCONF_OUTCOME_IGNORED;
-      en->reason = strdup("not in dynconf.allow.keys");
-    } else if (na_reason[i]) {
+      snprintf(reason, sizeof(reason), "not in dynconf.allow.keys");
+    } else if (!applies(app, keys[k])) {
       en->outcome = DYNCONF_OUTCOME_IGNORED;
-      en->reason = strdup(na_reason[i]);
+      snprintf(reason, sizeof(reason), "%s does not apply to a %s", keys[k],
+               app->consumer ? "consumer" : "producer");
     } else if (!ok) {
-      char buf[400];
-      if (!strcmp(keys[k], bad_key))
-        snprintf(buf, sizeof(buf), "%s", why);
-      else
-        snprintf(buf, sizeof(buf), "change set rejected: %s", why);
       en->outcome = DYNCONF_OUTCOME_REJECTED;
-      en->reason = strdup(buf);
-    } else if (pin_reason[i]) {
+      snprintf(reason, sizeof(reason), "%s%s",
+               strcmp(keys[k], bad_key) ? "change set rejected: " : "", why);
+      oldv = eff->value[i];
+    } else if (f && acks_pinned(app, keys[k], f->value)) {
       en->outcome = DYNCONF_OUTCOME_PINNED;
-      en->reason = strdup(pin_reason[i]);
-      newv = NULL; /* acks stays the application's own */
+      snprintf(reason, sizeof(reason), "acks stays all: the application sets %s",
+               app->transactional ? "transactional.id"
+                                  : "enable.idempotence=true");
+      oldv = eff->value[i];
+      newv = NULL; /* the application's own (all) */
     } else {
       en->outcome = DYNCONF_OUTCOME_APPLIED;
+      oldv = eff->value[i];
+      newv = cand.value[i];
+      en->source = cand.value[i] ? cand.source[i] : DYNCONF_SOURCE_APP;
     }
-    if ((oldv && !(en->old_value = strdup(oldv))) ||
+    if (!(en->key = strdup(keys[k])) ||
+        (oldv && !(en->old_value = strdup(oldv))) ||
         (newv && !(en->new_value = strdup(newv))) ||
-        (en->outcome != DYNCONF_OUTCOME_APPLIED && !en->reason))
+        (*reason && !(en->reason = strdup(reason))))
       goto oom;
   }
   ev->accepted = ok;
   ev->generation = generation;
-  if (ok && changed) {
+  if (ok) {
+    /* Sources may move without values; only a value moves the
+     * generation (what a managed client rebuilds for). */
     dc_effective_free(eff);
     *eff = cand;
     memset(&cand, 0, sizeof(cand));
-    ev->generation = generation + 1;
+    if (value_moves)
+      ev->generation = generation + 1;
   }
   dc_effective_free(&cand);
-  for (size_t i = 0; i < DC_AGENT_MAX_KEYS; i++) {
-    free(pin_reason[i]);
-    free(na_reason[i]);
-  }
   free(keys);
   *evp = ev;
   return 0;
 oom:
   dc_effective_free(&cand);
-  for (size_t i = 0; i < DC_AGENT_MAX_KEYS; i++) {
-    free(pin_reason[i]);
-    free(na_reason[i]);
-  }
   dc_event_free(ev);
   free(keys);
   return -1;

@@ -251,6 +251,46 @@ static int16_t fail(alter_result_t *res, int16_t err, const char *fmt, ...) {
   return err;
 }
 
+/* heartbeat.interval.ms must be below session.timeout.ms when both are
+ * known. False (res filled) when they clash. */
+static bool hb_below_session(const char *entity, const char *hv,
+                             const char *sv, alter_result_t *res) {
+  int64_t sms, hms;
+  if (sv && hv && dc_parse_int64(sv, &sms) && dc_parse_int64(hv, &hms) &&
+      hms >= sms) {
+    fail(res, DYNCONF_ERR_INVALID_CONFIG,
+         "heartbeat.interval.ms (%s) must be lower than session.timeout.ms "
+         "(%s) for client-id '%s'",
+         hv, sv, entity);
+    return false;
+  }
+  return true;
+}
+
+struct default_check {
+  const char *hv, *sv; /* the default's new values */
+  alter_result_t *res;
+};
+
+static int check_client_vs_default(void *opaque, const dc_entity_t *e) {
+  struct default_check *d = opaque;
+  if (e->type != DC_RES_CLIENT || !strcmp(e->name, DC_DEFAULT_ENTITY))
+    return 0;
+  const char *ch = dc_entity_value(e, "heartbeat.interval.ms");
+  const char *cs = dc_entity_value(e, "session.timeout.ms");
+  if (ch && cs)
+    return 0; /* the default does not reach this client's pair */
+  if (!hb_below_session(e->name, ch ? ch : d->hv, cs ? cs : d->sv, d->res)) {
+    char msg[sizeof(d->res->msg)];
+    snprintf(msg, sizeof(msg), "this change to <default> would break "
+             "client-id '%s', which overrides part of the pair: %.300s",
+             e->name, d->res->msg);
+    memcpy(d->res->msg, msg, sizeof(msg));
+    return 1;
+  }
+  return 0;
+}
+
 /* Checks the values this request touched: schema, server bounds, and the
  * heartbeat/session rule on the entity's resolved values. */
 static int16_t validate(dc_req_t *r, const char *entity, const kvset_t *s,
@@ -293,24 +333,27 @@ static int16_t validate(dc_req_t *r, const char *entity, const kvset_t *s,
       touched = true;
   if (!touched)
     return 0;
-  const dc_entity_t *def =
-      strcmp(entity, DC_DEFAULT_ENTITY)
-          ? dc_configdb_get(r->b->db, DC_RES_CLIENT, DC_DEFAULT_ENTITY)
-          : NULL;
   int ks = kv_index(s, "session.timeout.ms"),
       kh = kv_index(s, "heartbeat.interval.ms");
-  const char *sv = ks >= 0 ? s->values[ks]
-                           : dc_entity_value(def, "session.timeout.ms");
-  const char *hv = kh >= 0 ? s->values[kh]
-                           : dc_entity_value(def, "heartbeat.interval.ms");
-  int64_t sms, hms;
-  if (sv && hv && dc_parse_int64(sv, &sms) && dc_parse_int64(hv, &hms) &&
-      hms >= sms)
-    return fail(res, DYNCONF_ERR_INVALID_CONFIG,
-                "heartbeat.interval.ms (%s) must be lower than "
-                "session.timeout.ms (%s) for client-id '%s'",
-                hv, sv, entity);
-  return 0;
+  const char *sv = ks >= 0 ? s->values[ks] : NULL;
+  const char *hv = kh >= 0 ? s->values[kh] : NULL;
+  if (strcmp(entity, DC_DEFAULT_ENTITY)) {
+    /* A client: its own values over the default's. */
+    const dc_entity_t *def =
+        dc_configdb_get(r->b->db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+    if (!hv)
+      hv = dc_entity_value(def, "heartbeat.interval.ms");
+    if (!sv)
+      sv = dc_entity_value(def, "session.timeout.ms");
+    return hb_below_session(entity, hv, sv, res) ? 0 : res->error;
+  }
+  /* The default: its own pair, then every client that inherits half of
+   * the pair from it. */
+  if (!hb_below_session(entity, hv, sv, res))
+    return res->error;
+  struct default_check dck = {hv, sv, res};
+  dc_configdb_foreach(r->b->db, check_client_vs_default, &dck);
+  return res->error;
 }
 
 /* Computes, validates and (unless validate_only) commits one resource. */

@@ -85,6 +85,18 @@ const char *dc_entity_value(const dc_entity_t *e, const char *key) {
 
 size_t dc_configdb_count(const dc_configdb_t *db) { return db->count; }
 
+int dc_configdb_foreach(const dc_configdb_t *db,
+                        int (*cb)(void *opaque, const dc_entity_t *e),
+                        void *opaque) {
+  for (size_t i = 0; i < db->cap; i++)
+    if (db->slots[i]) {
+      int r = cb(opaque, db->slots[i]);
+      if (r)
+        return r;
+    }
+  return 0;
+}
+
 static int grow(dc_configdb_t *db) {
   size_t ncap = db->cap * 2;
   dc_entity_t **ns = calloc(ncap, sizeof(*ns));

@@ -39,6 +39,12 @@ int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
 /* Sets one key (used while loading the store). 0 or -1 on OOM. */
 int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
                     const char *key, const char *value);
+/* Calls cb for every entity (any order) until it returns non-zero, which
+ * is then returned; 0 when all were visited. The db must not change
+ * during the walk. */
+int dc_configdb_foreach(const dc_configdb_t *db,
+                        int (*cb)(void *opaque, const dc_entity_t *e),
+                        void *opaque);
 /* Number of entities. */
 size_t dc_configdb_count(const dc_configdb_t *db);
 #endif

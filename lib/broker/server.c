@@ -2,6 +2,7 @@
 
 #include "codec/wire.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "dynconf.h"
 
@@ -73,12 +74,6 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->idle_timeout_ms = 600000;
   o->request_timeout_ms = 30000;
   o->max_connections = 100000;
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
@@ -257,7 +252,7 @@ static void do_accept(dc_server_t *s, listener_t *l) {
     c->kind = EP_CONN;
     c->fd = fd;
     c->listener = l;
-    c->last_active = now_ms();
+    c->last_active = dc_mono_ms();
     char h[INET6_ADDRSTRLEN];
     int p;
     addr_to_str(&ss, h, sizeof(h), &p);
@@ -291,7 +286,7 @@ static bool conn_flush(dc_server_t *s, conn_t *c) {
       return false;
     }
     c->out_off += (size_t)n;
-    c->last_active = now_ms();
+    c->last_active = dc_mono_ms();
   }
   if (c->out_off == c->out.len) {
     c->out.len = 0;
@@ -339,7 +334,7 @@ static void conn_process(dc_server_t *s, conn_t *c) {
     c->frame_start = 0;
   }
   if (c->in.len && !c->frame_start)
-    c->frame_start = now_ms();
+    c->frame_start = dc_mono_ms();
   c->paused = c->out.len - c->out_off >= s->opts.out_high_water;
   if (c->closing)
     c->in.len = 0; /* discard whatever else it sent */
@@ -369,7 +364,7 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
       break;
     }
     c->in.len += (size_t)n;
-    c->last_active = now_ms();
+    c->last_active = dc_mono_ms();
     if ((size_t)n < READ_CHUNK)
       break;
   }
@@ -413,7 +408,7 @@ static void sweep(dc_server_t *s, int64_t now) {
 
 int dc_server_run(dc_server_t *s) {
   struct epoll_event evs[256];
-  int64_t last_sweep = now_ms();
+  int64_t last_sweep = dc_mono_ms();
   while (!s->stop) {
     int n = epoll_wait(s->epfd, evs, 256, 1000);
     if (n < 0) {
@@ -440,7 +435,7 @@ int dc_server_run(dc_server_t *s) {
           conn_writable(s, c);
       }
     }
-    int64_t now = now_ms();
+    int64_t now = dc_mono_ms();
     if (now - last_sweep >= 1000) {
       sweep(s, now);
       last_sweep = now;

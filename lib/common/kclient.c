@@ -5,6 +5,7 @@
  * poll() bounded by a deadline: connect, send and receive can never hang
  * past the caller's timeout.
  */
+#include "common/clock.h"
 #include "kclient.h"
 
 #include <errno.h>
@@ -47,15 +48,9 @@ static void seterr(char *errstr, size_t size, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left until deadline, never negative, capped for poll(). */
 static int remaining_ms(int64_t deadline) {
-  int64_t left = deadline - now_ms();
+  int64_t left = deadline - dc_mono_ms();
   if (left < 0)
     return 0;
   return left > 0x7fffffff ? 0x7fffffff : (int)left;
@@ -219,7 +214,7 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
     seterr(errstr, errstr_size, "empty bootstrap server list");
     return DYNCONF_ERR__INVALID_ARG;
   }
-  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   /* Collect "entry: reason" for every failed entry, for one sentence. */
   char why[512] = "";
   size_t wl = 0;
@@ -378,7 +373,7 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     seterr(errstr, errstr_size, "not connected");
     return DYNCONF_ERR__TRANSPORT;
   }
-  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   int32_t corr = kc->next_corr++;
   if (kc->next_corr < 0) /* wrapped: keep ids positive */
     kc->next_corr = 1;
@@ -464,7 +459,7 @@ static int enc_apiversions(dc_buf_t *b, int16_t v, const void *req) {
 
 dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
                                       char *errstr, size_t errstr_size) {
-  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   dc_apiversions_req_t req = {.client_software_name = kc->sw_name,
                               .client_software_version = kc->sw_version};
   dc_arena_t arena;

@@ -1,0 +1,487 @@
+/*
+ * kproxy: a small threaded TCP proxy for tests, placed in front of ONE
+ * Kafka broker (e.g. a librdkafka mock broker). It forwards bytes both ways
+ * and sniffs request frames with our codec:
+ *   - JoinGroup (key 11) requests: records client_id, version and
+ *     session_timeout_ms, so a test can check what went on the wire;
+ *   - Metadata (3) and FindCoordinator (10) responses: rewrites every
+ *     advertised broker/coordinator address to the proxy's own, so the
+ *     client keeps talking through the proxy after bootstrapping.
+ * Responses are matched to requests by correlation id per connection.
+ *
+ * Header-only (static inline functions). One thread serves every
+ * connection with poll(); writes are blocking, which is fine on loopback
+ * with peers (librdkafka, its mock broker) that always read.
+ *
+ * Ownership: the caller owns the kproxy_t (stack or static); kproxy_start()
+ * allocates sockets, buffers and the thread, kproxy_stop() frees them all.
+ */
+#ifndef DC_KPROXY_H
+#define DC_KPROXY_H
+
+#include "codec/proto.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define KP_MAX_CONNS 32
+#define KP_MAX_JOINS 128
+#define KP_MAX_FRAME (64 * 1024 * 1024)
+#define KP_API_FIND_COORDINATOR 10
+#define KP_API_JOIN_GROUP 11
+
+/* One JoinGroup request as seen on the wire. */
+typedef struct kp_join {
+  char client_id[128];
+  char group_id[128];
+  int16_t version;
+  int32_t session_timeout_ms;
+  int32_t rebalance_timeout_ms; /* v1+; -1 for v0 */
+} kp_join_t;
+
+/* A request waiting for its response (what to decode it as). */
+typedef struct kp_inflight {
+  int32_t corr;
+  int16_t key, ver;
+} kp_inflight_t;
+
+typedef struct kp_conn {
+  int cfd, sfd;     /* client side, upstream side; -1 = free slot */
+  dc_buf_t cin, sin; /* bytes read and not yet forwarded (owned) */
+  kp_inflight_t *inf; /* owned, n_inf used of cap_inf */
+  size_t n_inf, cap_inf;
+} kp_conn_t;
+
+typedef struct kproxy {
+  int lfd, port;       /* our listening socket and its port */
+  int upstream_port;   /* the broker we front (127.0.0.1) */
+  int wake[2];         /* self-pipe: kproxy_stop() ends the thread */
+  pthread_t thread;
+  bool started;
+  kp_conn_t conns[KP_MAX_CONNS]; /* proxy thread only */
+
+  pthread_mutex_t lock; /* guards everything below */
+  kp_join_t joins[KP_MAX_JOINS];
+  int n_joins;
+  int n_accepted, n_metadata_rewritten, n_findcoord_rewritten;
+  int n_rewrite_errors; /* responses we could not decode (forwarded as-is) */
+  int n_api_requests[64]; /* requests seen per api key (keys < 64) */
+} kproxy_t;
+
+static inline int kp_write_all(int fd, const void *p, size_t n) {
+  const uint8_t *q = p;
+  while (n) {
+    ssize_t w = send(fd, q, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    q += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static inline void kp_conn_close(kp_conn_t *c) {
+  if (c->cfd >= 0)
+    close(c->cfd);
+  if (c->sfd >= 0)
+    close(c->sfd);
+  c->cfd = c->sfd = -1;
+  dc_buf_free(&c->cin);
+  dc_buf_free(&c->sin);
+  free(c->inf);
+  c->inf = NULL;
+  c->n_inf = c->cap_inf = 0;
+}
+
+static inline int kp_connect_upstream(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+/* A client request frame (payload without the size field): note what it
+ * is, and record JoinGroup's session timeout. */
+static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
+                                    const uint8_t *p, size_t n) {
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  dc_rd_init(&rd, p, n, &a);
+  dc_req_header_t h;
+  if (dc_req_header_decode(&rd, &h)) {
+    dc_arena_free(&a);
+    return;
+  }
+  if (c->n_inf == c->cap_inf) {
+    size_t cap = c->cap_inf ? c->cap_inf * 2 : 16;
+    kp_inflight_t *ni = realloc(c->inf, cap * sizeof(*ni));
+    if (ni) {
+      c->inf = ni;
+      c->cap_inf = cap;
+    }
+  }
+  if (c->n_inf < c->cap_inf)
+    c->inf[c->n_inf++] = (kp_inflight_t){h.correlation_id, h.api_key,
+                                         h.api_version};
+  kp_join_t j;
+  bool join = false;
+  if (h.api_key == KP_API_JOIN_GROUP) {
+    /* Our codec does not know key 11, so it read the v1 header; from v6
+     * (flexible) a tag section follows the client id. */
+    bool flex = h.api_version >= 6;
+    if (flex)
+      dc_rd_tags(&rd);
+    char *group = dc_rd_str(&rd, flex, false);
+    int32_t session = dc_rd_i32(&rd);
+    int32_t rebalance = h.api_version >= 1 ? dc_rd_i32(&rd) : -1;
+    if (!rd.err) {
+      memset(&j, 0, sizeof(j));
+      snprintf(j.client_id, sizeof(j.client_id), "%s",
+               h.client_id ? h.client_id : "");
+      snprintf(j.group_id, sizeof(j.group_id), "%s", group);
+      j.version = h.api_version;
+      j.session_timeout_ms = session;
+      j.rebalance_timeout_ms = rebalance;
+      join = true;
+    }
+  }
+  pthread_mutex_lock(&kp->lock);
+  if (h.api_key >= 0 && h.api_key < 64)
+    kp->n_api_requests[h.api_key]++;
+  if (join && kp->n_joins < KP_MAX_JOINS)
+    kp->joins[kp->n_joins++] = j;
+  pthread_mutex_unlock(&kp->lock);
+  dc_arena_free(&a);
+}
+
+/* Re-encodes a Metadata response with every broker at the proxy's address.
+ * Returns 0 with the whole new frame in out, or -1. */
+static inline int kp_rewrite_metadata(kproxy_t *kp, int16_t ver,
+                                      const uint8_t *p, size_t n,
+                                      dc_buf_t *out) {
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  dc_rd_init(&rd, p, n, &a);
+  int32_t corr;
+  dc_metadata_resp_t m;
+  int rc = -1;
+  if (dc_resp_header_decode(&rd, DC_API_METADATA, ver, &corr) ||
+      dc_metadata_resp_decode(&rd, ver, &m))
+    goto out;
+  for (int32_t i = 0; i < m.n_brokers; i++) {
+    m.brokers[i].host = "127.0.0.1";
+    m.brokers[i].port = kp->port;
+  }
+  size_t off = dc_wr_frame_begin(out);
+  if (dc_resp_header_encode(out, DC_API_METADATA, ver, corr) ||
+      dc_metadata_resp_encode(out, ver, &m))
+    goto out;
+  dc_wr_frame_end(out, off);
+  rc = out->err ? -1 : 0;
+out:
+  dc_arena_free(&a);
+  return rc;
+}
+
+/* FindCoordinator v0-2 (non-flexible): v0 error_code, node_id, host, port;
+ * v1+ put throttle_time_ms first and error_message after error_code. */
+static inline int kp_rewrite_findcoord(kproxy_t *kp, int16_t ver,
+                                       const uint8_t *p, size_t n,
+                                       dc_buf_t *out) {
+  if (ver > 2)
+    return -1; /* flexible or multi-key: not needed for librdkafka 2.0.2 */
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  dc_rd_init(&rd, p, n, &a);
+  int32_t corr = dc_rd_i32(&rd);
+  int32_t throttle = ver >= 1 ? dc_rd_i32(&rd) : 0;
+  int16_t err = dc_rd_i16(&rd);
+  char *msg = ver >= 1 ? dc_rd_str(&rd, false, true) : NULL;
+  int32_t node = dc_rd_i32(&rd);
+  (void)dc_rd_str(&rd, false, false);
+  (void)dc_rd_i32(&rd);
+  int rc = -1;
+  if (!rd.err) {
+    size_t off = dc_wr_frame_begin(out);
+    dc_wr_i32(out, corr);
+    if (ver >= 1)
+      dc_wr_i32(out, throttle);
+    dc_wr_i16(out, err);
+    if (ver >= 1)
+      dc_wr_str(out, false, msg);
+    dc_wr_i32(out, node);
+    dc_wr_str(out, false, "127.0.0.1");
+    dc_wr_i32(out, kp->port);
+    dc_wr_frame_end(out, off);
+    rc = out->err ? -1 : 0;
+  }
+  dc_arena_free(&a);
+  return rc;
+}
+
+/* An upstream response frame (payload p, n bytes): forward it, rewritten
+ * when it advertises addresses. 0 or -1 (client gone). */
+static inline int kp_forward_response(kproxy_t *kp, kp_conn_t *c,
+                                      const uint8_t *frame, size_t n) {
+  const uint8_t *p = frame + 4;
+  int16_t key = -1, ver = 0;
+  if (n >= 4) {
+    int32_t corr = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                             ((uint32_t)p[2] << 8) | p[3]);
+    for (size_t i = 0; i < c->n_inf; i++)
+      if (c->inf[i].corr == corr) {
+        key = c->inf[i].key;
+        ver = c->inf[i].ver;
+        c->inf[i] = c->inf[--c->n_inf];
+        break;
+      }
+  }
+  if (key == DC_API_METADATA || key == KP_API_FIND_COORDINATOR) {
+    dc_buf_t out;
+    dc_buf_init(&out);
+    int r = key == DC_API_METADATA ? kp_rewrite_metadata(kp, ver, p, n, &out)
+                                   : kp_rewrite_findcoord(kp, ver, p, n, &out);
+    pthread_mutex_lock(&kp->lock);
+    if (r)
+      kp->n_rewrite_errors++;
+    else if (key == DC_API_METADATA)
+      kp->n_metadata_rewritten++;
+    else
+      kp->n_findcoord_rewritten++;
+    pthread_mutex_unlock(&kp->lock);
+    if (!r) {
+      int w = kp_write_all(c->cfd, out.data, out.len);
+      dc_buf_free(&out);
+      return w;
+    }
+    dc_buf_free(&out);
+  }
+  return kp_write_all(c->cfd, frame, n + 4);
+}
+
+/* Reads what is available on one side and forwards complete frames.
+ * Returns -1 when the connection should be closed. */
+static inline int kp_pump(kproxy_t *kp, kp_conn_t *c, bool from_client) {
+  dc_buf_t *in = from_client ? &c->cin : &c->sin;
+  int fd = from_client ? c->cfd : c->sfd;
+  if (dc_buf_reserve(in, 65536))
+    return -1;
+  ssize_t k = recv(fd, in->data + in->len, 65536, 0);
+  if (k < 0 && (errno == EINTR || errno == EAGAIN))
+    return 0;
+  if (k <= 0)
+    return -1;
+  in->len += (size_t)k;
+  for (;;) {
+    int32_t size;
+    int r = dc_frame_peek(in->data, in->len, KP_MAX_FRAME, &size);
+    if (r < 0)
+      return -1;
+    if (r == 0)
+      return 0;
+    size_t flen = 4 + (size_t)size;
+    if (from_client) {
+      kp_sniff_request(kp, c, in->data + 4, (size_t)size);
+      if (kp_write_all(c->sfd, in->data, flen))
+        return -1;
+    } else if (kp_forward_response(kp, c, in->data, (size_t)size)) {
+      return -1;
+    }
+    dc_buf_consume(in, flen);
+  }
+}
+
+static inline void *kp_thread(void *arg) {
+  kproxy_t *kp = arg;
+  struct pollfd pfd[2 + 2 * KP_MAX_CONNS];
+  int owner[2 + 2 * KP_MAX_CONNS]; /* conn index for each pollfd */
+  for (;;) {
+    int n = 0;
+    pfd[n] = (struct pollfd){kp->wake[0], POLLIN, 0};
+    owner[n++] = -1;
+    pfd[n] = (struct pollfd){kp->lfd, POLLIN, 0};
+    owner[n++] = -1;
+    for (int i = 0; i < KP_MAX_CONNS; i++)
+      if (kp->conns[i].cfd >= 0) {
+        pfd[n] = (struct pollfd){kp->conns[i].cfd, POLLIN, 0};
+        owner[n++] = i;
+        pfd[n] = (struct pollfd){kp->conns[i].sfd, POLLIN, 0};
+        owner[n++] = i;
+      }
+    if (poll(pfd, (nfds_t)n, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (pfd[0].revents)
+      break; /* kproxy_stop() */
+    if (pfd[1].revents & POLLIN) {
+      int cfd = accept4(kp->lfd, NULL, NULL, SOCK_CLOEXEC);
+      if (cfd >= 0) {
+        int slot = -1;
+        for (int i = 0; i < KP_MAX_CONNS && slot < 0; i++)
+          if (kp->conns[i].cfd < 0)
+            slot = i;
+        int sfd = slot >= 0 ? kp_connect_upstream(kp->upstream_port) : -1;
+        if (sfd < 0) {
+          close(cfd);
+        } else {
+          int one = 1;
+          setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          kp_conn_t *c = &kp->conns[slot];
+          c->cfd = cfd;
+          c->sfd = sfd;
+          dc_buf_init(&c->cin);
+          dc_buf_init(&c->sin);
+          pthread_mutex_lock(&kp->lock);
+          kp->n_accepted++;
+          pthread_mutex_unlock(&kp->lock);
+        }
+      }
+    }
+    for (int k = 2; k < n; k++) {
+      kp_conn_t *c = &kp->conns[owner[k]];
+      if (!pfd[k].revents || c->cfd < 0)
+        continue; /* closed earlier in this round */
+      if (kp_pump(kp, c, pfd[k].fd == c->cfd))
+        kp_conn_close(c);
+    }
+  }
+  for (int i = 0; i < KP_MAX_CONNS; i++)
+    if (kp->conns[i].cfd >= 0)
+      kp_conn_close(&kp->conns[i]);
+  return NULL;
+}
+
+/* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
+ * upstream_port. 0, or -1 with errstr. */
+static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
+                               size_t errstr_size) {
+  memset(kp, 0, sizeof(*kp));
+  kp->lfd = kp->wake[0] = kp->wake[1] = -1;
+  for (int i = 0; i < KP_MAX_CONNS; i++)
+    kp->conns[i].cfd = kp->conns[i].sfd = -1;
+  kp->upstream_port = upstream_port;
+  pthread_mutex_init(&kp->lock, NULL);
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  kp->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (kp->lfd < 0 || bind(kp->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+      listen(kp->lfd, 64) ||
+      getsockname(kp->lfd, (struct sockaddr *)&sa, &sl) ||
+      pipe2(kp->wake, O_CLOEXEC)) {
+    snprintf(errstr, errstr_size, "kproxy: %s", strerror(errno));
+    goto fail;
+  }
+  kp->port = ntohs(sa.sin_port);
+  if (pthread_create(&kp->thread, NULL, kp_thread, kp)) {
+    snprintf(errstr, errstr_size, "kproxy: cannot start its thread");
+    goto fail;
+  }
+  kp->started = true;
+  return 0;
+fail:
+  if (kp->lfd >= 0)
+    close(kp->lfd);
+  if (kp->wake[0] >= 0)
+    close(kp->wake[0]);
+  if (kp->wake[1] >= 0)
+    close(kp->wake[1]);
+  pthread_mutex_destroy(&kp->lock);
+  kp->lfd = -1;
+  return -1;
+}
+
+/* Stops the thread, closes every connection and frees everything. */
+static inline void kproxy_stop(kproxy_t *kp) {
+  if (!kp->started)
+    return;
+  ssize_t w;
+  do
+    w = write(kp->wake[1], "x", 1);
+  while (w < 0 && errno == EINTR);
+  pthread_join(kp->thread, NULL);
+  close(kp->lfd);
+  close(kp->wake[0]);
+  close(kp->wake[1]);
+  pthread_mutex_destroy(&kp->lock);
+  kp->started = false;
+}
+
+/* The latest JoinGroup sent by client_id: 1 and *out, or 0 if none. */
+static inline int kproxy_last_join(kproxy_t *kp, const char *client_id,
+                                   kp_join_t *out) {
+  int found = 0;
+  pthread_mutex_lock(&kp->lock);
+  for (int i = kp->n_joins - 1; i >= 0 && !found; i--)
+    if (!strcmp(kp->joins[i].client_id, client_id)) {
+      *out = kp->joins[i];
+      found = 1;
+    }
+  pthread_mutex_unlock(&kp->lock);
+  return found;
+}
+
+/* How many JoinGroup requests have been recorded so far. */
+static inline int kproxy_join_total(kproxy_t *kp) {
+  pthread_mutex_lock(&kp->lock);
+  int n = kp->n_joins;
+  pthread_mutex_unlock(&kp->lock);
+  return n;
+}
+
+/* The first JoinGroup sent by client_id at or after record index `from`
+ * (see kproxy_join_total): 1 and *out, or 0 if none. */
+static inline int kproxy_first_join(kproxy_t *kp, const char *client_id,
+                                    int from, kp_join_t *out) {
+  int found = 0;
+  pthread_mutex_lock(&kp->lock);
+  for (int i = from < 0 ? 0 : from; i < kp->n_joins && !found; i++)
+    if (!strcmp(kp->joins[i].client_id, client_id)) {
+      *out = kp->joins[i];
+      found = 1;
+    }
+  pthread_mutex_unlock(&kp->lock);
+  return found;
+}
+
+/* Counters, read under the lock. */
+static inline int kproxy_count(kproxy_t *kp, const int *field) {
+  pthread_mutex_lock(&kp->lock);
+  int v = *field;
+  pthread_mutex_unlock(&kp->lock);
+  return v;
+}
+
+#endif

@@ -1,0 +1,16 @@
+#!/bin/bash
+# Runs the tests where threads meet (the agent's) under ThreadSanitizer.
+#   tests/tsan/run.sh BUILDDIR
+# Debian's librdkafka uses glibc's C11 threads, which gcc 12's TSan does not
+# intercept; c11shim.so (preloaded) routes them through pthreads so TSan
+# sees librdkafka's threads and locks too.
+set -eo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:?usage: tests/tsan/run.sh BUILDDIR}
+"$src/scripts/build.sh" "$build" --enable-tsan
+gcc -shared -fPIC -O1 -o "$build/c11shim.so" "$src/tests/tsan/c11shim.c" -lpthread
+tests="tests/test_agent_e2e tests/test_agent_consumer tests/test_agent_failures"
+make -C "$build" $tests >/dev/null
+cd "$build"
+LD_PRELOAD="$build/c11shim.so" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  DC_SRCDIR="$src" DC_BUILDDIR="$build" prove --exec '' $tests
