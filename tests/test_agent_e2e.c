@@ -864,7 +864,7 @@ static void test_rejections(void) {
         listed = true;
     if (!ok(listed, "event lists session.timeout.ms, whose effective value "
                     "changed with this set"))
-      diag("  BUG(lib/agent/resolve.c dc_resolve): a key rejected earlier and "
+      diag("  regression (resolve.c dc_resolve): a key rejected earlier and "
            "applied now is missing from the event (%zu entries: %s)",
            ev->n, ev->n ? ev->e[0].key : "");
     st = dynconf_stats_json(dc);

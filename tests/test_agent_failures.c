@@ -593,8 +593,8 @@ static void test_unsupported_outages(void) {
     if (!ok(r.n_error == outage,
             "unsupported outages: outage %d: one ERROR event for it (%d in "
             "all)", outage, r.n_error))
-      diag("  BUG(lib/agent/agent.c record): an UNSUPPORTED answer never "
-           "resets dc->failures, so a later outage emits no ERROR event "
+      diag("  regression (agent.c record): an UNSUPPORTED answer must "
+           "reset dc->failures, or a later outage emits no ERROR event "
            "(consecutive_failures=%lld)",
            stat_ll(dc, "consecutive_failures"));
     if (!ok(!daemon_on_port(&d, port, errstr, sizeof(errstr)),

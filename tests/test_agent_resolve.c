@@ -25,9 +25,6 @@
  * 5. accepted: effective := candidate; the generation moves by one iff an
  *    effective VALUE changed (a source-only change does not move it);
  * 6. a previously rejected set is judged whole when the server changes.
- *
- * Tests whose description starts with "BUG" show a defect in the agent
- * code that is reported to the lead; they fail until it is fixed.
  */
 #include "agent/agent_int.h"
 #include "common/schema.h"
