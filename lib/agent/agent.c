@@ -73,6 +73,16 @@ static void log_locked(dynconf_t *dc, int level, const char *fac,
   va_end(ap);
 }
 
+void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
+                  ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&dc->lock);
+  vlog_locked(dc, level, fac, fmt, ap);
+  pthread_mutex_unlock(&dc->lock);
+  va_end(ap);
+}
+
 /* librdkafka's log callback for the agent's own handle: runs on its
  * internal threads, so it only queues. */
 static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
@@ -478,6 +488,7 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
 
 static void *agent_thread(void *arg) {
   dynconf_t *dc = arg;
+  pthread_setname_np(pthread_self(), "dynconf:agent");
   pthread_mutex_lock(&dc->lock);
   while (!dc->stop) {
     int64_t now = dc_mono_ms();
