@@ -22,6 +22,8 @@ struct dynconf_conf_s {
   int unsupported_reprobe_ms;
   int jitter_pct;
   int log_level;
+  int producer_max_block_ms;
+  int producer_close_timeout_ms;
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
   void *opaque;
@@ -154,6 +156,10 @@ struct dynconf_s {
   dynconf_event_t *last_rejected; /* copy of the last rejected change set */
   uint64_t rng;
 };
+
+/* Queues a log line for the application's next poll. Any thread. */
+void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
 
 /* stats.c: the statistics document (caller holds dc->lock). */
 char *dc_stats_json_locked(dynconf_t *dc);
