@@ -21,15 +21,6 @@
 
 #include <string.h>
 
-static size_t str_min(bool f) { return f ? 1 : 2; }
-static size_t arr_min(bool f) { return f ? 1 : 4; }
-static size_t tags_min(bool f) { return f ? 1 : 0; }
-
-static void wr_str_nn(dc_buf_t *b, bool f, const char *s) {
-  dc_wr_str(b, f, s ? s : "");
-}
-
-static int32_t nn_count(int32_t n) { return n < 0 ? 0 : n; }
 
 /* ---- request ------------------------------------------------------------ */
 
@@ -43,11 +34,11 @@ static int req_decode(dc_rd_t *rd, int16_t api, int16_t v,
   bool f = dc_api_flexible(api, v);
   bool incremental = api == DC_API_INCREMENTAL_ALTER_CONFIGS;
   /* name + (op) + value + tags */
-  size_t cfg_min = 2 * str_min(f) + (incremental ? 1 : 0) + tags_min(f);
+  size_t cfg_min = 2 * dc_str_min(f) + (incremental ? 1 : 0) + dc_tags_min(f);
 
   /* type + name + configs array + tags */
   out->n_resources =
-      dc_rd_array_len(rd, f, false, 1 + str_min(f) + arr_min(f) + tags_min(f));
+      dc_rd_array_len(rd, f, false, 1 + dc_str_min(f) + dc_arr_min(f) + dc_tags_min(f));
   out->resources =
       dc_rd_alloc(rd, (size_t)out->n_resources, sizeof(*out->resources));
   for (int32_t i = 0; i < out->n_resources && !rd->err; i++) {
@@ -80,17 +71,17 @@ static int req_encode(dc_buf_t *b, int16_t api, int16_t v,
   bool f = dc_api_flexible(api, v);
   bool incremental = api == DC_API_INCREMENTAL_ALTER_CONFIGS;
 
-  int32_t n = nn_count(in->n_resources);
+  int32_t n = dc_nn_count(in->n_resources);
   dc_wr_array_len(b, f, n);
   for (int32_t i = 0; i < n; i++) {
     const dc_alter_resource_t *r = &in->resources[i];
     dc_wr_i8(b, r->resource_type);
-    wr_str_nn(b, f, r->resource_name);
-    int32_t nc = nn_count(r->n_configs);
+    dc_wr_str_nn(b, f, r->resource_name);
+    int32_t nc = dc_nn_count(r->n_configs);
     dc_wr_array_len(b, f, nc);
     for (int32_t k = 0; k < nc; k++) {
       const dc_alter_config_t *c = &r->configs[k];
-      wr_str_nn(b, f, c->name);
+      dc_wr_str_nn(b, f, c->name);
       if (incremental)
         dc_wr_i8(b, c->op);
       dc_wr_str(b, f, c->value);
@@ -120,7 +111,7 @@ static int resp_decode(dc_rd_t *rd, int16_t api, int16_t v,
   out->throttle_time_ms = dc_rd_i32(rd);
   /* error_code + message + type + name + tags */
   out->n_responses = dc_rd_array_len(
-      rd, f, false, 2 + str_min(f) + 1 + str_min(f) + tags_min(f));
+      rd, f, false, 2 + dc_str_min(f) + 1 + dc_str_min(f) + dc_tags_min(f));
   out->responses =
       dc_rd_alloc(rd, (size_t)out->n_responses, sizeof(*out->responses));
   for (int32_t i = 0; i < out->n_responses && !rd->err; i++) {
@@ -144,14 +135,14 @@ static int resp_encode(dc_buf_t *b, int16_t api, int16_t v,
   bool f = dc_api_flexible(api, v);
 
   dc_wr_i32(b, in->throttle_time_ms);
-  int32_t n = nn_count(in->n_responses);
+  int32_t n = dc_nn_count(in->n_responses);
   dc_wr_array_len(b, f, n);
   for (int32_t i = 0; i < n; i++) {
     const dc_alter_result_t *r = &in->responses[i];
     dc_wr_i16(b, r->error_code);
     dc_wr_str(b, f, r->error_message);
     dc_wr_i8(b, r->resource_type);
-    wr_str_nn(b, f, r->resource_name);
+    dc_wr_str_nn(b, f, r->resource_name);
     if (f)
       dc_wr_tags_empty(b);
   }

@@ -24,17 +24,6 @@
 
 #define API DC_API_DESCRIBE_CONFIGS
 
-/* Smallest possible encodings, used to bound array counts by the input
- * size before anything is allocated. */
-static size_t str_min(bool f) { return f ? 1 : 2; }
-static size_t arr_min(bool f) { return f ? 1 : 4; }
-static size_t tags_min(bool f) { return f ? 1 : 0; }
-
-static void wr_str_nn(dc_buf_t *b, bool f, const char *s) {
-  dc_wr_str(b, f, s ? s : "");
-}
-
-static int32_t nn_count(int32_t n) { return n < 0 ? 0 : n; }
 
 /* ---- request ------------------------------------------------------------ */
 
@@ -49,14 +38,14 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
 
   /* type + name + keys array + tags */
   out->n_resources =
-      dc_rd_array_len(rd, f, false, 1 + str_min(f) + arr_min(f) + tags_min(f));
+      dc_rd_array_len(rd, f, false, 1 + dc_str_min(f) + dc_arr_min(f) + dc_tags_min(f));
   out->resources =
       dc_rd_alloc(rd, (size_t)out->n_resources, sizeof(*out->resources));
   for (int32_t i = 0; i < out->n_resources && !rd->err; i++) {
     dc_describe_configs_req_resource_t *r = &out->resources[i];
     r->resource_type = dc_rd_i8(rd);
     r->resource_name = dc_rd_str(rd, f, false);
-    r->n_configuration_keys = dc_rd_array_len(rd, f, true, str_min(f));
+    r->n_configuration_keys = dc_rd_array_len(rd, f, true, dc_str_min(f));
     if (r->n_configuration_keys >= 0) {
       r->configuration_keys = dc_rd_alloc(rd, (size_t)r->n_configuration_keys,
                                           sizeof(*r->configuration_keys));
@@ -81,17 +70,17 @@ int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v,
     return DYNCONF_ERR__UNSUPPORTED_API;
   bool f = dc_api_flexible(API, v);
 
-  int32_t n = nn_count(in->n_resources);
+  int32_t n = dc_nn_count(in->n_resources);
   dc_wr_array_len(b, f, n);
   for (int32_t i = 0; i < n; i++) {
     const dc_describe_configs_req_resource_t *r = &in->resources[i];
     dc_wr_i8(b, r->resource_type);
-    wr_str_nn(b, f, r->resource_name);
+    dc_wr_str_nn(b, f, r->resource_name);
     /* Nullable: a negative count is the null "all keys" list. */
     int32_t nk = r->n_configuration_keys < 0 ? -1 : r->n_configuration_keys;
     dc_wr_array_len(b, f, nk);
     for (int32_t k = 0; k < nk; k++)
-      wr_str_nn(b, f, r->configuration_keys[k]);
+      dc_wr_str_nn(b, f, r->configuration_keys[k]);
     if (f)
       dc_wr_tags_empty(b);
   }
@@ -108,14 +97,14 @@ int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v,
 
 /* Smallest encoding of one config entry at version v. */
 static size_t entry_min(int16_t v, bool f) {
-  size_t n = 2 * str_min(f) + 1 /* read_only */ + 1 /* is_sensitive */;
+  size_t n = 2 * dc_str_min(f) + 1 /* read_only */ + 1 /* is_sensitive */;
   if (v == 0)
     n += 1; /* is_default */
   if (v >= 1)
-    n += 1 /* config_source */ + arr_min(f) /* synonyms */;
+    n += 1 /* config_source */ + dc_arr_min(f) /* synonyms */;
   if (v >= 3)
-    n += 1 /* config_type */ + str_min(f) /* documentation */;
-  return n + tags_min(f);
+    n += 1 /* config_type */ + dc_str_min(f) /* documentation */;
+  return n + dc_tags_min(f);
 }
 
 static void entry_decode(dc_rd_t *rd, int16_t v, bool f,
@@ -135,7 +124,7 @@ static void entry_decode(dc_rd_t *rd, int16_t v, bool f,
   if (v >= 1) {
     /* name + value + source + tags */
     e->n_synonyms =
-        dc_rd_array_len(rd, f, false, 2 * str_min(f) + 1 + tags_min(f));
+        dc_rd_array_len(rd, f, false, 2 * dc_str_min(f) + 1 + dc_tags_min(f));
     e->synonyms = dc_rd_alloc(rd, (size_t)e->n_synonyms, sizeof(*e->synonyms));
     for (int32_t i = 0; i < e->n_synonyms && !rd->err; i++) {
       dc_describe_configs_synonym_t *s = &e->synonyms[i];
@@ -166,7 +155,7 @@ int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v,
   out->throttle_time_ms = dc_rd_i32(rd);
   /* error_code + message + type + name + configs array + tags */
   out->n_results = dc_rd_array_len(
-      rd, f, false, 2 + str_min(f) + 1 + str_min(f) + arr_min(f) + tags_min(f));
+      rd, f, false, 2 + dc_str_min(f) + 1 + dc_str_min(f) + dc_arr_min(f) + dc_tags_min(f));
   out->results = dc_rd_alloc(rd, (size_t)out->n_results, sizeof(*out->results));
   for (int32_t i = 0; i < out->n_results && !rd->err; i++) {
     dc_describe_configs_result_t *r = &out->results[i];
@@ -188,7 +177,7 @@ int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v,
 
 static void entry_encode(dc_buf_t *b, int16_t v, bool f,
                          const dc_describe_configs_entry_t *e) {
-  wr_str_nn(b, f, e->name);
+  dc_wr_str_nn(b, f, e->name);
   dc_wr_str(b, f, e->value);
   dc_wr_bool(b, e->read_only);
   if (v == 0)
@@ -197,11 +186,11 @@ static void entry_encode(dc_buf_t *b, int16_t v, bool f,
     dc_wr_i8(b, e->config_source);
   dc_wr_bool(b, e->is_sensitive);
   if (v >= 1) {
-    int32_t n = nn_count(e->n_synonyms);
+    int32_t n = dc_nn_count(e->n_synonyms);
     dc_wr_array_len(b, f, n);
     for (int32_t i = 0; i < n; i++) {
       const dc_describe_configs_synonym_t *s = &e->synonyms[i];
-      wr_str_nn(b, f, s->name);
+      dc_wr_str_nn(b, f, s->name);
       dc_wr_str(b, f, s->value);
       dc_wr_i8(b, s->source);
       if (f)
@@ -223,15 +212,15 @@ int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
   bool f = dc_api_flexible(API, v);
 
   dc_wr_i32(b, in->throttle_time_ms);
-  int32_t n = nn_count(in->n_results);
+  int32_t n = dc_nn_count(in->n_results);
   dc_wr_array_len(b, f, n);
   for (int32_t i = 0; i < n; i++) {
     const dc_describe_configs_result_t *r = &in->results[i];
     dc_wr_i16(b, r->error_code);
     dc_wr_str(b, f, r->error_message);
     dc_wr_i8(b, r->resource_type);
-    wr_str_nn(b, f, r->resource_name);
-    int32_t nc = nn_count(r->n_configs);
+    dc_wr_str_nn(b, f, r->resource_name);
+    int32_t nc = dc_nn_count(r->n_configs);
     dc_wr_array_len(b, f, nc);
     for (int32_t k = 0; k < nc; k++)
       entry_encode(b, v, f, &r->configs[k]);

@@ -82,6 +82,19 @@ void dc_wr_array_len(dc_buf_t *b, bool flexible, int32_t n);
  * mis-skips non-empty ones). */
 void dc_wr_tags_empty(dc_buf_t *b);
 
+/* Helpers shared by the message codecs. */
+/* Smallest encodings of a string, an array and a tag section: decoders
+ * bound array counts by the remaining input with them. */
+static inline size_t dc_str_min(bool flexible) { return flexible ? 1 : 2; }
+static inline size_t dc_arr_min(bool flexible) { return flexible ? 1 : 4; }
+static inline size_t dc_tags_min(bool flexible) { return flexible ? 1 : 0; }
+/* A non-nullable string: NULL goes out as "" rather than an invalid null. */
+static inline void dc_wr_str_nn(dc_buf_t *b, bool flexible, const char *s) {
+  dc_wr_str(b, flexible, s ? s : "");
+}
+/* A non-nullable array's count: negative goes out as empty. */
+static inline int32_t dc_nn_count(int32_t n) { return n < 0 ? 0 : n; }
+
 /* Frames: int32 size (excluding itself), then header and body. */
 /* Start a frame: reserves the size field, returns its offset. */
 size_t dc_wr_frame_begin(dc_buf_t *b);
