@@ -232,6 +232,110 @@ char *dynconf_stats_json(dynconf_t *dc);
  *  command). Any thread. */
 void dynconf_refresh_now(dynconf_t *dc);
 
+
+/* ======================================================================
+ * Managed clients: apply rebuild-class changes by themselves.
+ *
+ * librdkafka freezes acks, session.timeout.ms and heartbeat.interval.ms at
+ * rd_kafka_new(). A managed client builds its librdkafka handle from
+ * dynconf_effective_conf() and, when the agent's generation moves, builds
+ * a new handle and retires the old one without losing a message.
+ * The application's own callbacks (dr_msg_cb, rebalance_cb, opaque...)
+ * come from the configuration the agent was created with.
+ * ====================================================================== */
+
+typedef struct dynconf_producer_s dynconf_producer_t;
+
+/** How a managed producer switches to a new handle. */
+typedef enum {
+  /** Default: the old handle drains (every message delivered or failed,
+   *  its delivery report served) before the new one sends; produce calls
+   *  during the drain wait (bounded by dynconf.producer.max.block.ms).
+   *  Per-partition order is kept across the switch. */
+  DYNCONF_SWITCH_ORDERED = 0,
+  /** Opt-in: the new handle takes new messages at once while the old one
+   *  drains beside it; order across the switch may change. */
+  DYNCONF_SWITCH_FAST = 1,
+} dynconf_switch_policy_t;
+
+/** Creates a managed producer for agent dc (created with
+ *  RD_KAFKA_PRODUCER; borrowed, must outlive the producer). Returns NULL
+ *  with errstr when librdkafka refuses the effective configuration.
+ *  Application thread. */
+dynconf_producer_t *dynconf_producer_new(dynconf_t *dc,
+                                         dynconf_switch_policy_t policy,
+                                         char *errstr, size_t errstr_size);
+/** Produces a copy of payload/key (RD_KAFKA_MSG_F_COPY) to topic/partition
+ *  (RD_KAFKA_PARTITION_UA for the partitioner). msg_opaque reaches the
+ *  application's dr_msg_cb unchanged, exactly once. During an ordered
+ *  switch it waits up to dynconf.producer.max.block.ms and then returns
+ *  RD_KAFKA_RESP_ERR__TIMED_OUT (nothing was enqueued). Any thread. */
+rd_kafka_resp_err_t dynconf_producer_produce(dynconf_producer_t *p,
+                                             const char *topic,
+                                             int32_t partition,
+                                             const void *payload, size_t len,
+                                             const void *key, size_t keylen,
+                                             void *msg_opaque);
+/** Serves delivery reports and the agent's events, and switches handles
+ *  when the effective configuration changed. Returns the number of
+ *  events served. Application thread (the one that polls). */
+int dynconf_producer_poll(dynconf_producer_t *p, int timeout_ms);
+/** Waits until every message produced so far has its delivery report
+ *  served. Application thread. */
+rd_kafka_resp_err_t dynconf_producer_flush(dynconf_producer_t *p,
+                                           int timeout_ms);
+/** The current librdkafka handle, for what the wrapper does not cover.
+ *  Valid until the next dynconf_producer_poll() (which may switch). */
+rd_kafka_t *dynconf_producer_handle(dynconf_producer_t *p);
+/** Transactions (the application set transactional.id): the managed
+ *  producer runs init_transactions on every handle it builds, and a switch
+ *  waits until the open transaction is committed or aborted. Same
+ *  semantics and return values as librdkafka's. Application thread. */
+rd_kafka_error_t *dynconf_producer_begin_transaction(dynconf_producer_t *p);
+rd_kafka_error_t *dynconf_producer_commit_transaction(dynconf_producer_t *p,
+                                                      int timeout_ms);
+rd_kafka_error_t *dynconf_producer_abort_transaction(dynconf_producer_t *p,
+                                                     int timeout_ms);
+/** Number of handle switches so far. Any thread. */
+int64_t dynconf_producer_switches(dynconf_producer_t *p);
+/** Statistics of the switches (count, drain time, produce-call waits) as
+ *  JSON; caller frees with free(). Any thread. */
+char *dynconf_producer_stats_json(dynconf_producer_t *p);
+/** Flushes what it can within dynconf.producer.close.timeout.ms, fails
+ *  the rest with delivery reports (RD_KAFKA_RESP_ERR__PURGE_QUEUE) served
+ *  before it returns, and frees the producer. Application thread. */
+void dynconf_producer_destroy(dynconf_producer_t *p);
+
+typedef struct dynconf_consumer_s dynconf_consumer_t;
+
+/** Creates a managed consumer for agent dc (created with
+ *  RD_KAFKA_CONSUMER, group.id set; borrowed, must outlive it).
+ *  Application thread. */
+dynconf_consumer_t *dynconf_consumer_new(dynconf_t *dc, char *errstr,
+                                         size_t errstr_size);
+/** Subscribes to topics (copied; kept across rebuilds). */
+rd_kafka_resp_err_t
+dynconf_consumer_subscribe(dynconf_consumer_t *c,
+                           const rd_kafka_topic_partition_list_t *topics);
+/** Like rd_kafka_consumer_poll(). Messages returned by earlier calls count
+ *  as processed: when the effective configuration changed, this call
+ *  commits their offsets, closes the old handle (the application's
+ *  rebalance_cb sees the revoke), creates a new one with the new timeouts
+ *  and rejoins before polling. With group.instance.id the rebuild causes
+ *  no rebalance of other members. The caller destroys the message.
+ *  Application thread. */
+rd_kafka_message_t *dynconf_consumer_poll(dynconf_consumer_t *c,
+                                          int timeout_ms);
+/** Commits the offsets of the messages returned so far. */
+rd_kafka_resp_err_t dynconf_consumer_commit(dynconf_consumer_t *c, int async);
+/** Commits, leaves the group (unless static) and closes the handle. */
+rd_kafka_resp_err_t dynconf_consumer_close(dynconf_consumer_t *c);
+/** The current handle; valid until the next dynconf_consumer_poll(). */
+rd_kafka_t *dynconf_consumer_handle(dynconf_consumer_t *c);
+int64_t dynconf_consumer_rebuilds(dynconf_consumer_t *c);
+/** Frees the consumer (closing it first if needed). */
+void dynconf_consumer_destroy(dynconf_consumer_t *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,6 +64,10 @@ static const struct prop {
      86400000, "600000"},
     {"dynconf.refresh.jitter.pct", T_INT, O(jitter_pct), 0, 50, "10"},
     {"dynconf.log.level", T_INT, O(log_level), 0, 7, "6"},
+    {"dynconf.producer.max.block.ms", T_INT, O(producer_max_block_ms), 0,
+     3600000, "60000"},
+    {"dynconf.producer.close.timeout.ms", T_INT, O(producer_close_timeout_ms),
+     0, 3600000, "30000"},
 #undef O
 };
 #define NPROPS (sizeof(props) / sizeof(props[0]))

@@ -49,6 +49,12 @@ static const struct prop {
      "in step"},
     {"dynconf.log.level", P_INT, O(log_level), 0, 7, "6",
      "syslog level: logs above it are dropped"},
+    {"dynconf.producer.max.block.ms", P_INT, O(producer_max_block_ms), 0,
+     3600000, "60000",
+     "managed producer: longest a produce call waits for an ordered switch"},
+    {"dynconf.producer.close.timeout.ms", P_INT, O(producer_close_timeout_ms),
+     0, 3600000, "30000",
+     "managed producer: flush time granted in dynconf_producer_destroy()"},
 #undef O
 };
 

@@ -1,0 +1,146 @@
+/*
+ * mock_cluster: runs librdkafka's built-in mock Kafka cluster (rdkafka_mock.h)
+ * as a process, so the example producer and consumer, the demo and the soak
+ * test have real Produce/Fetch/consumer-group brokers on loopback without a
+ * JVM. It serves no config APIs; dynconfd is the config server.
+ *
+ *   mock_cluster [--brokers N] [--topic NAME --partitions P]...
+ *
+ * Prints "bootstrap HOST:PORT[,HOST:PORT...]" on stdout once the brokers
+ * accept connections, then runs until SIGTERM or SIGINT.
+ */
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_TOPICS 64
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) {
+  (void)sig;
+  stop = 1;
+}
+
+static void usage(FILE *fp, const char *argv0) {
+  fprintf(fp,
+          "Usage: %s [--brokers N] [--topic NAME [--partitions P]]...\n"
+          "\n"
+          "Runs librdkafka's mock Kafka cluster on 127.0.0.1 until SIGTERM or\n"
+          "SIGINT. Prints 'bootstrap HOST:PORT,...' on stdout when ready.\n"
+          "\n"
+          "  --brokers N       number of mock brokers (default 1)\n"
+          "  --topic NAME      create topic NAME (repeatable)\n"
+          "  --partitions P    partitions of the preceding --topic (default 1)\n"
+          "  --debug CONTEXTS  librdkafka debug contexts (e.g. mock)\n"
+          "  --help            this text\n",
+          argv0);
+}
+
+/* Parses a positive int in [1, max]; -1 when it is not one. */
+static int parse_count(const char *s, int max) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < 1 || v > max)
+    return -1;
+  return (int)v;
+}
+
+int main(int argc, char **argv) {
+  int brokers = 1, ntopics = 0;
+  const char *debug = NULL;
+  const char *topics[MAX_TOPICS];
+  int partitions[MAX_TOPICS];
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout, argv[0]);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "%s: %s needs a value (or unknown flag)\n", argv[0], a);
+      usage(stderr, argv[0]);
+      return 2;
+    }
+    const char *v = argv[++i];
+    if (!strcmp(a, "--brokers")) {
+      if ((brokers = parse_count(v, 64)) < 0) {
+        fprintf(stderr, "%s: --brokers wants 1..64, not '%s'\n", argv[0], v);
+        return 2;
+      }
+    } else if (!strcmp(a, "--debug")) {
+      debug = v;
+    } else if (!strcmp(a, "--topic")) {
+      if (ntopics == MAX_TOPICS || !*v) {
+        fprintf(stderr, "%s: bad or too many --topic\n", argv[0]);
+        return 2;
+      }
+      topics[ntopics] = v;
+      partitions[ntopics++] = 1;
+    } else if (!strcmp(a, "--partitions")) {
+      int p = parse_count(v, 10000);
+      if (!ntopics || p < 0) {
+        fprintf(stderr, "%s: --partitions wants 1..10000 after a --topic\n",
+                argv[0]);
+        return 2;
+      }
+      partitions[ntopics - 1] = p;
+    } else {
+      fprintf(stderr, "%s: unknown flag %s\n", argv[0], a);
+      usage(stderr, argv[0]);
+      return 2;
+    }
+  }
+
+  /* The mock cluster lives inside an rd_kafka_t; any producer will do. It
+   * never connects anywhere itself (no bootstrap.servers). */
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  if (debug && rd_kafka_conf_set(conf, "debug", debug, errstr,
+                                 sizeof(errstr))) {
+    fprintf(stderr, "%s: --debug: %s\n", argv[0], errstr);
+    rd_kafka_conf_destroy(conf);
+    return 2;
+  }
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    fprintf(stderr, "%s: rd_kafka_new: %s\n", argv[0], errstr);
+    return 1;
+  }
+  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, brokers);
+  if (!mc) {
+    fprintf(stderr, "%s: cannot create the mock cluster\n", argv[0]);
+    rd_kafka_destroy(rk);
+    return 1;
+  }
+  int rc = 0;
+  for (int t = 0; t < ntopics; t++) {
+    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
+        mc, topics[t], partitions[t], brokers < 3 ? brokers : 3);
+    if (err) {
+      fprintf(stderr, "%s: creating topic %s: %s\n", argv[0], topics[t],
+              rd_kafka_err2str(err));
+      rc = 1;
+      goto out;
+    }
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  printf("bootstrap %s\n", rd_kafka_mock_cluster_bootstraps(mc));
+  fflush(stdout);
+  while (!stop) {
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+out:
+  rd_kafka_mock_cluster_destroy(mc);
+  rd_kafka_destroy(rk);
+  return rc;
+}

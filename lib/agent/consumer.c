@@ -1,0 +1,157 @@
+/*
+ * The managed consumer: rebuilt from the agent's effective configuration
+ * when its generation moves. Messages handed to the application by earlier
+ * polls count as processed; their offsets are committed before the old
+ * handle closes, so nothing processed is lost (at-least-once).
+ *
+ * Threading: like a librdkafka consumer, used from one application thread.
+ */
+#include "agent/agent_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dynconf_consumer_s {
+  dynconf_t *dc; /* borrowed */
+  rd_kafka_t *rk; /* owned; NULL after close */
+  int64_t gen;
+  rd_kafka_topic_partition_list_t *topics; /* subscription (owned) */
+  int64_t rebuilds;
+};
+
+static rd_kafka_t *new_handle(dynconf_consumer_t *c, char *errstr,
+                              size_t errstr_size) {
+  rd_kafka_conf_t *conf = dynconf_effective_conf(c->dc);
+  if (!conf) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  return rk;
+}
+
+dynconf_consumer_t *dynconf_consumer_new(dynconf_t *dc, char *errstr,
+                                         size_t errstr_size) {
+  if (dc->type != RD_KAFKA_CONSUMER) {
+    snprintf(errstr, errstr_size,
+             "the agent was created for a producer, not a consumer");
+    return NULL;
+  }
+  dynconf_consumer_t *c = calloc(1, sizeof(*c));
+  if (!c) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  c->dc = dc;
+  c->gen = dynconf_generation(dc);
+  c->rk = new_handle(c, errstr, errstr_size);
+  if (!c->rk) {
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+rd_kafka_resp_err_t
+dynconf_consumer_subscribe(dynconf_consumer_t *c,
+                           const rd_kafka_topic_partition_list_t *topics) {
+  if (!c->rk)
+    return RD_KAFKA_RESP_ERR__STATE;
+  rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
+  if (!err) {
+    if (c->topics)
+      rd_kafka_topic_partition_list_destroy(c->topics);
+    c->topics = rd_kafka_topic_partition_list_copy(topics);
+  }
+  return err;
+}
+
+/* Commits what was processed and closes: the application's rebalance
+ * callback sees the revoke here, on its own thread. */
+static void close_handle(dynconf_consumer_t *c) {
+  rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, NULL, 0);
+  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+    dc_agent_log(c->dc, 4, "CONSUMER",
+                 "committing processed offsets before the rebuild failed: %s "
+                 "(they may be consumed again)",
+                 rd_kafka_err2str(err));
+  rd_kafka_consumer_close(c->rk);
+  rd_kafka_destroy(c->rk);
+  c->rk = NULL;
+}
+
+static void rebuild(dynconf_consumer_t *c, int64_t gen) {
+  char errstr[512];
+  c->gen = gen;
+  close_handle(c);
+  c->rk = new_handle(c, errstr, sizeof(errstr));
+  if (!c->rk) {
+    /* The agent checked librdkafka's rules already, so this is rare: keep
+     * consuming with the application's own configuration. */
+    dc_agent_log(c->dc, 3, "CONSUMER",
+                 "librdkafka refused the configuration of generation %lld "
+                 "(%s); continuing with the application's own",
+                 (long long)gen, errstr);
+    rd_kafka_conf_t *own = rd_kafka_conf_dup(c->dc->app_conf);
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, own, errstr, sizeof(errstr));
+    if (!c->rk) {
+      rd_kafka_conf_destroy(own);
+      dc_agent_log(c->dc, 3, "CONSUMER", "cannot recreate the consumer: %s",
+                   errstr);
+      return;
+    }
+    rd_kafka_poll_set_consumer(c->rk);
+  }
+  if (c->topics) {
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, c->topics);
+    if (err)
+      dc_agent_log(c->dc, 3, "CONSUMER", "re-subscribing failed: %s",
+                   rd_kafka_err2str(err));
+  }
+  c->rebuilds++;
+  dc_agent_log(c->dc, 6, "CONSUMER",
+               "rebuilt the consumer for generation %lld and rejoined",
+               (long long)gen);
+}
+
+rd_kafka_message_t *dynconf_consumer_poll(dynconf_consumer_t *c,
+                                          int timeout_ms) {
+  dynconf_poll(c->dc, 0);
+  int64_t gen = dynconf_generation(c->dc);
+  if (c->rk && gen != c->gen)
+    rebuild(c, gen);
+  if (!c->rk)
+    return NULL;
+  return rd_kafka_consumer_poll(c->rk, timeout_ms);
+}
+
+rd_kafka_resp_err_t dynconf_consumer_commit(dynconf_consumer_t *c, int async) {
+  return c->rk ? rd_kafka_commit(c->rk, NULL, async) : RD_KAFKA_RESP_ERR__STATE;
+}
+
+rd_kafka_resp_err_t dynconf_consumer_close(dynconf_consumer_t *c) {
+  if (!c->rk)
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+  close_handle(c);
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+rd_kafka_t *dynconf_consumer_handle(dynconf_consumer_t *c) { return c->rk; }
+
+int64_t dynconf_consumer_rebuilds(dynconf_consumer_t *c) { return c->rebuilds; }
+
+void dynconf_consumer_destroy(dynconf_consumer_t *c) {
+  if (!c)
+    return;
+  if (c->rk)
+    close_handle(c);
+  if (c->topics)
+    rd_kafka_topic_partition_list_destroy(c->topics);
+  free(c);
+}
