@@ -319,13 +319,16 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
  * warning, as the log callback has no opaque. */
 static long long rebuild_commit_failures;
 
+/* --verbose: the log callback has no opaque, so this is a global. */
+static bool verbose_logs;
+
 static void on_log(const dynconf_t *dc, int level, const char *fac,
                    const char *msg) {
   if (level <= 4 && !strcmp(fac, "CONSUMER") && strstr(msg, "committing"))
     rebuild_commit_failures++;
   static const char *lv[] = {"emerg", "alert", "crit", "error",
                              "warning", "notice", "info", "debug"};
-  if (level <= 4 || getenv("DYNCONF_EXAMPLE_VERBOSE"))
+  if (level <= 4 || verbose_logs)
     fprintf(stderr, "[consumer %s] %s %s: %s\n", dynconf_client_id(dc),
             lv[level & 7], fac, msg);
 }
@@ -739,7 +742,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (a.verbose)
-    setenv("DYNCONF_EXAMPLE_VERBOSE", "1", 1);
+    verbose_logs = true;
 
   char errstr[512];
   a.app_conf = rd_kafka_conf_new();

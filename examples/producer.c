@@ -316,13 +316,16 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
   a->pending_applied = applied;
 }
 
+/* --verbose: the log callback has no opaque, so this is a global. */
+static bool verbose_logs;
+
 static void on_log(const dynconf_t *dc, int level, const char *fac,
                    const char *msg) {
   /* Warnings and errors always; the rest only with --verbose (the switch
    * itself is reported on the change line). */
   static const char *lv[] = {"emerg", "alert", "crit", "error",
                              "warning", "notice", "info", "debug"};
-  if (level <= 4 || getenv("DYNCONF_EXAMPLE_VERBOSE"))
+  if (level <= 4 || verbose_logs)
     fprintf(stderr, "[producer %s] %s %s: %s\n", dynconf_client_id(dc),
             lv[level & 7], fac, msg);
 }
@@ -685,7 +688,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (a.verbose)
-    setenv("DYNCONF_EXAMPLE_VERBOSE", "1", 1);
+    verbose_logs = true;
   snprintf(a.producer_id, sizeof(a.producer_id), "%s.%ld", a.client_id,
            (long)getpid());
 

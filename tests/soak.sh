@@ -43,11 +43,17 @@ for b in "$DC_DYNCONFD" "$DC_CONFIGS" "$EX/producer" "$EX/consumer" "$EX/mock_cl
   [ -x "$b" ] || tap_bail "$b is not built (DC_BUILDDIR=$DC_BUILDDIR)"
 done
 
-APP_PIDS=()
+APP_PIDS=() # the mock cluster and the clients, while running
 soak_cleanup() {
-  local rc=$? p
-  for p in "${APP_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${APP_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  local rc=$? i p
+  # Newest first: the clients close while the mock cluster still answers.
+  for ((i = ${#APP_PIDS[@]} - 1; i >= 0; i--)); do
+    p=${APP_PIDS[i]}
+    kill "$p" 2>/dev/null || continue
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null # stuck in librdkafka's close
+    wait "$p" 2>/dev/null
+  done
   (exit $rc) # dc_cleanup (lib.sh: the daemon, $DC_TMP) exits with $?
   dc_cleanup
 }
@@ -62,7 +68,8 @@ dc_start_daemon "$DC_TMP/data" --session-timeout-min-ms 2000 || tap_bail "dyncon
 CFG="127.0.0.1:$DC_PORT"
 "$EX/mock_cluster" --topic soak --partitions "$PARTITIONS" \
   >"$DC_TMP/mock.out" 2>"$DC_TMP/mock.log" &
-APP_PIDS+=($!)
+MOCK=$!
+APP_PIDS+=($MOCK)
 for _ in $(seq 100); do grep -q '^bootstrap ' "$DC_TMP/mock.out" && break; sleep 0.1; done
 KAFKA=$(sed -n 's/^bootstrap //p' "$DC_TMP/mock.out")
 [ -n "$KAFKA" ] || tap_bail "the mock cluster did not start"
@@ -143,11 +150,29 @@ while :; do
 done
 tap_diag "driver: $acks_flips acks flips, $consumer_flips consumer flips, $cli_failures CLI failures"
 
-wait "$PRODUCER"
+# wait_bounded PID SECONDS: its exit status, or 124 (and SIGKILL) when it
+# is still running after SECONDS.
+wait_bounded() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$1" 2>/dev/null; then
+    tap_diag "pid $1 still running after $2 s: killed"
+    kill -9 "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    return 124
+  fi
+  wait "$1"
+}
+# The producer flushes for at most 60 s and closes within 30 s; the
+# consumer catches up for at most 90 s after the producer's report.
+wait_bounded "$PRODUCER" 120
 producer_rc=$?
-wait "$CONSUMER"
+wait_bounded "$CONSUMER" 150
 consumer_rc=$?
-APP_PIDS=()
+APP_PIDS=($MOCK)
 
 show_logs() {
   local f
