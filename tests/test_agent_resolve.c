@@ -1689,12 +1689,32 @@ static void test_random(void) {
      tot.ignored_deleted);
 }
 
+/* A dynamic value equal to the application's own is a change of source
+ * only: the client keeps running with the same value, no rebuild. */
+static void test_same_as_app(void) {
+  world_t w;
+  world_init(&w, false, "acks");
+  char app_acks[] = "1";
+  w.app.values[0] = app_acks;
+  dynconf_event_t *ev = feed(&w, "acks=1/C");
+  ok(ev && dynconf_event_accepted(ev) && dynconf_event_entry_count(ev) == 1,
+     "acks=1 over the app's own acks=1: one applied entry");
+  is_int(w.gen, 0, "acks=1 over the app's own acks=1: generation stays 0");
+  dc_event_free(ev);
+  ev = feed(&w, "acks=0/C");
+  is_int(w.gen, 1, "acks=0 then moves the generation");
+  dc_event_free(ev);
+  w.app.values[0] = NULL;
+  world_free(&w);
+}
+
 int main(void) {
   test_fetched_find();
   test_effective();
   test_allow();
   test_event_accessors();
   test_no_change();
+  test_same_as_app();
   test_first_fetch_and_sources();
   test_sorting_and_ignored();
   test_pinned();

@@ -244,7 +244,10 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
   bool value_moves = false;
   for (size_t i = 0; i < allow->n; i++) {
     bool v = !same(cand.value[i], eff->value[i]);
-    value_moves |= v;
+    /* What the client runs with: a dynamic value equal to the app's own
+     * is no reason to rebuild. */
+    value_moves |= !same(cand.value[i] ? cand.value[i] : app->values[i],
+                         eff->value[i] ? eff->value[i] : app->values[i]);
     if (v || (cand.value[i] && cand.source[i] != eff->source[i]))
       add_key(keys, &nk, allow->keys[i]);
   }
