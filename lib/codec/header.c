@@ -7,6 +7,9 @@ static const dc_api_info_t apis[] = {
     {DC_API_DESCRIBE_CONFIGS, 0, 4, 4, "DescribeConfigs"},
     {DC_API_ALTER_CONFIGS, 0, 2, 2, "AlterConfigs"},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, "IncrementalAlterConfigs"},
+    {DC_API_SASL_HANDSHAKE, 0, 1, -1, "SaslHandshake"},
+    {DC_API_SASL_AUTHENTICATE, 0, 2, 2, "SaslAuthenticate"},
+    {DC_API_RELOAD_SECURITY, 0, 0, -1, "ReloadSecurity"},
 };
 
 const dc_api_info_t *dc_api_all(size_t *np) {

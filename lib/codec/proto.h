@@ -30,6 +30,10 @@ enum {
   DC_API_ALTER_CONFIGS = 33,
   DC_API_SASL_AUTHENTICATE = 36,
   DC_API_INCREMENTAL_ALTER_CONFIGS = 44,
+  /* dynconf's own, outside Kafka's range (seed 002's targeted reload):
+   * reload TLS key/certificate/CA (and ACLs, credentials) from the same
+   * paths. Advertised in ApiVersions. */
+  DC_API_RELOAD_SECURITY = 20000,
 };
 
 /* ConfigResource types and config sources. */
@@ -37,6 +41,10 @@ enum {
   DC_RES_TOPIC = 2,
   DC_RES_BROKER = 4,
   DC_RES_CLIENT = 9, /* dynconf / KIP-649 first draft */
+  /* dynconf: a principal-scoped entity (KIP-649 later drafts). Name is
+   * "USER" (the user entity) or "USER/CLIENT" (user + client-id), each part
+   * percent-encoded (see lib/common/entity.h). */
+  DC_RES_USER = 10,
 };
 enum {
   DC_SRC_UNKNOWN = 0,
@@ -44,6 +52,8 @@ enum {
   DC_SRC_DEFAULT = 5,
   DC_SRC_DYNAMIC_CLIENT = 7,  /* the client-id's own override */
   DC_SRC_DYNAMIC_DEFAULT = 8, /* inherited from <default> */
+  DC_SRC_DYNAMIC_USER = 9,        /* from the principal's user entity */
+  DC_SRC_DYNAMIC_USER_CLIENT = 10, /* from the user + client-id entity */
 };
 /* IncrementalAlterConfigs operations (KIP-339). */
 enum { DC_OP_SET = 0, DC_OP_DELETE = 1, DC_OP_APPEND = 2, DC_OP_SUBTRACT = 3 };
@@ -260,5 +270,75 @@ int dc_incremental_alter_configs_req_encode(dc_buf_t *b, int16_t v, const dc_alt
 /* The IncrementalAlterConfigs response has the AlterConfigs shape. */
 int dc_incremental_alter_configs_resp_decode(dc_rd_t *rd, int16_t v, dc_alter_configs_resp_t *out);
 int dc_incremental_alter_configs_resp_encode(dc_buf_t *b, int16_t v, const dc_alter_configs_resp_t *in);
+
+
+/* ---- SaslHandshake (17) v0-1 -------------------------------------------
+ * v0 means the SASL tokens that follow travel as raw size-prefixed frames
+ * (the path kafka-python uses); v1 means they travel in SaslAuthenticate. */
+typedef struct dc_sasl_handshake_req {
+  char *mechanism;
+} dc_sasl_handshake_req_t;
+
+typedef struct dc_sasl_handshake_resp {
+  int16_t error_code;
+  int32_t n_mechanisms;
+  char **mechanisms;
+} dc_sasl_handshake_resp_t;
+
+int dc_sasl_handshake_req_decode(dc_rd_t *rd, int16_t v, dc_sasl_handshake_req_t *out);
+int dc_sasl_handshake_req_encode(dc_buf_t *b, int16_t v, const dc_sasl_handshake_req_t *in);
+int dc_sasl_handshake_resp_decode(dc_rd_t *rd, int16_t v, dc_sasl_handshake_resp_t *out);
+int dc_sasl_handshake_resp_encode(dc_buf_t *b, int16_t v, const dc_sasl_handshake_resp_t *in);
+
+/* ---- SaslAuthenticate (36) v0-2 (flexible from 2) ---------------------- */
+typedef struct dc_sasl_authenticate_req {
+  const uint8_t *auth_bytes; /* arena (decode) or borrowed (encode) */
+  int32_t n_auth_bytes;
+} dc_sasl_authenticate_req_t;
+
+typedef struct dc_sasl_authenticate_resp {
+  int16_t error_code;
+  char *error_message; /* nullable */
+  const uint8_t *auth_bytes;
+  int32_t n_auth_bytes;
+  int64_t session_lifetime_ms; /* v1+ */
+} dc_sasl_authenticate_resp_t;
+
+int dc_sasl_authenticate_req_decode(dc_rd_t *rd, int16_t v, dc_sasl_authenticate_req_t *out);
+int dc_sasl_authenticate_req_encode(dc_buf_t *b, int16_t v, const dc_sasl_authenticate_req_t *in);
+int dc_sasl_authenticate_resp_decode(dc_rd_t *rd, int16_t v, dc_sasl_authenticate_resp_t *out);
+int dc_sasl_authenticate_resp_encode(dc_buf_t *b, int16_t v, const dc_sasl_authenticate_resp_t *in);
+
+/* ---- ReloadSecurity (20000) v0, dynconf's own --------------------------
+ * request:  listener_name (nullable string; null = every listener)
+ * response: throttle_time_ms, error_code, error_message (nullable),
+ *           [listener_name, error_code, error_message (nullable),
+ *            subject (nullable: the certificate now served),
+ *            not_after_ms (int64; -1 = none)]
+ * Not flexible (request header v1, response header v0). */
+typedef struct dc_reload_req {
+  char *listener_name;
+} dc_reload_req_t;
+
+typedef struct dc_reload_listener {
+  char *listener_name;
+  int16_t error_code;
+  char *error_message;
+  char *subject;
+  int64_t not_after_ms;
+} dc_reload_listener_t;
+
+typedef struct dc_reload_resp {
+  int32_t throttle_time_ms;
+  int16_t error_code;
+  char *error_message;
+  int32_t n_listeners;
+  dc_reload_listener_t *listeners;
+} dc_reload_resp_t;
+
+int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out);
+int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in);
+int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out);
+int dc_reload_resp_encode(dc_buf_t *b, int16_t v, const dc_reload_resp_t *in);
 
 #endif

@@ -1,0 +1,4 @@
+/* placeholder: being written (issue 5) */
+#ifndef DC_ACL_H
+#define DC_ACL_H
+#endif

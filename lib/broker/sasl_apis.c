@@ -1,0 +1,2 @@
+/* placeholder: being written (issue 5) */
+#include "broker/broker_int.h"

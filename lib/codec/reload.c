@@ -1,0 +1,69 @@
+/*
+ * ReloadSecurity (key 20000) v0: dynconf's own targeted reload RPC (seed
+ * 002). Layout in proto.h. Classic (non-flexible) encodings throughout.
+ */
+#include "proto.h"
+
+#include <string.h>
+
+int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (v != 0) {
+    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    return rd->err;
+  }
+  out->listener_name = dc_rd_str(rd, false, true);
+  return rd->err;
+}
+
+int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in) {
+  if (v != 0)
+    return DYNCONF_ERR__UNSUPPORTED_API;
+  dc_wr_str(b, false, in->listener_name);
+  return b->err;
+}
+
+int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (v != 0) {
+    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    return rd->err;
+  }
+  out->throttle_time_ms = dc_rd_i32(rd);
+  out->error_code = dc_rd_i16(rd);
+  out->error_message = dc_rd_str(rd, false, true);
+  /* name + error + message + subject + not_after, all minimal */
+  int32_t n = dc_rd_array_len(rd, false, false, 2 + 2 + 2 + 2 + 8);
+  out->listeners = dc_rd_alloc(rd, (size_t)n, sizeof(*out->listeners));
+  if (rd->err)
+    return rd->err;
+  out->n_listeners = n;
+  for (int32_t i = 0; i < n && !rd->err; i++) {
+    dc_reload_listener_t *l = &out->listeners[i];
+    l->listener_name = dc_rd_str(rd, false, false);
+    l->error_code = dc_rd_i16(rd);
+    l->error_message = dc_rd_str(rd, false, true);
+    l->subject = dc_rd_str(rd, false, true);
+    l->not_after_ms = dc_rd_i64(rd);
+  }
+  return rd->err;
+}
+
+int dc_reload_resp_encode(dc_buf_t *b, int16_t v, const dc_reload_resp_t *in) {
+  if (v != 0)
+    return DYNCONF_ERR__UNSUPPORTED_API;
+  int32_t n = dc_nn_count(in->n_listeners);
+  dc_wr_i32(b, in->throttle_time_ms);
+  dc_wr_i16(b, in->error_code);
+  dc_wr_str(b, false, in->error_message);
+  dc_wr_array_len(b, false, n);
+  for (int32_t i = 0; i < n; i++) {
+    const dc_reload_listener_t *l = &in->listeners[i];
+    dc_wr_str_nn(b, false, l->listener_name);
+    dc_wr_i16(b, l->error_code);
+    dc_wr_str(b, false, l->error_message);
+    dc_wr_str(b, false, l->subject);
+    dc_wr_i64(b, l->not_after_ms);
+  }
+  return b->err;
+}

@@ -1,0 +1,4 @@
+/* placeholder: being written (issue 5) */
+#ifndef DC_SCRAM_H
+#define DC_SCRAM_H
+#endif
