@@ -11,6 +11,8 @@ struct dc_broker {
   char node_name[16]; /* node id as a BROKER resource name */
   dc_store_t *store;  /* borrowed; NULL = memory only */
   dc_configdb_t *db;  /* owned snapshot */
+  struct dc_acl *acl;           /* owned; NULL = no authorizer */
+  struct dc_credentials *creds; /* owned; NULL = no SASL users */
 };
 
 /* Everything a handler needs about the request in hand. */

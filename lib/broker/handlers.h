@@ -14,6 +14,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* One listener's outcome of a TLS reload. */
+typedef struct dc_reload_report {
+  char listener[64];
+  int16_t error_code;   /* 0, or a Kafka error code (e.g. -1) */
+  char message[512];    /* why it failed; empty on success */
+  char subject[512];    /* the certificate served from now on */
+  int64_t not_after_ms; /* its expiry, wall-clock ms; -1 if none */
+} dc_reload_report_t;
+
 typedef struct dc_broker_opts {
   int32_t node_id;                 /* default 1 */
   const char *cluster_id;          /* Metadata v2+; default "dynconf" */
@@ -25,7 +34,22 @@ typedef struct dc_broker_opts {
   size_t n_static;
   const char *const *static_keys;
   const char *const *static_values;
+  /* Security (all optional; borrowed strings that must outlive the broker).
+   * acl_path NULL = no authorizer: every principal may do everything, as a
+   * Kafka broker without authorizer.class.name. super_users: comma list of
+   * principals ("User:admin,User:CN=ops") that pass every check.
+   * credentials_path: the hashed SCRAM credentials file SASL checks. */
+  const char *acl_path;
+  const char *super_users;
+  const char *credentials_path;
+  /* ReloadSecurity (key 20000) and SIGHUP: reloads the TLS material of the
+   * named listener (NULL = all) and fills up to max reports; returns the
+   * number filled. Set by the program that owns the listeners. */
+  int (*reload_tls)(void *opaque, const char *listener,
+                    dc_reload_report_t *reports, int max);
+  void *reload_opaque;
 } dc_broker_opts_t;
+
 
 /* Fills opts with the defaults above. */
 void dc_broker_opts_init(dc_broker_opts_t *opts);
@@ -39,12 +63,40 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
                            char *errstr, size_t errstr_size);
 void dc_broker_destroy(dc_broker_t *b);
 
+/* Reloads the ACL file and the credentials file from their paths. On a bad
+ * file the old rules/credentials stay and errstr says why; returns 0 or -1.
+ * Loop thread only. */
+int dc_broker_reload_security(dc_broker_t *b, char *errstr, size_t errstr_size);
+
+/* Per-connection SASL state, owned by the connection (server.c), changed
+ * by the SaslHandshake/SaslAuthenticate handlers. */
+enum {
+  DC_AUTH_NONE = 0,      /* listener without SASL */
+  DC_AUTH_HANDSHAKE,     /* SASL listener: waiting for SaslHandshake */
+  DC_AUTH_AUTHENTICATE,  /* after SaslHandshake v1: SaslAuthenticate next */
+  DC_AUTH_RAW,           /* after SaslHandshake v0: raw token frames next */
+  DC_AUTH_DONE,          /* authenticated; principal is set */
+};
+struct dc_sasl_server;
+typedef struct dc_conn_auth {
+  int state;
+  char mechanism[32];
+  struct dc_sasl_server *sasl; /* exchange in progress; owned */
+  char principal[512];         /* "User:NAME" once DONE */
+} dc_conn_auth_t;
+
+/* Frees what an auth state holds (not the struct itself). */
+void dc_conn_auth_clear(dc_conn_auth_t *a);
+
 /* Who sent a request and on which listener. */
 typedef struct dc_conn_info {
   const char *peer;      /* "ip:port" of the client, for the audit log */
-  const char *principal; /* "User:ANONYMOUS" until security lands */
+  const char *principal; /* "User:NAME": SASL user, TLS certificate subject,
+                            or "User:ANONYMOUS" */
+  const char *listener;  /* listener name, e.g. "SASL_SSL" */
   const char *advertised_host; /* this listener's advertised address, */
   int32_t advertised_port;     /* returned by Metadata */
+  dc_conn_auth_t *auth;  /* SASL state; NULL or state NONE = no SASL */
 } dc_conn_info_t;
 
 enum {

@@ -316,8 +316,11 @@ static void conn_process(dc_server_t *s, conn_t *c) {
     }
     if (r == 0)
       break;
-    dc_conn_info_t info = {c->peer, "User:ANONYMOUS", c->listener->adv_host,
-                           c->listener->adv_port};
+    dc_conn_info_t info = {.peer = c->peer,
+                           .principal = "User:ANONYMOUS",
+                           .listener = "PLAINTEXT",
+                           .advertised_host = c->listener->adv_host,
+                           .advertised_port = c->listener->adv_port};
     why[0] = '\0';
     int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
                              (size_t)size, &s->arena, &c->out, why,
