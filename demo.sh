@@ -68,7 +68,7 @@ pids="$pids $!"
 wait_for "$work/dynconfd.out" '^listening on' || { cat "$work/dynconfd.log"; fail "dynconfd did not start"; }
 wait_for "$work/mock.out" '^bootstrap ' || { cat "$work/mock.log"; fail "the mock cluster did not start"; }
 services=$pids
-cfg=$(sed -n 's/^listening on //p' "$work/dynconfd.out")
+cfg=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/dynconfd.out")
 kafka=$(sed -n 's/^bootstrap //p' "$work/mock.out")
 echo "dynconfd (config server, Kafka protocol): $cfg"
 echo "Kafka cluster (librdkafka's mock, topic 'orders', 3 partitions): $kafka"

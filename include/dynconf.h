@@ -139,7 +139,18 @@ typedef enum {
   DYNCONF_SOURCE_APP = 0,     /* the application's own configuration */
   DYNCONF_SOURCE_CLIENT = 1,  /* dynconfd: this client-id's override */
   DYNCONF_SOURCE_DEFAULT = 2, /* dynconfd: the <default> entity */
+  /* dynconfd: the entity of the agent's authenticated user (config source
+   * 9, DYNAMIC_USER), e.g. User:alice or the certificate subject */
+  DYNCONF_SOURCE_USER = 3,
+  /* dynconfd: that user's entry for this client-id (config source 10,
+   * DYNAMIC_USER_CLIENT); it beats USER, CLIENT and DEFAULT */
+  DYNCONF_SOURCE_USER_CLIENT = 4,
+  /* a file on disk: the application's ssl.* files (certificate rotation,
+   * see dynconf.ssl.check.interval.ms) */
+  DYNCONF_SOURCE_FILE = 5,
 } dynconf_source_t;
+/** "application", "client-override", "default-entity", "user-override",
+ *  "user-client-override", "file". Static storage. Any thread. */
 const char *dynconf_source_name(dynconf_source_t s);
 
 /** What the agent did with one key of a change set. */
@@ -157,17 +168,24 @@ typedef enum {
                                     stays (reported once per outage) */
   DYNCONF_EVENT_UNSUPPORTED = 3, /* the server does not serve CLIENT
                                     configs (a plain Kafka broker) */
+  DYNCONF_EVENT_CERT_ERROR = 4,  /* changed ssl.* files cannot be used (not
+                                    readable, not PEM, or a certificate and
+                                    key that still do not match after
+                                    several checks); the certificates in use
+                                    stay. Once per distinct content. */
 } dynconf_event_type_t;
 
 dynconf_event_type_t dynconf_event_type(const dynconf_event_t *ev);
-/** For ERROR/UNSUPPORTED: the error and a sentence about it. */
+/** For ERROR/UNSUPPORTED/CERT_ERROR: the error and a sentence about it
+ *  (CERT_ERROR: DYNCONF_ERR_INVALID_CONFIG, naming the file and why). */
 dynconf_err_t dynconf_event_error(const dynconf_event_t *ev);
 const char *dynconf_event_error_string(const dynconf_event_t *ev);
 /** For CHANGE: 1 when the set was applied, 0 when it was rejected. */
 int dynconf_event_accepted(const dynconf_event_t *ev);
 /** Generation of the effective configuration after this event: it grows
  *  by one with every applied change set that changes an effective value
- *  (a change of source alone does not count). */
+ *  (a change of source alone does not count) and with every certificate
+ *  rotation (see "Client certificate rotation" below). */
 int64_t dynconf_event_generation(const dynconf_event_t *ev);
 /** Entries of a CHANGE event, one per key that changed, sorted by key. */
 size_t dynconf_event_entry_count(const dynconf_event_t *ev);
@@ -181,6 +199,39 @@ dynconf_source_t dynconf_event_source(const dynconf_event_t *ev, size_t i);
 dynconf_outcome_t dynconf_event_outcome(const dynconf_event_t *ev, size_t i);
 /** Why a key was rejected or pinned; NULL otherwise. */
 const char *dynconf_event_reason(const dynconf_event_t *ev, size_t i);
+
+/*
+ * Client certificate rotation
+ *
+ * With security.protocol SSL or SASL_SSL, the agent polls (no inotify) the
+ * files named by the application's ssl.certificate.location,
+ * ssl.key.location and ssl.ca.location (those that are set and are
+ * regular files) every dynconf.ssl.check.interval.ms (default 10000; 0 =
+ * never) on its own thread: a stat() first, and a SHA-256 of the bytes
+ * only when the stat changed. A file counts as changed when its content
+ * differs from the one in use. Before acting, the new set must be whole:
+ * the certificate and the key parse and match (ssl.key.password is used
+ * for an encrypted key) and the CA file holds at least one certificate.
+ * Until then nothing changes: a certificate and key that do not match yet
+ * (one written, the other not) are waited for, logged once; a file that
+ * cannot be read or is not PEM is logged once and reported with one
+ * DYNCONF_EVENT_CERT_ERROR (as is a pair that still does not match after
+ * three checks). The certificates in use stay in use meanwhile.
+ *
+ * A whole new set is applied at once: the generation moves by one (managed
+ * producers and consumers rebuild their handles, and librdkafka reads the
+ * files again at rd_kafka_new(); an application that builds its own
+ * handles from dynconf_effective_conf() should do the same), one
+ * DYNCONF_EVENT_CHANGE is queued with an entry per changed file (key
+ * "ssl.certificate.location", "ssl.key.location" or "ssl.ca.location",
+ * source DYNCONF_SOURCE_FILE, outcome APPLIED, old and new value
+ * describing the certificate: subject, SHA-256 fingerprint, expiry), and
+ * the agent's own connection to the config server is rebuilt with the new
+ * files. The statistics show the certificate in use and the rotation
+ * count under "ssl". Events still reach the application only through
+ * dynconf_poll(). Write each file atomically (write a temporary file,
+ * then rename it): a rebuild reads whatever is on disk at that moment.
+ */
 
 typedef enum {
   DYNCONF_STATE_INIT = 0,   /* no answer yet */
@@ -321,8 +372,10 @@ dynconf_consumer_subscribe(dynconf_consumer_t *c,
  *  as processed: when the effective configuration changed, this call
  *  commits their offsets, closes the old handle (the application's
  *  rebalance_cb sees the revoke), creates a new one with the new timeouts
- *  and rejoins before polling. With group.instance.id the rebuild causes
- *  no rebalance of other members. The caller destroys the message.
+ *  and rejoins before polling (the new handle is created before the old
+ *  one closes: when librdkafka refuses it, the current handle keeps
+ *  running). With group.instance.id the rebuild causes no rebalance of
+ *  other members. The caller destroys the message.
  *  Application thread. */
 rd_kafka_message_t *dynconf_consumer_poll(dynconf_consumer_t *c,
                                           int timeout_ms);

@@ -15,6 +15,10 @@
  *
  * Ownership: the caller owns the kproxy_t (stack or static); kproxy_start()
  * allocates sockets, buffers and the thread, kproxy_stop() frees them all.
+ *
+ * TLS: tests/tlsproxy.h puts a TLS-terminating front in front of a kproxy;
+ * kproxy_start_advertising() then makes the rewritten addresses name the
+ * front's port, so clients stay on TLS.
  */
 #ifndef DC_KPROXY_H
 #define DC_KPROXY_H
@@ -67,6 +71,7 @@ typedef struct kp_conn {
 typedef struct kproxy {
   int lfd, port;       /* our listening socket and its port */
   int upstream_port;   /* the broker we front (127.0.0.1) */
+  int advertise_port;  /* what rewritten addresses name (default: port) */
   int wake[2];         /* self-pipe: kproxy_stop() ends the thread */
   pthread_t thread;
   bool started;
@@ -197,7 +202,7 @@ static inline int kp_rewrite_metadata(kproxy_t *kp, int16_t ver,
     goto out;
   for (int32_t i = 0; i < m.n_brokers; i++) {
     m.brokers[i].host = "127.0.0.1";
-    m.brokers[i].port = kp->port;
+    m.brokers[i].port = kp->advertise_port;
   }
   size_t off = dc_wr_frame_begin(out);
   if (dc_resp_header_encode(out, DC_API_METADATA, ver, corr) ||
@@ -239,7 +244,7 @@ static inline int kp_rewrite_findcoord(kproxy_t *kp, int16_t ver,
       dc_wr_str(out, false, msg);
     dc_wr_i32(out, node);
     dc_wr_str(out, false, "127.0.0.1");
-    dc_wr_i32(out, kp->port);
+    dc_wr_i32(out, kp->advertise_port);
     dc_wr_frame_end(out, off);
     rc = out->err ? -1 : 0;
   }
@@ -382,9 +387,12 @@ static inline void *kp_thread(void *arg) {
 }
 
 /* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
- * upstream_port. 0, or -1 with errstr. */
-static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
-                               size_t errstr_size) {
+ * upstream_port whose rewritten Metadata/FindCoordinator answers name
+ * 127.0.0.1:advertise_port (0 = the proxy's own port). 0, or -1 with
+ * errstr. */
+static inline int kproxy_start_advertising(kproxy_t *kp, int upstream_port,
+                                           int advertise_port, char *errstr,
+                                           size_t errstr_size) {
   memset(kp, 0, sizeof(*kp));
   kp->lfd = kp->wake[0] = kp->wake[1] = -1;
   for (int i = 0; i < KP_MAX_CONNS; i++)
@@ -405,6 +413,7 @@ static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
     goto fail;
   }
   kp->port = ntohs(sa.sin_port);
+  kp->advertise_port = advertise_port ? advertise_port : kp->port;
   if (pthread_create(&kp->thread, NULL, kp_thread, kp)) {
     snprintf(errstr, errstr_size, "kproxy: cannot start its thread");
     goto fail;
@@ -421,6 +430,13 @@ fail:
   pthread_mutex_destroy(&kp->lock);
   kp->lfd = -1;
   return -1;
+}
+
+/* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
+ * upstream_port. 0, or -1 with errstr. */
+static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
+                               size_t errstr_size) {
+  return kproxy_start_advertising(kp, upstream_port, 0, errstr, errstr_size);
 }
 
 /* Stops the thread, closes every connection and frees everything. */

@@ -113,6 +113,7 @@ dc_start_daemon() {
     line=$(grep -m1 '^listening on ' "$DC_DAEMON_OUT" 2>/dev/null)
     if [ -n "$line" ]; then
       line=${line#listening on }
+      line=${line%% *} # drop the "(NAME PROTOCOL)" suffix
       DC_PORT=${line##*:}
       DC_HOST=${line%:*}
       export DC_PID DC_PORT DC_HOST

@@ -7,7 +7,9 @@
  * cross-key rules, recovery after a rejection (the set judged whole), the
  * culprit always carrying the specific reason, out-of-memory paths, and a
  * fixed-seed randomized run comparing every event, entry and effective
- * config with an independent model of the rules.
+ * config with an independent model of the rules; the mapping of the wire's
+ * config sources (7, 8 and the principal-scoped 9 user, 10 user+client-id)
+ * to the public enum and their names.
  *
  * The rules (the lead's, for the rewritten dc_resolve):
  * 1. no event iff the fetched set equals the previous one (keys, values,
@@ -60,6 +62,8 @@ char *strdup(const char *s) {
 #define S_CLIENT DYNCONF_SOURCE_CLIENT
 #define S_DEFAULT DYNCONF_SOURCE_DEFAULT
 #define S_APP DYNCONF_SOURCE_APP
+#define S_USER DYNCONF_SOURCE_USER
+#define S_USER_CLIENT DYNCONF_SOURCE_USER_CLIENT
 #define O_APPLIED DYNCONF_OUTCOME_APPLIED
 #define O_IGNORED DYNCONF_OUTCOME_IGNORED
 #define O_REJECTED DYNCONF_OUTCOME_REJECTED
@@ -94,7 +98,8 @@ static void set_sort(dc_fetched_set_t *s) {
 }
 
 /* Builds a set from "key=value/C key=value/D ...": /C = client-id
- * override, /D = <default>. The caller owns the result. */
+ * override, /D = <default>, /U = the user's entity, /X = user + client-id.
+ * The caller owns the result. */
 static dc_fetched_set_t fs(const char *spec) {
   dc_fetched_set_t s = {0};
   char *copy = strdup(spec), *save = NULL;
@@ -104,7 +109,11 @@ static dc_fetched_set_t fs(const char *spec) {
     if (!eq || !sl || sl < eq)
       abort(); /* a typo in this file */
     *eq = *sl = '\0';
-    set_add(&s, t, eq + 1, sl[1] == 'C' ? S_CLIENT : S_DEFAULT);
+    set_add(&s, t, eq + 1,
+            sl[1] == 'C'   ? S_CLIENT
+            : sl[1] == 'U' ? S_USER
+            : sl[1] == 'X' ? S_USER_CLIENT
+                           : S_DEFAULT);
   }
   free(copy);
   set_sort(&s);
@@ -427,6 +436,88 @@ static void test_event_accessors(void) {
   dc_event_free(ev);
   dc_event_free(NULL);
   ok(1, "dc_event_free(NULL) is harmless");
+}
+
+/* ---- principal-scoped sources ------------------------------------------ */
+
+static void test_wire_sources(void) {
+  static const struct {
+    int wire;
+    bool applied;
+    dynconf_source_t src;
+    const char *name;
+  } cases[] = {
+      {7, true, S_CLIENT, "client-override"},
+      {8, true, S_DEFAULT, "default-entity"},
+      {9, true, S_USER, "user-override"},
+      {10, true, S_USER_CLIENT, "user-client-override"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    dynconf_source_t s = (dynconf_source_t)-1;
+    ok(dc_source_from_wire(cases[i].wire, &s) == cases[i].applied,
+       "wire source %d is applied", cases[i].wire);
+    is_int(s, cases[i].src, "wire source %d maps to %s", cases[i].wire,
+           cases[i].name);
+    is_str(dynconf_source_name(s), cases[i].name, "name of wire source %d",
+           cases[i].wire);
+  }
+  /* Static, broker and unknown sources are never a client's dynamic value. */
+  static const int ignored[] = {-1, 0, 1, 2, 3, 4, 5, 6, 11, 127, 255};
+  for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+    dynconf_source_t s = S_APP;
+    ok(!dc_source_from_wire(ignored[i], &s) && s == S_APP,
+       "wire source %d is not applied (out untouched)", ignored[i]);
+  }
+  is_str(dynconf_source_name(DYNCONF_SOURCE_FILE), "file", "name of FILE");
+  is_str(dynconf_source_name(DYNCONF_SOURCE_APP), "application",
+         "name of APP");
+  is_str(dynconf_source_name((dynconf_source_t)99), "unknown",
+         "name of an unknown source");
+}
+
+/* The server resolves user+client-id > user > client-id > <default> and
+ * says which won; the agent applies the value and reports the source. */
+static void test_principal_sources(void) {
+  world_t w;
+  world_init(&w, true, NULL);
+  dynconf_event_t *ev =
+      feed(&w, "session.timeout.ms=30000/U heartbeat.interval.ms=4000/X");
+  if (check_change(ev, 1, 1, 2, "user sources")) {
+    check_entry(ev, "heartbeat.interval.ms", NULL, "4000", S_USER_CLIENT,
+                O_APPLIED, NULL, "user sources");
+    check_entry(ev, "session.timeout.ms", NULL, "30000", S_USER, O_APPLIED,
+                NULL, "user sources");
+  }
+  dc_event_free(ev);
+  is_int(effs(&w, "session.timeout.ms"), S_USER, "effective source USER");
+  is_int(effs(&w, "heartbeat.interval.ms"), S_USER_CLIENT,
+         "effective source USER_CLIENT");
+  feed_none(&w, "heartbeat.interval.ms=4000/X session.timeout.ms=30000/U",
+            "the same user set again");
+
+  /* The user entity's value goes, the client-id's (same value) shows
+   * through: a source-only change, no rebuild. */
+  ev = feed(&w, "heartbeat.interval.ms=4000/X session.timeout.ms=30000/C");
+  if (check_change(ev, 1, 1, 1, "USER->CLIENT same value"))
+    check_entry(ev, "session.timeout.ms", "30000", "30000", S_CLIENT,
+                O_APPLIED, NULL, "USER->CLIENT same value");
+  dc_event_free(ev);
+  /* user+client-id -> user with another value: the generation moves. */
+  ev = feed(&w, "heartbeat.interval.ms=3500/U session.timeout.ms=30000/C");
+  if (check_change(ev, 1, 2, 1, "USER_CLIENT->USER new value"))
+    check_entry(ev, "heartbeat.interval.ms", "4000", "3500", S_USER,
+                O_APPLIED, NULL, "USER_CLIENT->USER new value");
+  dc_event_free(ev);
+  /* A user value breaking a rule is rejected like any other. */
+  ev = feed(&w, "heartbeat.interval.ms=40000/X session.timeout.ms=30000/C");
+  if (check_change(ev, 0, 2, 1, "USER_CLIENT value rejected"))
+    check_entry(ev, "heartbeat.interval.ms", "3500", "40000", S_USER_CLIENT,
+                O_REJECTED, "~must be lower than session.timeout.ms",
+                "USER_CLIENT value rejected");
+  dc_event_free(ev);
+  is_str(effv(&w, "heartbeat.interval.ms"), "3500", "last good kept");
+  is_int(effs(&w, "heartbeat.interval.ms"), S_USER, "last good source kept");
+  world_free(&w);
 }
 
 /* ---- dc_resolve scenarios ---------------------------------------------- */
@@ -1215,7 +1306,16 @@ static const char *rval(size_t k) {
   return rkeys[k].vals[rnd() % n];
 }
 
-static dynconf_source_t rsrc(void) { return rnd() % 2 ? S_CLIENT : S_DEFAULT; }
+static const dynconf_source_t rsources[] = {S_CLIENT, S_DEFAULT, S_USER,
+                                            S_USER_CLIENT};
+static dynconf_source_t rsrc(void) { return rsources[rnd() % 4]; }
+/* Another source than s. */
+static dynconf_source_t rother(dynconf_source_t s) {
+  dynconf_source_t o;
+  while ((o = rsrc()) == s)
+    ;
+  return o;
+}
 
 /* The next fetched set: often the same, often one key off, else random. */
 static dc_fetched_set_t rand_set(const dc_fetched_set_t *prev) {
@@ -1234,7 +1334,7 @@ static dc_fetched_set_t rand_set(const dc_fetched_set_t *prev) {
     else if (op == 1) { /* source only, or add */
       const dc_fetched_t *f = dc_fetched_find(prev, rkeys[k].key);
       set_add(&s, rkeys[k].key, f ? f->value : rval(k),
-              f ? (f->source == S_CLIENT ? S_DEFAULT : S_CLIENT) : rsrc());
+              f ? rother(f->source) : rsrc());
     } /* op 2: deleted */
   } else {
     for (size_t k = 0; k < NRKEYS; k++)
@@ -1716,6 +1816,8 @@ int main(void) {
   test_no_change();
   test_same_as_app();
   test_first_fetch_and_sources();
+  test_wire_sources();
+  test_principal_sources();
   test_sorting_and_ignored();
   test_pinned();
   test_consumer_rules();

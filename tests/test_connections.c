@@ -69,7 +69,7 @@ int main(void) {
     dc_apiversions_resp_t resp;
     if (!dc_resp_header_decode(&rd, DC_API_API_VERSIONS, 0, &corr) &&
         !dc_apiversions_resp_decode(&rd, 0, &resp) && corr == i &&
-        resp.error_code == 0 && resp.n_api_keys == 5)
+        resp.error_code == 0 && resp.n_api_keys == 8)
       answered++;
     dc_arena_free(&a);
   }

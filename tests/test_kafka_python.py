@@ -93,7 +93,7 @@ class Daemon:
                 buf += chunk
                 for line in buf.decode(errors="replace").splitlines():
                     if line.startswith("listening on "):
-                        hp = line[len("listening on "):]
+                        hp = line[len("listening on "):].split(" ")[0]
                         self.host, port = hp.rsplit(":", 1)
                         self.port = int(port)
                         return

@@ -43,6 +43,11 @@
 typedef struct dc_tu_daemon {
   pid_t pid;  /* 0 when not running */
   int port;   /* from its "listening on 127.0.0.1:PORT" line */
+  /* Every listener it reported ("listening on H:P (NAME PROTO)"), in order;
+   * names[i] is NAME ("" for an old-style line). */
+  int n_listeners;
+  int ports[8];
+  char names[8][32];
   int out_fd; /* read end of its stdout pipe, kept open until stop so a
                  late write on the daemon's side never raises SIGPIPE */
   char log_path[PATH_MAX]; /* its stderr, "" = inherited */
@@ -95,20 +100,27 @@ static inline const char *dc_tu_builddir(void) {
   return d && *d ? d : ".";
 }
 
-/* Parses "listening on HOST:PORT" (the last ':' separates the port, so an
- * IPv6 host would also parse). Returns the port or -1. */
+/* Parses "listening on HOST:PORT [(NAME PROTOCOL)]" (the last ':' before
+ * the first space separates the port, so an IPv6 host would also parse).
+ * Returns the port or -1. */
 static inline int dc_tu_parse_listening(const char *line, char *host,
                                         size_t hostsz) {
   static const char prefix[] = "listening on ";
   if (strncmp(line, prefix, sizeof(prefix) - 1))
     return -1;
   const char *hp = line + sizeof(prefix) - 1;
-  const char *colon = strrchr(hp, ':');
-  if (!colon || colon == hp)
+  /* The address ends at the first space: "(NAME PROTOCOL)" may follow. */
+  const char *sp = strchr(hp, ' ');
+  const char *colon = hp;
+  for (const char *q = hp; *q && (!sp || q < sp); q++)
+    if (*q == ':')
+      colon = q;
+  if (colon == hp)
     return -1;
   char *end;
   long port = strtol(colon + 1, &end, 10);
-  if (end == colon + 1 || (*end && *end != '\n' && *end != '\r') ||
+  if (end == colon + 1 ||
+      (*end && *end != '\n' && *end != '\r' && *end != ' ') ||
       port <= 0 || port > 65535)
     return -1;
   if (host && hostsz) {
@@ -186,7 +198,7 @@ static inline int dc_tu_daemon_start(dc_tu_daemon_t *d, const char *data_dir,
   d->out_fd = p[0];
 
   /* Read stdout until the listening line, the deadline or EOF. */
-  char line[512];
+  char line[2048];
   size_t have = 0;
   int64_t deadline = dc_tu_now_ms() + DC_TU_START_TIMEOUT_MS;
   for (;;) {
@@ -196,6 +208,28 @@ static inline int dc_tu_daemon_start(dc_tu_daemon_t *d, const char *data_dir,
       int port = dc_tu_parse_listening(line, NULL, 0);
       if (port > 0) {
         d->port = port;
+        /* dynconfd writes all its listener lines in one go: take them. */
+        char *cur = line, *eol = nl;
+        for (;;) {
+          int lp = dc_tu_parse_listening(cur, NULL, 0);
+          if (lp > 0 && d->n_listeners < 8) {
+            int k = d->n_listeners++;
+            const char *paren = strchr(cur, '(');
+            d->ports[k] = lp;
+            d->names[k][0] = '\0';
+            if (paren)
+              sscanf(paren + 1, "%31[^ )]", d->names[k]);
+          }
+          char *next = eol + 1;
+          if (next >= line + have)
+            break;
+          char *next_eol = memchr(next, '\n', (size_t)(line + have - next));
+          if (!next_eol)
+            break;
+          *next_eol = '\0';
+          cur = next;
+          eol = next_eol;
+        }
         return 0;
       }
       /* Some other line: drop it and keep reading. */
@@ -233,6 +267,15 @@ static inline int dc_tu_daemon_start(dc_tu_daemon_t *d, const char *data_dir,
   close(d->out_fd);
   d->out_fd = -1;
   d->pid = 0;
+  return -1;
+}
+
+/* The port of the listener called name, or -1. */
+static inline int dc_tu_daemon_port_of(const dc_tu_daemon_t *d,
+                                       const char *name) {
+  for (int i = 0; i < d->n_listeners; i++)
+    if (!strcmp(d->names[i], name))
+      return d->ports[i];
   return -1;
 }
 

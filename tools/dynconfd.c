@@ -2,6 +2,7 @@
  * dynconfd: the dynconf config broker. Serves KIP-649 CLIENT configs over
  * the Kafka wire protocol, stores them in SQLite, prints its audit history.
  */
+#include "broker/credentials.h"
 #include "broker/handlers.h"
 #include "broker/server.h"
 #include "broker/store.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +30,11 @@ typedef struct settings {
   int n_listen;
   char *advertise[MAX_LISTEN];
   int n_advertise;
+  char *protocol_map; /* NAME:PROTO,... */
   char *data_dir;
+  char *ssl_cert, *ssl_key, *ssl_ca;
+  int ssl_client_auth; /* dc_tls_client_auth_t */
+  char *credentials, *sasl_mechanisms, *acl_file, *super_users;
   int32_t node_id;
   int64_t st_min, st_max;
   bool allow_unknown;
@@ -38,6 +44,16 @@ typedef struct settings {
 
 static dc_server_t *g_server;
 
+/* What the reload hooks need: the shared TLS context and which listeners
+ * use it. Owned by main(). */
+typedef struct reload_ctx {
+  dc_tls_ctx_t *tls;
+  int n;
+  char names[MAX_LISTEN][64];
+  bool is_tls[MAX_LISTEN];
+  dc_broker_t *broker;
+} reload_ctx_t;
+
 static void usage(FILE *f) {
   fprintf(f,
 "Usage: dynconfd [OPTIONS]\n"
@@ -46,8 +62,24 @@ static void usage(FILE *f) {
 "The dynconf config broker: serves dynamic client configs (KIP-649 CLIENT\n"
 "resource, type 9) to librdkafka agents and any Kafka admin client.\n"
 "\n"
-"  --listen HOST:PORT        listen address, repeatable (default 127.0.0.1:9092;\n"
-"                            port 0 picks a free port)\n"
+"  --listen HOST:PORT        a PLAINTEXT listener, repeatable (default\n"
+"                            127.0.0.1:9092; port 0 picks a free port)\n"
+"  --listeners LIST          NAME://HOST:PORT[,...] like Kafka's listeners\n"
+"  --listener-security-protocol-map MAP\n"
+"                            NAME:PROTOCOL[,...]; PROTOCOL is PLAINTEXT, SSL,\n"
+"                            SASL_PLAINTEXT or SASL_SSL (a listener named after\n"
+"                            a protocol uses it by default)\n"
+"  --ssl-cert FILE --ssl-key FILE --ssl-ca FILE\n"
+"                            PEM certificate chain, key and CA for TLS listeners\n"
+"  --ssl-client-auth MODE    none (default), requested or required; a client\n"
+"                            certificate's subject becomes the principal\n"
+"  --credentials FILE        hashed SASL/SCRAM credentials (see --add-user)\n"
+"  --sasl-enabled-mechanisms LIST  default SCRAM-SHA-256,SCRAM-SHA-512,PLAIN\n"
+"  --add-user NAME           with --credentials: store NAME with the password\n"
+"                            read from stdin's first line, then exit\n"
+"  --iterations N            SCRAM iterations for --add-user (default 8192)\n"
+"  --acl-file FILE           enable authorization with these rules (README)\n"
+"  --super-users LIST        principals that pass every check, e.g. User:admin\n"
 "  --advertise HOST:PORT     address Metadata returns for the listener with the\n"
 "                            same position (default: the bound address)\n"
 "  --data-dir DIR            SQLite store directory (default ./dynconfd-data)\n"
@@ -66,15 +98,74 @@ static void usage(FILE *f) {
 "  -h, --help                this help\n"
 "  -V, --version             print the version\n"
 "\n"
-"Prints 'listening on HOST:PORT' on stdout for each listener once it accepts\n"
-"connections; logs go to stderr. SIGTERM or SIGINT stops it cleanly.\n"
+"Prints 'listening on HOST:PORT (NAME PROTOCOL)' on stdout for each listener\n"
+"once it accepts connections; logs go to stderr. SIGTERM or SIGINT stops it\n"
+"cleanly; SIGHUP reloads the TLS files, the ACL file and the credentials.\n"
 "Exit status: 0 clean stop, 1 runtime failure, 2 usage error.\n");
 }
 
 static void on_signal(int sig) {
-  (void)sig;
-  if (g_server)
+  if (!g_server)
+    return;
+  if (sig == SIGHUP)
+    dc_server_request_reload(g_server);
+  else
     dc_server_stop(g_server);
+}
+
+/* ReloadSecurity's TLS part: rebuilds the shared context once and reports
+ * for each TLS listener (or the one named). -1: no such TLS listener. */
+static int reload_tls(void *opaque, const char *listener,
+                      dc_reload_report_t *reports, int max) {
+  reload_ctx_t *rc = opaque;
+  bool found = false;
+  for (int i = 0; i < rc->n; i++)
+    found |= rc->is_tls[i] && (!listener || !strcmp(listener, rc->names[i]));
+  if (!found)
+    return listener ? -1 : 0;
+  char err[512] = "";
+  int failed = dc_tls_ctx_reload(rc->tls, err, sizeof(err));
+  char subject[512];
+  int64_t not_after;
+  dc_tls_ctx_describe(rc->tls, subject, sizeof(subject), &not_after);
+  int n = 0;
+  for (int i = 0; i < rc->n && n < max; i++) {
+    if (!rc->is_tls[i] || (listener && strcmp(listener, rc->names[i])))
+      continue;
+    dc_reload_report_t *r = &reports[n++];
+    snprintf(r->listener, sizeof(r->listener), "%s", rc->names[i]);
+    r->error_code = failed ? DYNCONF_ERR_UNKNOWN_SERVER_ERROR : 0;
+    snprintf(r->message, sizeof(r->message), "%s",
+             failed ? err : "");
+    snprintf(r->subject, sizeof(r->subject), "%s", subject);
+    r->not_after_ms = not_after;
+  }
+  if (failed)
+    dc_log(DC_LOG_ERR, "TLS reload failed, still serving the previous "
+                       "certificate (%s): %s", subject, err);
+  else
+    dc_log(DC_LOG_INFO, "TLS reloaded: new connections get %s", subject);
+  return n;
+}
+
+/* SIGHUP: everything, from the same paths. */
+static void on_reload(void *opaque) {
+  reload_ctx_t *rc = opaque;
+  dc_reload_report_t rep[MAX_LISTEN];
+  if (rc->tls)
+    reload_tls(rc, NULL, rep, MAX_LISTEN);
+  char err[512] = "";
+  if (dc_broker_reload_security(rc->broker, err, sizeof(err)))
+    dc_log(DC_LOG_ERR, "security reload: %s (previous rules and credentials "
+                       "kept)", err);
+  else
+    dc_log(DC_LOG_INFO, "ACL file and credentials reloaded");
+}
+
+static bool set_str(char **dst, const char *v) {
+  free(*dst);
+  *dst = strdup(v);
+  return *dst != NULL;
 }
 
 /* Splits "host:port" or "[v6]:port". */
@@ -130,6 +221,34 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
       if (st->n_advertise < MAX_LISTEN)
         st->advertise[st->n_advertise++] = strdup(t);
     free(copy);
+  } else if (!strcmp(key, "listener.security.protocol.map")) {
+    return set_str(&st->protocol_map, val);
+  } else if (!strcmp(key, "ssl.certificate.location")) {
+    return set_str(&st->ssl_cert, val);
+  } else if (!strcmp(key, "ssl.key.location")) {
+    return set_str(&st->ssl_key, val);
+  } else if (!strcmp(key, "ssl.ca.location")) {
+    return set_str(&st->ssl_ca, val);
+  } else if (!strcmp(key, "ssl.client.auth")) {
+    if (!strcmp(val, "none"))
+      st->ssl_client_auth = DC_TLS_CLIENT_AUTH_NONE;
+    else if (!strcmp(val, "requested"))
+      st->ssl_client_auth = DC_TLS_CLIENT_AUTH_REQUESTED;
+    else if (!strcmp(val, "required"))
+      st->ssl_client_auth = DC_TLS_CLIENT_AUTH_REQUIRED;
+    else {
+      fprintf(stderr, "dynconfd: %s must be none, requested or required, not "
+                      "'%s'\n", key, val);
+      return false;
+    }
+  } else if (!strcmp(key, "sasl.credentials.file")) {
+    return set_str(&st->credentials, val);
+  } else if (!strcmp(key, "sasl.enabled.mechanisms")) {
+    return set_str(&st->sasl_mechanisms, val);
+  } else if (!strcmp(key, "acl.file")) {
+    return set_str(&st->acl_file, val);
+  } else if (!strcmp(key, "super.users")) {
+    return set_str(&st->super_users, val);
   } else if (!strcmp(key, "data.dir")) {
     free(st->data_dir);
     st->data_dir = strdup(val);
@@ -259,15 +378,92 @@ static void settings_free(settings_t *st) {
   for (int i = 0; i < st->n_advertise; i++)
     free(st->advertise[i]);
   free(st->data_dir);
+  free(st->protocol_map);
+  free(st->ssl_cert);
+  free(st->ssl_key);
+  free(st->ssl_ca);
+  free(st->credentials);
+  free(st->sasl_mechanisms);
+  free(st->acl_file);
+  free(st->super_users);
+}
+
+/* "NAME://HOST:PORT" -> name and the address; a bare "HOST:PORT" is a
+ * PLAINTEXT listener. */
+static const char *split_listener(const char *spec, char *name, size_t nsz) {
+  const char *sep = strstr(spec, "://");
+  if (!sep) {
+    snprintf(name, nsz, "PLAINTEXT");
+    return spec;
+  }
+  size_t n = (size_t)(sep - spec);
+  if (n == 0 || n >= nsz)
+    return NULL;
+  memcpy(name, spec, n);
+  name[n] = '\0';
+  return sep + 3;
+}
+
+/* The protocol of listener NAME: from the map, else NAME itself. */
+static int listener_protocol(const char *map, const char *name) {
+  if (map) {
+    size_t nl = strlen(name);
+    for (const char *p = map; *p;) {
+      size_t len = strcspn(p, ",");
+      const char *colon = memchr(p, ':', len);
+      if (colon && (size_t)(colon - p) == nl && !strncasecmp(p, name, nl)) {
+        char proto[32];
+        size_t pl = len - nl - 1;
+        if (pl >= sizeof(proto))
+          return -1;
+        memcpy(proto, colon + 1, pl);
+        proto[pl] = '\0';
+        return dc_sec_protocol_parse(proto);
+      }
+      p += len;
+      p += *p == ',';
+    }
+  }
+  return dc_sec_protocol_parse(name);
+}
+
+/* --add-user: the password is the first line of stdin. */
+static int add_user(const char *path, const char *user, int iterations) {
+  if (!path) {
+    fprintf(stderr, "dynconfd: --add-user needs --credentials FILE\n");
+    return EXIT_USAGE;
+  }
+  char pw[1024];
+  if (isatty(0))
+    fprintf(stderr, "password for %s: ", user);
+  if (!fgets(pw, sizeof(pw), stdin)) {
+    fprintf(stderr, "dynconfd: --add-user reads the password from stdin; "
+                    "got nothing\n");
+    return EXIT_USAGE;
+  }
+  pw[strcspn(pw, "\r\n")] = '\0';
+  char err[512] = "";
+  int r = dc_credentials_add(path, user, pw, iterations, err, sizeof(err));
+  memset(pw, 0, sizeof(pw));
+  if (r) {
+    fprintf(stderr, "dynconfd: %s\n", err);
+    return 1;
+  }
+  printf("stored SCRAM-SHA-256 and SCRAM-SHA-512 credentials for '%s' in %s\n",
+         user, path);
+  return 0;
 }
 
 int main(int argc, char **argv) {
   settings_t st = {.node_id = 1, .st_min = 6000, .st_max = 1800000};
   dc_server_opts_init(&st.srv);
   bool history = false;
-  const char *entity = NULL;
+  const char *entity = NULL, *new_user = NULL;
+  int iterations = 8192;
   enum { O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
-         O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY };
+         O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
+         O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
+         O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -282,6 +478,18 @@ int main(int argc, char **argv) {
       {"max-connections", required_argument, NULL, O_MAXCONN},
       {"history", no_argument, NULL, O_HISTORY},
       {"entity", required_argument, NULL, O_ENTITY},
+      {"listeners", required_argument, NULL, O_LISTENERS},
+      {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
+      {"ssl-cert", required_argument, NULL, O_SSL_CERT},
+      {"ssl-key", required_argument, NULL, O_SSL_KEY},
+      {"ssl-ca", required_argument, NULL, O_SSL_CA},
+      {"ssl-client-auth", required_argument, NULL, O_SSL_CAUTH},
+      {"credentials", required_argument, NULL, O_CREDS},
+      {"sasl-enabled-mechanisms", required_argument, NULL, O_MECHS},
+      {"acl-file", required_argument, NULL, O_ACL},
+      {"super-users", required_argument, NULL, O_SUPER},
+      {"add-user", required_argument, NULL, O_ADD_USER},
+      {"iterations", required_argument, NULL, O_ITER},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -296,6 +504,16 @@ int main(int argc, char **argv) {
       [O_MAXREQ - 256] = "socket.request.max.bytes",
       [O_IDLE - 256] = "connections.max.idle.ms",
       [O_MAXCONN - 256] = "max.connections",
+      [O_LISTENERS - 256] = "listeners",
+      [O_PMAP - 256] = "listener.security.protocol.map",
+      [O_SSL_CERT - 256] = "ssl.certificate.location",
+      [O_SSL_KEY - 256] = "ssl.key.location",
+      [O_SSL_CA - 256] = "ssl.ca.location",
+      [O_SSL_CAUTH - 256] = "ssl.client.auth",
+      [O_CREDS - 256] = "sasl.credentials.file",
+      [O_MECHS - 256] = "sasl.enabled.mechanisms",
+      [O_ACL - 256] = "acl.file",
+      [O_SUPER - 256] = "super.users",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -324,6 +542,15 @@ int main(int argc, char **argv) {
     case O_ENTITY:
       entity = optarg;
       break;
+    case O_ADD_USER:
+      new_user = optarg;
+      break;
+    case O_ITER: {
+      int64_t it;
+      ok = parse_num("--iterations", optarg, 4096, 1000000, &it);
+      iterations = (int)it;
+      break;
+    }
     case '?':
       ok = false;
       break;
@@ -349,6 +576,11 @@ int main(int argc, char **argv) {
     settings_free(&st);
     return rc;
   }
+  if (new_user) {
+    rc = add_user(st.credentials, new_user, iterations);
+    settings_free(&st);
+    return rc;
+  }
   if (st.st_min > st.st_max) {
     fprintf(stderr, "dynconfd: session timeout minimum %lld is above the "
                     "maximum %lld\n", (long long)st.st_min, (long long)st.st_max);
@@ -365,7 +597,45 @@ int main(int argc, char **argv) {
   char err[512] = "";
   dc_store_t *store = NULL;
   dc_broker_t *broker = NULL;
+  reload_ctx_t rctx = {0};
   rc = 1;
+  /* Listener names and protocols first: a typo is a usage error. */
+  bool any_tls = false, any_sasl = false;
+  for (int i = 0; i < st.n_listen; i++) {
+    char name[64];
+    if (!split_listener(st.listen[i], name, sizeof(name))) {
+      fprintf(stderr, "dynconfd: bad listener '%s' (want NAME://HOST:PORT)\n",
+              st.listen[i]);
+      settings_free(&st);
+      return EXIT_USAGE;
+    }
+    int proto = listener_protocol(st.protocol_map, name);
+    if (proto < 0) {
+      fprintf(stderr, "dynconfd: listener %s has no security protocol: name it "
+                      "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, or map it "
+                      "with --listener-security-protocol-map\n", name);
+      settings_free(&st);
+      return EXIT_USAGE;
+    }
+    snprintf(rctx.names[i], sizeof(rctx.names[i]), "%s", name);
+    rctx.is_tls[i] = proto == DC_SEC_SSL || proto == DC_SEC_SASL_SSL;
+    any_tls |= rctx.is_tls[i];
+    any_sasl |= proto == DC_SEC_SASL_PLAINTEXT || proto == DC_SEC_SASL_SSL;
+  }
+  rctx.n = st.n_listen;
+  if (any_tls) {
+    rctx.tls = dc_tls_ctx_new(st.ssl_cert, st.ssl_key, st.ssl_ca,
+                              (dc_tls_client_auth_t)st.ssl_client_auth, err,
+                              sizeof(err));
+    if (!rctx.tls) {
+      dc_log(DC_LOG_ERR, "%s", err);
+      settings_free(&st);
+      return EXIT_USAGE;
+    }
+  }
+  if (any_sasl && !st.credentials)
+    dc_log(DC_LOG_WARN, "SASL listener without --credentials: nobody can "
+                        "authenticate");
   if (dc_store_open_sqlite(st.data_dir, &store, err, sizeof(err))) {
     dc_log(DC_LOG_ERR, "cannot open the store: %s", err);
     goto out;
@@ -398,11 +668,20 @@ int main(int argc, char **argv) {
   bo.n_static = sizeof(skeys) / sizeof(skeys[0]);
   bo.static_keys = skeys;
   bo.static_values = svals;
+  bo.acl_path = st.acl_file;
+  bo.super_users = st.super_users;
+  bo.credentials_path = st.credentials;
+  bo.sasl_enabled_mechanisms = st.sasl_mechanisms;
+  bo.reload_tls = reload_tls;
+  bo.reload_opaque = &rctx;
   broker = dc_broker_new(&bo, store, err, sizeof(err));
   if (!broker) {
     dc_log(DC_LOG_ERR, "cannot load the store: %s", err);
     goto out;
   }
+  rctx.broker = broker;
+  st.srv.on_reload = on_reload;
+  st.srv.reload_opaque = &rctx;
   g_server = dc_server_new(broker, &st.srv, err, sizeof(err));
   if (!g_server) {
     dc_log(DC_LOG_ERR, "%s", err);
@@ -410,30 +689,43 @@ int main(int argc, char **argv) {
   }
   char bound[MAX_LISTEN][300];
   for (int i = 0; i < st.n_listen; i++) {
-    char host[256], ahost[256] = "";
+    char host[256], ahost[256] = "", name[64];
     int port, aport = 0;
-    if (!split_hostport(st.listen[i], host, sizeof(host), &port)) {
+    const char *addr = split_listener(st.listen[i], name, sizeof(name));
+    if (!split_hostport(addr, host, sizeof(host), &port)) {
       fprintf(stderr, "dynconfd: listen address must be HOST:PORT, not '%s'\n",
               st.listen[i]);
       rc = EXIT_USAGE;
       goto out;
     }
+    const char *aaddr = NULL;
+    if (i < st.n_advertise)
+      aaddr = split_listener(st.advertise[i], name, sizeof(name));
     if (i < st.n_advertise &&
-        !split_hostport(st.advertise[i], ahost, sizeof(ahost), &aport)) {
+        (!aaddr || !split_hostport(aaddr, ahost, sizeof(ahost), &aport))) {
       fprintf(stderr, "dynconfd: advertise address must be HOST:PORT, not '%s'\n",
               st.advertise[i]);
       rc = EXIT_USAGE;
       goto out;
     }
-    if (dc_server_listen(g_server, host, port, ahost, aport, bound[i],
-                         sizeof(bound[i]), err, sizeof(err))) {
+    dc_listener_conf_t lc = {
+        .name = rctx.names[i],
+        .protocol = (dc_sec_protocol_t)listener_protocol(st.protocol_map,
+                                                         rctx.names[i]),
+        .host = host,
+        .port = port,
+        .adv_host = ahost,
+        .adv_port = aport,
+        .tls = rctx.is_tls[i] ? rctx.tls : NULL};
+    if (dc_server_add_listener(g_server, &lc, bound[i], sizeof(bound[i]), err,
+                               sizeof(err))) {
       dc_log(DC_LOG_ERR, "%s", err);
       goto out;
     }
     /* BROKER resource values: the addresses actually bound. */
     size_t lused = strlen(listeners);
-    snprintf(listeners + lused, sizeof(listeners) - lused, "%s%.300s",
-             i ? "," : "", bound[i]);
+    snprintf(listeners + lused, sizeof(listeners) - lused, "%s%s://%.300s",
+             i ? "," : "", rctx.names[i], bound[i]);
     size_t used = strlen(adv);
     snprintf(adv + used, sizeof(adv) - used, "%s%.300s", i ? "," : "",
              i < st.n_advertise ? st.advertise[i] : bound[i]);
@@ -442,8 +734,11 @@ int main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
   for (int i = 0; i < st.n_listen; i++)
-    printf("listening on %s\n", bound[i]);
+    printf("listening on %s (%s %s)\n", bound[i], rctx.names[i],
+           dc_sec_protocol_name((dc_sec_protocol_t)listener_protocol(
+               st.protocol_map, rctx.names[i])));
   fflush(stdout);
   dc_log(DC_LOG_INFO, "dynconfd %s node %d serving from %s",
          dynconf_version_str(), (int)st.node_id, st.data_dir);
@@ -453,6 +748,7 @@ out:
   dc_server_destroy(g_server);
   g_server = NULL;
   dc_broker_destroy(broker);
+  dc_tls_ctx_destroy(rctx.tls);
   if (store)
     dc_store_close(store);
   settings_free(&st);

@@ -17,7 +17,7 @@
 
 /* ---- queues (caller holds dc->lock) ----------------------------------- */
 
-static void enqueue_event(dynconf_t *dc, dynconf_event_t *ev) {
+void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev) {
   if (dc->evq_len >= DC_AGENT_MAX_QUEUED) {
     /* The application is not polling: drop the oldest, count it. */
     dynconf_event_t *old = dc->evq_head;
@@ -215,6 +215,44 @@ static rd_kafka_conf_t *agent_handle_conf(dynconf_t *dc, char *errstr,
   return c;
 }
 
+/* Builds the agent's own handle and its admin-result queue (*rkp, *qp:
+ * the caller owns them). 0, or -1 with errstr. */
+static int handle_new(dynconf_t *dc, rd_kafka_t **rkp, rd_kafka_queue_t **qp,
+                      char *errstr, size_t errstr_size) {
+  rd_kafka_conf_t *hc = agent_handle_conf(dc, errstr, errstr_size);
+  if (!hc)
+    return -1;
+  char rkerr[512];
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, hc, rkerr, sizeof(rkerr));
+  if (!rk) {
+    rd_kafka_conf_destroy(hc);
+    snprintf(errstr, errstr_size, "cannot create the agent's librdkafka "
+             "handle: %s", rkerr);
+    return -1;
+  }
+  *rkp = rk;
+  *qp = rd_kafka_queue_new(rk);
+  return 0;
+}
+
+int dc_agent_handle_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size) {
+  rd_kafka_t *rk;
+  rd_kafka_queue_t *q;
+  if (handle_new(dc, &rk, &q, errstr, errstr_size))
+    return -1;
+  /* Swapped under the lock: dynconf_destroy() yields dc->q under it. */
+  pthread_mutex_lock(&dc->lock);
+  rd_kafka_t *old_rk = dc->rk;
+  rd_kafka_queue_t *old_q = dc->q;
+  dc->rk = rk;
+  dc->q = q;
+  pthread_mutex_unlock(&dc->lock);
+  /* No fetch is in flight: fetches run on this thread too. */
+  rd_kafka_queue_destroy(old_q);
+  rd_kafka_destroy(old_rk);
+  return 0;
+}
+
 /* ---- fetching ---------------------------------------------------------- */
 
 typedef enum { FETCH_OK, FETCH_UNSUPPORTED, FETCH_ERROR } fetch_res_t;
@@ -330,13 +368,14 @@ static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
   for (size_t i = 0; i < nc; i++) {
     const char *name = rd_kafka_ConfigEntry_name(ce[i]);
     const char *value = rd_kafka_ConfigEntry_value(ce[i]);
-    int src = (int)rd_kafka_ConfigEntry_source(ce[i]);
-    if (!name || !value || (src != 7 && src != 8))
+    dynconf_source_t src;
+    if (!name || !value ||
+        !dc_source_from_wire((int)rd_kafka_ConfigEntry_source(ce[i]), &src))
       continue;
     dc_fetched_t *f = &out->v[out->n];
     f->key = strdup(name);
     f->value = strdup(value);
-    f->source = src == 7 ? DYNCONF_SOURCE_CLIENT : DYNCONF_SOURCE_DEFAULT;
+    f->source = src;
     out->n++;
     if (!f->key || !f->value) {
       dc_fetched_set_free(out);
@@ -422,7 +461,7 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
           dc_event_free(dc->last_rejected);
           dc->last_rejected = NULL;
         }
-        enqueue_event(dc, ev);
+        dc_agent_enqueue_locked(dc, ev);
       }
     }
     memset(set, 0, sizeof(*set));
@@ -443,7 +482,7 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
                  dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
       dynconf_event_t *ev = error_event(DYNCONF_EVENT_UNSUPPORTED, err, errstr);
       if (ev)
-        enqueue_event(dc, ev);
+        dc_agent_enqueue_locked(dc, ev);
     }
     dc->state = DYNCONF_STATE_UNSUPPORTED;
     dc->next_fetch_ms = now + jittered(dc, dc->conf.unsupported_reprobe_ms);
@@ -456,7 +495,7 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
                errstr);
     dynconf_event_t *ev = error_event(DYNCONF_EVENT_ERROR, err, errstr);
     if (ev)
-      enqueue_event(dc, ev);
+      dc_agent_enqueue_locked(dc, ev);
   } else {
     log_locked(dc, 7, "FETCH", "fetch failed again (%d in a row): %s",
                dc->failures + 1, errstr);
@@ -492,9 +531,16 @@ static void *agent_thread(void *arg) {
   pthread_mutex_lock(&dc->lock);
   while (!dc->stop) {
     int64_t now = dc_mono_ms();
+    int64_t cw_at = dc_certwatch_next_ms(&dc->cw);
+    if (now >= cw_at) {
+      pthread_mutex_unlock(&dc->lock);
+      dc_certwatch_check(dc);
+      pthread_mutex_lock(&dc->lock);
+      continue;
+    }
     if (!dc->refresh_requested && now < dc->next_fetch_ms) {
       struct timespec ts;
-      int64_t at = dc->next_fetch_ms;
+      int64_t at = dc->next_fetch_ms < cw_at ? dc->next_fetch_ms : cw_at;
       ts.tv_sec = (time_t)(at / 1000);
       ts.tv_nsec = (long)(at % 1000) * 1000000;
       pthread_cond_timedwait(&dc->wake, &dc->lock, &ts);
@@ -535,6 +581,7 @@ static void agent_free(dynconf_t *dc) {
     dc->logq_head = n;
   }
   dc_event_free(dc->last_rejected);
+  dc_certwatch_free(&dc->cw);
   free(dc->client_id);
   free(dc->bootstrap);
   dc_conf_free_fields(&dc->conf);
@@ -603,19 +650,13 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   if (dc->interval_ms < 10)
     dc->interval_ms = 10; /* librdkafka's -1 (disabled) included */
   read_app_settings(dc);
-
-  rd_kafka_conf_t *hc = agent_handle_conf(dc, errstr, errstr_size);
-  if (!hc)
-    goto fail;
-  char rkerr[512];
-  dc->rk = rd_kafka_new(RD_KAFKA_PRODUCER, hc, rkerr, sizeof(rkerr));
-  if (!dc->rk) {
-    rd_kafka_conf_destroy(hc);
-    snprintf(errstr, errstr_size, "cannot create the agent's librdkafka "
-             "handle: %s", rkerr);
+  /* The baseline of the ssl.* files is what the handles below load. */
+  if (dc_certwatch_init(dc)) {
+    snprintf(errstr, errstr_size, "out of memory");
     goto fail;
   }
-  dc->q = rd_kafka_queue_new(dc->rk);
+  if (handle_new(dc, &dc->rk, &dc->q, errstr, errstr_size))
+    goto fail;
 
   /* The first fetch, synchronous, so the first JoinGroup already carries
    * the dynamic timeouts. */
@@ -653,9 +694,9 @@ void dynconf_destroy(dynconf_t *dc) {
   pthread_mutex_lock(&dc->lock);
   dc->stop = true;
   pthread_cond_broadcast(&dc->wake);
-  pthread_mutex_unlock(&dc->lock);
   if (dc->q)
     rd_kafka_queue_yield(dc->q); /* abandon an in-flight fetch */
+  pthread_mutex_unlock(&dc->lock);
   if (dc->thread_started)
     pthread_join(dc->thread, NULL);
   agent_free(dc);

@@ -1,6 +1,8 @@
-/* Agent internals shared by conf.c, resolve.c, agent.c and stats.c. */
+/* Agent internals shared by conf.c, resolve.c, agent.c, certwatch.c and
+ * stats.c. */
 #ifndef DC_AGENT_INT_H
 #define DC_AGENT_INT_H
+#include "common/buf.h"
 #include "common/clock.h"
 #include "dynconf.h"
 
@@ -24,6 +26,7 @@ struct dynconf_conf_s {
   int log_level;
   int producer_max_block_ms;
   int producer_close_timeout_ms;
+  int ssl_check_interval_ms; /* 0 = do not watch the ssl.* files */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
   void *opaque;
@@ -95,6 +98,11 @@ int dc_allow_parse(const char *list, dc_allow_t *out, char *errstr,
                    size_t errstr_size);
 int dc_allow_index(const dc_allow_t *a, const char *key);
 
+/* Maps a DescribeConfigs config source byte to where the value comes
+ * from: 7 client-id, 8 <default>, 9 user, 10 user + client-id. Returns
+ * false for sources the agent does not apply (static, broker...). */
+bool dc_source_from_wire(int wire, dynconf_source_t *out);
+
 /* Decides what a newly fetched set means. Compares `fetched` with
  * `prev_fetched`; when nothing differs returns 0 and *evp = NULL.
  * Otherwise builds a CHANGE event (caller owns it) listing every key whose
@@ -107,6 +115,78 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
                const dc_fetched_set_t *prev_fetched,
                const dc_fetched_set_t *fetched, dc_effective_t *eff,
                int64_t generation, dynconf_event_t **evp);
+
+
+/* ---- certwatch.c: the ssl.* files, polled ---------------------------- */
+
+/* One watched file. Agent thread only (and dynconf_new/agent_free before
+ * the thread starts / after it ended). */
+typedef struct dc_cw_file {
+  const char *prop;   /* "ssl.certificate.location"... (static) */
+  char *path;         /* owned; NULL = not watched */
+  bool have_stat;     /* st_* below describe the content last read */
+  uint64_t st_dev, st_ino, st_size;
+  int64_t st_mtime_ns, st_ctime_ns;
+  bool seen_ok;                /* the last read succeeded */
+  char seen_err[160];          /* why it did not */
+  unsigned char seen_hash[32]; /* SHA-256 of the content last read */
+  unsigned char *data;         /* that content (owned) */
+  size_t len;
+  bool applied_ok;                /* the content in use could be read */
+  unsigned char applied_hash[32]; /* SHA-256 of the content in use */
+} dc_cw_file_t;
+
+#define DC_CW_CERT 0
+#define DC_CW_KEY 1
+#define DC_CW_CA 2
+
+/* What the statistics say about one certificate. */
+typedef struct dc_cw_certinfo {
+  bool valid;
+  char subject[256], issuer[256], not_after[32];
+  char fingerprint[100]; /* SHA-256 of the DER, "AB:CD:..." */
+} dc_cw_certinfo_t;
+
+typedef struct dc_certwatch {
+  bool enabled;      /* set once in dynconf_new() */
+  int interval_ms;
+  char *key_password; /* ssl.key.password (owned, may be NULL) */
+  dc_cw_file_t f[3];  /* agent thread only */
+  int64_t next_check_ms; /* monotonic; agent thread only */
+  unsigned char pending_id[32]; /* the unusable candidate last reported */
+  bool have_pending_id;
+  /* Below: under dc->lock (read by the statistics). */
+  dc_cw_certinfo_t cert, ca;
+  char key[128]; /* the key in use: type, size, public key hash */
+  int64_t checks, rotations, rejected, last_rotation_ms;
+  char pending[320];       /* why the changed files are not used; "" = none */
+  int64_t pending_since_ms; /* wall clock */
+  int pending_checks;       /* consecutive checks with the same candidate */
+  bool pending_mismatch;    /* the reason is "certificate and key differ" */
+} dc_certwatch_t;
+
+/* Checks that a mismatched pair must persist before it is reported as an
+ * error (a rotation writes one file, then the other). */
+#define DC_CW_MISMATCH_CHECKS 3
+
+/* Reads the application's ssl.* settings and the files' current content
+ * (the baseline in use). Watching starts only with
+ * dynconf.ssl.check.interval.ms > 0, security.protocol SSL or SASL_SSL and
+ * at least one of the three locations naming a regular file. Called by
+ * dynconf_new() before the agent thread starts. 0, or -1 on OOM. */
+int dc_certwatch_init(dynconf_t *dc);
+/* Frees what init allocated. */
+void dc_certwatch_free(dc_certwatch_t *cw);
+/* Monotonic time of the next check; INT64_MAX when not watching. Agent
+ * thread. */
+int64_t dc_certwatch_next_ms(const dc_certwatch_t *cw);
+/* One poll of the files: on a valid new set moves the generation, queues
+ * one CHANGE event (source FILE), rebuilds the agent's own handle; on an
+ * unusable one keeps everything and reports it once. Agent thread, lock
+ * not held. */
+void dc_certwatch_check(dynconf_t *dc);
+/* Appends ,"ssl":{...} to a statistics document. Caller holds dc->lock. */
+void dc_certwatch_stats_locked(dynconf_t *dc, dc_buf_t *b);
 
 
 /* ---- the agent ----------------------------------------------------------- */
@@ -127,8 +207,11 @@ struct dynconf_s {
   int interval_ms;
   dc_allow_t allow;
   dc_app_settings_t app;
-  rd_kafka_t *rk;        /* the agent's own handle (owned) */
-  rd_kafka_queue_t *q;   /* admin results (owned) */
+  /* The agent's own handle and its admin-result queue (owned). Replaced
+   * only by the agent thread (after a certificate rotation), under lock;
+   * other threads read them under lock. */
+  rd_kafka_t *rk;
+  rd_kafka_queue_t *q;
   pthread_t thread;
   bool thread_started;
 
@@ -155,11 +238,21 @@ struct dynconf_s {
   int64_t next_fetch_ms; /* monotonic */
   dynconf_event_t *last_rejected; /* copy of the last rejected change set */
   uint64_t rng;
+  dc_certwatch_t cw; /* see the comments in its type */
 };
 
 /* Queues a log line for the application's next poll. Any thread. */
 void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
                   ...) __attribute__((format(printf, 4, 5)));
+
+/* Queues an event for the application's next poll. Caller holds
+ * dc->lock; the queue owns ev. */
+void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev);
+
+/* Replaces the agent's own librdkafka handle with a new one built from the
+ * application's connection settings (which re-reads the ssl.* files).
+ * Agent thread only. 0, or -1 with errstr (the old handle stays). */
+int dc_agent_handle_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size);
 
 /* stats.c: the statistics document (caller holds dc->lock). */
 char *dc_stats_json_locked(dynconf_t *dc);

@@ -55,6 +55,11 @@ static const struct prop {
     {"dynconf.producer.close.timeout.ms", P_INT, O(producer_close_timeout_ms),
      0, 3600000, "30000",
      "managed producer: flush time granted in dynconf_producer_destroy()"},
+    {"dynconf.ssl.check.interval.ms", P_INT, O(ssl_check_interval_ms), 0,
+     86400000, "10000",
+     "how often the application's ssl.certificate.location, ssl.key.location "
+     "and ssl.ca.location files are checked for a rotation (SSL and SASL_SSL "
+     "only); 0 = never"},
 #undef O
 };
 

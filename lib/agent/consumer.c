@@ -89,25 +89,20 @@ static void close_handle(dynconf_consumer_t *c) {
 static void rebuild(dynconf_consumer_t *c, int64_t gen) {
   char errstr[512];
   c->gen = gen;
-  close_handle(c);
-  c->rk = new_handle(c, errstr, sizeof(errstr));
-  if (!c->rk) {
-    /* The agent checked librdkafka's rules already, so this is rare: keep
-     * consuming with the application's own configuration. */
+  /* The new handle first: when librdkafka refuses it (a configuration, or
+   * ssl files on disk it cannot load right now), the current consumer
+   * keeps running with the last configuration that worked. The new handle
+   * joins the group only when it subscribes, after the old one left. */
+  rd_kafka_t *nrk = new_handle(c, errstr, sizeof(errstr));
+  if (!nrk) {
     dc_agent_log(c->dc, 3, "CONSUMER",
                  "librdkafka refused the configuration of generation %lld "
-                 "(%s); continuing with the application's own",
+                 "(%s); the current consumer keeps running",
                  (long long)gen, errstr);
-    rd_kafka_conf_t *own = rd_kafka_conf_dup(c->dc->app_conf);
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, own, errstr, sizeof(errstr));
-    if (!c->rk) {
-      rd_kafka_conf_destroy(own);
-      dc_agent_log(c->dc, 3, "CONSUMER", "cannot recreate the consumer: %s",
-                   errstr);
-      return;
-    }
-    rd_kafka_poll_set_consumer(c->rk);
+    return;
   }
+  close_handle(c);
+  c->rk = nrk;
   if (c->topics) {
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, c->topics);
     if (err)

@@ -6,6 +6,9 @@ const char *dynconf_source_name(dynconf_source_t s) {
   case DYNCONF_SOURCE_APP: return "application";
   case DYNCONF_SOURCE_CLIENT: return "client-override";
   case DYNCONF_SOURCE_DEFAULT: return "default-entity";
+  case DYNCONF_SOURCE_USER: return "user-override";
+  case DYNCONF_SOURCE_USER_CLIENT: return "user-client-override";
+  case DYNCONF_SOURCE_FILE: return "file";
   }
   return "unknown";
 }

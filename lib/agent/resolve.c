@@ -1,6 +1,7 @@
 /* The agent's decision logic, pure (no I/O, no locks): what a newly
  * fetched config set means for the application's client. */
 #include "agent/agent_int.h"
+#include "codec/proto.h"
 #include "common/schema.h"
 
 #include <stdio.h>
@@ -22,6 +23,18 @@ const dc_fetched_t *dc_fetched_find(const dc_fetched_set_t *s, const char *k) {
     if (!strcmp(s->v[i].key, k))
       return &s->v[i];
   return NULL;
+}
+
+bool dc_source_from_wire(int wire, dynconf_source_t *out) {
+  switch (wire) { /* the dynamic sources dynconfd reports */
+  case DC_SRC_DYNAMIC_CLIENT: *out = DYNCONF_SOURCE_CLIENT; return true;
+  case DC_SRC_DYNAMIC_DEFAULT: *out = DYNCONF_SOURCE_DEFAULT; return true;
+  case DC_SRC_DYNAMIC_USER: *out = DYNCONF_SOURCE_USER; return true;
+  case DC_SRC_DYNAMIC_USER_CLIENT:
+    *out = DYNCONF_SOURCE_USER_CLIENT;
+    return true;
+  default: return false;
+  }
 }
 
 void dc_effective_free(dc_effective_t *e) {

@@ -65,7 +65,9 @@ char *dc_stats_json_locked(dynconf_t *dc) {
     dc_json_str(&b, e->reason);
     dc_buf_printf(&b, "}");
   }
-  dc_buf_printf(&b, "}}");
+  dc_buf_printf(&b, "}");
+  dc_certwatch_stats_locked(dc, &b);
+  dc_buf_printf(&b, "}");
   dc_buf_append(&b, "", 1);
   if (b.err) {
     dc_buf_free(&b);

@@ -23,6 +23,8 @@ typedef struct dc_req {
   dc_rd_t *rd;      /* positioned at the body */
   dc_arena_t *arena;
   dc_buf_t *out;    /* the response body goes here (header already in) */
+  bool close_after; /* send the response, then close (why says why) */
+  char why[256];
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative
@@ -30,6 +32,29 @@ typedef struct dc_req {
 int dc_handle_describe_configs(dc_req_t *r);
 int dc_handle_alter_configs(dc_req_t *r);
 int dc_handle_incremental_alter_configs(dc_req_t *r);
+/* sasl_apis.c */
+int dc_handle_sasl_handshake(dc_req_t *r);
+int dc_handle_sasl_authenticate(dc_req_t *r);
+int dc_handle_reload_security(dc_req_t *r);
+/* A bare SASL token frame (after SaslHandshake v0): payload is the token.
+ * Appends the bare reply frame; returns DC_HANDLE_*. */
+int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
+                               const uint8_t *payload, size_t len,
+                               dc_buf_t *out, char *errstr, size_t errstr_size);
+
+/* security.c (rules in acl.h). */
+/* Loads opts.acl_path and opts.credentials_path (those set) into b;
+ * -1 with the file's error. dc_broker_new calls it; b owns the results,
+ * freed by dc_broker_security_free (dc_broker_destroy). */
+int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size);
+void dc_broker_security_free(dc_broker_t *b);
+/* May the request's principal (conn->principal, NULL = User:ANONYMOUS)
+ * do op (DC_ACL_DESCRIBE/ALTER, acl.h) on the config resource? Uses the
+ * request header's client id for the default rule. why (may be NULL) gets
+ * the reason; on denial a sentence for the client's error message. */
+bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
+                          const char *resource_name, char *why,
+                          size_t why_size);
 
 #define DC_DEFAULT_ENTITY "<default>"
 #endif

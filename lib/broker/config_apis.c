@@ -1,17 +1,22 @@
 /* DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for the CLIENT
- * resource (SPEC §2-§4), plus the read-only BROKER resource. */
+ * resource (SPEC §2-§4), the principal-scoped USER resource (type 10; the
+ * scheme is described in scope.c), and the read-only BROKER resource.
+ * Every resource is authorized on its own (acl.h): a denied one gets
+ * CLUSTER_AUTHORIZATION_FAILED and is neither described nor changed,
+ * while the others in the same request proceed. */
+#include "broker/acl.h"
 #include "broker/broker_int.h"
+#include "broker/scope.h"
 #include "common/schema.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#define ENTITY_NAME_MAX 255
-
 static const char *type_error(int8_t type) {
   (void)type;
-  return "dynconfd serves only CLIENT (9) and BROKER (4) config resources";
+  return "dynconfd serves only CLIENT (9), USER (10) and BROKER (4) config "
+         "resources";
 }
 
 /* ---- DescribeConfigs ------------------------------------------------- */
@@ -37,57 +42,53 @@ static void fill_entry(dc_req_t *r, bool docs, dc_describe_configs_entry_t *e,
   (void)r;
 }
 
-static int describe_client(dc_req_t *r, const dc_describe_configs_req_t *req,
+/* Resolves one CLIENT or USER resource: the levels come from scope.c,
+ * each a sorted key list; a merge emits every key once, valued from the
+ * highest level that has it, with every level's value as a synonym. */
+static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
                            const dc_describe_configs_req_resource_t *res,
+                           const dc_scope_ent_t *ent,
                            dc_describe_configs_result_t *out) {
-  size_t nlen = strlen(res->resource_name);
-  if (nlen == 0 || nlen > ENTITY_NAME_MAX) {
-    out->error_code = DYNCONF_ERR_INVALID_REQUEST;
-    out->error_message = "client-id must be 1 to 255 bytes (use <default> "
-                         "for the default entity)";
-    return 0;
-  }
-  bool is_default = !strcmp(res->resource_name, DC_DEFAULT_ENTITY);
-  const dc_entity_t *own =
-      dc_configdb_get(r->b->db, DC_RES_CLIENT, res->resource_name);
-  const dc_entity_t *def =
-      is_default ? NULL
-                 : dc_configdb_get(r->b->db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
-  size_t no = own ? own->n : 0, nd = def ? def->n : 0;
-  out->configs = dc_arena_alloc(r->arena, (no + nd) * sizeof(*out->configs));
+  dc_scope_level_t lv[DC_SCOPE_MAX_LEVELS];
+  int nl = dc_scope_levels(r->b->db, ent, r->conn->principal, lv);
+  size_t pos[DC_SCOPE_MAX_LEVELS] = {0}, total = 0;
+  for (int i = 0; i < nl; i++)
+    total += lv[i].e ? lv[i].e->n : 0;
+  out->configs = dc_arena_alloc(r->arena, total * sizeof(*out->configs));
   if (!out->configs)
     return DYNCONF_ERR__NOMEM;
-  /* Merge the two sorted key lists. */
-  size_t i = 0, j = 0;
-  while (i < no || j < nd) {
-    int c = i == no ? 1 : j == nd ? -1 : strcmp(own->keys[i], def->keys[j]);
-    const char *key = c <= 0 ? own->keys[i] : def->keys[j];
-    const char *ownv = c <= 0 ? own->values[i] : NULL;
-    const char *defv = c >= 0 ? def->values[j] : NULL;
-    if (c <= 0)
-      i++;
-    if (c >= 0)
-      j++;
+  for (;;) {
+    const char *key = NULL;
+    for (int i = 0; i < nl; i++)
+      if (lv[i].e && pos[i] < lv[i].e->n &&
+          (!key || strcmp(lv[i].e->keys[pos[i]], key) < 0))
+        key = lv[i].e->keys[pos[i]];
+    if (!key)
+      break;
+    int have[DC_SCOPE_MAX_LEVELS], nh = 0;
+    const char *vals[DC_SCOPE_MAX_LEVELS];
+    for (int i = 0; i < nl; i++)
+      if (lv[i].e && pos[i] < lv[i].e->n &&
+          !strcmp(lv[i].e->keys[pos[i]], key)) {
+        have[nh] = i;
+        vals[nh++] = lv[i].e->values[pos[i]++];
+      }
     if (!key_wanted(res, key))
       continue;
     dc_describe_configs_entry_t *e = &out->configs[out->n_configs++];
     fill_entry(r, req->include_documentation, e, key);
-    /* The <default> entity's own values carry source 8 too. */
-    int8_t own_src = is_default ? DC_SRC_DYNAMIC_DEFAULT : DC_SRC_DYNAMIC_CLIENT;
-    e->value = (char *)(ownv ? ownv : defv);
-    e->config_source = ownv ? own_src : DC_SRC_DYNAMIC_DEFAULT;
-    e->is_default = !ownv;
+    e->value = (char *)vals[0];
+    e->config_source = lv[have[0]].source;
+    e->is_default = lv[have[0]].is_default;
     if (req->include_synonyms) {
       /* Kafka lists every synonym in precedence order, the winner first. */
-      e->synonyms = dc_arena_alloc(r->arena, 2 * sizeof(*e->synonyms));
+      e->synonyms = dc_arena_alloc(r->arena, (size_t)nh * sizeof(*e->synonyms));
       if (!e->synonyms)
         return DYNCONF_ERR__NOMEM;
-      if (ownv)
-        e->synonyms[e->n_synonyms++] = (dc_describe_configs_synonym_t){
-            (char *)key, (char *)ownv, own_src};
-      if (defv)
-        e->synonyms[e->n_synonyms++] = (dc_describe_configs_synonym_t){
-            (char *)key, (char *)defv, DC_SRC_DYNAMIC_DEFAULT};
+      for (int j = 0; j < nh; j++)
+        e->synonyms[j] = (dc_describe_configs_synonym_t){
+            (char *)key, (char *)vals[j], lv[have[j]].source};
+      e->n_synonyms = nh;
     }
   }
   return 0;
@@ -144,16 +145,33 @@ int dc_handle_describe_configs(dc_req_t *r) {
     out->resource_type = res->resource_type; /* echoed, as librdkafka needs */
     out->resource_name = res->resource_name;
     int err = 0;
-    if (res->resource_type == DC_RES_CLIENT)
-      err = describe_client(r, &req, res, out);
-    else if (res->resource_type == DC_RES_BROKER)
-      err = describe_broker(r, &req, res, out);
-    else {
+    char why[700];
+    dc_scope_ent_t ent;
+    int8_t t = res->resource_type;
+    if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
       out->error_code = DYNCONF_ERR_INVALID_REQUEST;
-      out->error_message = (char *)type_error(res->resource_type);
+      out->error_message = (char *)type_error(t);
+    } else if (t != DC_RES_BROKER &&
+               dc_scope_ent_init(&ent, t, res->resource_name, why,
+                                 sizeof(why))) {
+      out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+      out->error_message = dc_arena_strdup(r->arena, why);
+    } else if ((t != DC_RES_BROKER ||
+                !strcmp(res->resource_name, r->b->node_name)) &&
+               !dc_broker_authorized(r, DC_ACL_DESCRIBE, t,
+                                     res->resource_name, why, sizeof(why))) {
+      /* Nothing about a denied resource is revealed, not even emptiness. */
+      out->error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
+      out->error_message = dc_arena_strdup(r->arena, why);
+    } else if (t == DC_RES_BROKER) {
+      err = describe_broker(r, &req, res, out);
+    } else {
+      err = describe_scoped(r, &req, res, &ent, out);
     }
     if (err)
       return err;
+    if (out->error_code && !out->error_message)
+      return DYNCONF_ERR__NOMEM;
   }
   return dc_describe_configs_resp_encode(r->out, v, &resp);
 }
@@ -251,50 +269,11 @@ static int16_t fail(alter_result_t *res, int16_t err, const char *fmt, ...) {
   return err;
 }
 
-/* heartbeat.interval.ms must be below session.timeout.ms when both are
- * known. False (res filled) when they clash. */
-static bool hb_below_session(const char *entity, const char *hv,
-                             const char *sv, alter_result_t *res) {
-  int64_t sms, hms;
-  if (sv && hv && dc_parse_int64(sv, &sms) && dc_parse_int64(hv, &hms) &&
-      hms >= sms) {
-    fail(res, DYNCONF_ERR_INVALID_CONFIG,
-         "heartbeat.interval.ms (%s) must be lower than session.timeout.ms "
-         "(%s) for client-id '%s'",
-         hv, sv, entity);
-    return false;
-  }
-  return true;
-}
-
-struct default_check {
-  const char *hv, *sv; /* the default's new values */
-  alter_result_t *res;
-};
-
-static int check_client_vs_default(void *opaque, const dc_entity_t *e) {
-  struct default_check *d = opaque;
-  if (e->type != DC_RES_CLIENT || !strcmp(e->name, DC_DEFAULT_ENTITY))
-    return 0;
-  const char *ch = dc_entity_value(e, "heartbeat.interval.ms");
-  const char *cs = dc_entity_value(e, "session.timeout.ms");
-  if (ch && cs)
-    return 0; /* the default does not reach this client's pair */
-  if (!hb_below_session(e->name, ch ? ch : d->hv, cs ? cs : d->sv, d->res)) {
-    char msg[sizeof(d->res->msg)];
-    snprintf(msg, sizeof(msg), "this change to <default> would break "
-             "client-id '%s', which overrides part of the pair: %.300s",
-             e->name, d->res->msg);
-    memcpy(d->res->msg, msg, sizeof(msg));
-    return 1;
-  }
-  return 0;
-}
-
 /* Checks the values this request touched: schema, server bounds, and the
  * heartbeat/session rule on the entity's resolved values. */
-static int16_t validate(dc_req_t *r, const char *entity, const kvset_t *s,
-                        const dc_alter_resource_t *ar, alter_result_t *res) {
+static int16_t validate(dc_req_t *r, const dc_scope_ent_t *ent,
+                        const kvset_t *s, const dc_alter_resource_t *ar,
+                        alter_result_t *res) {
   const dc_broker_opts_t *o = &r->b->opts;
   char why[256];
   for (int32_t i = 0; i < ar->n_configs; i++) {
@@ -325,60 +304,44 @@ static int16_t validate(dc_req_t *r, const char *entity, const kvset_t *s,
                     (long long)o->session_timeout_max_ms);
     }
   }
-  /* heartbeat.interval.ms < session.timeout.ms, on resolved values. */
-  bool touched = false;
-  for (int32_t i = 0; i < ar->n_configs; i++)
-    if (!strcmp(ar->configs[i].name, "session.timeout.ms") ||
-        !strcmp(ar->configs[i].name, "heartbeat.interval.ms"))
-      touched = true;
-  if (!touched)
-    return 0;
-  int ks = kv_index(s, "session.timeout.ms"),
-      kh = kv_index(s, "heartbeat.interval.ms");
-  const char *sv = ks >= 0 ? s->values[ks] : NULL;
-  const char *hv = kh >= 0 ? s->values[kh] : NULL;
-  if (strcmp(entity, DC_DEFAULT_ENTITY)) {
-    /* A client: its own values over the default's. */
-    const dc_entity_t *def =
-        dc_configdb_get(r->b->db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
-    if (!hv)
-      hv = dc_entity_value(def, "heartbeat.interval.ms");
-    if (!sv)
-      sv = dc_entity_value(def, "session.timeout.ms");
-    return hb_below_session(entity, hv, sv, res) ? 0 : res->error;
-  }
-  /* The default: its own pair, then every client that inherits half of
-   * the pair from it. */
-  if (!hb_below_session(entity, hv, sv, res))
-    return res->error;
-  struct default_check dck = {hv, sv, res};
-  dc_configdb_foreach(r->b->db, check_client_vs_default, &dck);
-  return res->error;
+  /* heartbeat.interval.ms < session.timeout.ms for every (user,
+   * client-id) pair this change reaches (scope.c). */
+  if (!dc_scope_check_pair(r->b->db, ent, s->n, s->keys, s->values,
+                           res->msg, sizeof(res->msg)))
+    return res->error = DYNCONF_ERR_INVALID_CONFIG;
+  return 0;
 }
 
 /* Computes, validates and (unless validate_only) commits one resource. */
 static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
                      bool incremental, bool validate_only,
                      alter_result_t *res) {
-  if (ar->resource_type == DC_RES_BROKER) {
+  int8_t t = ar->resource_type;
+  char why[700]; /* naming and authorization errors */
+  if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
+    fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", type_error(t));
+    return 0;
+  }
+  /* The entity is named and authorized before anything else is looked
+   * at, so a denied principal learns nothing about its values. */
+  dc_scope_ent_t ent;
+  if (t != DC_RES_BROKER &&
+      dc_scope_ent_init(&ent, t, ar->resource_name, why, sizeof(why))) {
+    fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", why);
+    return 0;
+  }
+  if (!dc_broker_authorized(r, DC_ACL_ALTER, t, ar->resource_name, why,
+                            sizeof(why))) {
+    fail(res, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED, "%s", why);
+    return 0;
+  }
+  if (t == DC_RES_BROKER) {
     fail(res, DYNCONF_ERR_INVALID_REQUEST,
          "BROKER configs of dynconfd are read-only; set them with dynconfd's "
          "flags or --config file");
     return 0;
   }
-  if (ar->resource_type != DC_RES_CLIENT) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", type_error(ar->resource_type));
-    return 0;
-  }
-  const char *entity = ar->resource_name;
-  size_t nlen = strlen(entity);
-  if (nlen == 0 || nlen > ENTITY_NAME_MAX) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST,
-         "client-id must be 1 to %d bytes (use <default> for the default "
-         "entity)",
-         ENTITY_NAME_MAX);
-    return 0;
-  }
+  const char *entity = ent.name;
   for (int32_t i = 0; i < ar->n_configs; i++) {
     const dc_alter_config_t *c = &ar->configs[i];
     for (int32_t j = 0; j < i; j++)
@@ -403,11 +366,7 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
     }
   }
 
-  const dc_entity_t *cur = dc_configdb_get(r->b->db, DC_RES_CLIENT, entity);
-  const dc_entity_t *def =
-      strcmp(entity, DC_DEFAULT_ENTITY)
-          ? dc_configdb_get(r->b->db, DC_RES_CLIENT, DC_DEFAULT_ENTITY)
-          : NULL;
+  const dc_entity_t *cur = dc_configdb_get(r->b->db, t, entity);
   size_t ncur = cur ? cur->n : 0;
   kvset_t s = {0, ncur + (size_t)ar->n_configs, NULL, NULL};
   s.keys = dc_arena_alloc(r->arena, s.cap * sizeof(char *));
@@ -432,10 +391,11 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
              c->op == DC_OP_APPEND ? "APPEND" : "SUBTRACT", c->name);
         return 0;
       }
-      /* The list starts from what the client has now: its own value,
-       * else the inherited default. */
+      /* The list starts from what the entity has now: its own value,
+       * else what it inherits (scope.c). */
       int k = kv_index(&s, c->name);
-      const char *base = k >= 0 ? s.values[k] : dc_entity_value(def, c->name);
+      const char *base =
+          k >= 0 ? s.values[k] : dc_scope_inherited(r->b->db, &ent, c->name);
       char *nv = list_apply(r->arena, base ? base : "", c->value,
                             c->op == DC_OP_APPEND);
       if (!nv)
@@ -446,7 +406,7 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
         kv_del(&s, c->name); /* nothing left: revert to the default */
     }
   }
-  if (validate(r, entity, &s, ar, res))
+  if (validate(r, &ent, &s, ar, res))
     return 0;
 
   /* Audit rows: every key whose value differs. */
@@ -478,7 +438,7 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
 
   if (r->b->store) {
     dc_store_commit_t commit = {
-        .resource_type = DC_RES_CLIENT,
+        .resource_type = t,
         .entity = entity,
         .principal = r->conn->principal ? r->conn->principal : "User:ANONYMOUS",
         .peer = r->conn->peer ? r->conn->peer : "",
@@ -489,15 +449,14 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
         .n_changes = nch,
         .changes = ch,
     };
-    char why[256] = "";
+    why[0] = '\0';
     if (dc_store_commit(r->b->store, &commit, why, sizeof(why))) {
       fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
            "the change could not be stored and was not applied: %s", why);
       return 0;
     }
   }
-  if (dc_configdb_replace(r->b->db, DC_RES_CLIENT, entity, s.n, s.keys,
-                          s.values))
+  if (dc_configdb_replace(r->b->db, t, entity, s.n, s.keys, s.values))
     fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
          "out of memory applying a stored change; it takes effect on restart");
   return 0;

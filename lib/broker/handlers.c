@@ -47,6 +47,10 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
       return NULL;
     }
   }
+  if (dc_broker_security_init(b, errstr, errstr_size)) {
+    dc_broker_destroy(b);
+    return NULL;
+  }
   return b;
 }
 
@@ -54,6 +58,7 @@ void dc_broker_destroy(dc_broker_t *b) {
   if (!b)
     return;
   dc_configdb_destroy(b->db);
+  dc_broker_security_free(b);
   free(b->cluster_id);
   free(b);
 }
@@ -152,7 +157,22 @@ static const struct {
     {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},
+    {DC_API_SASL_HANDSHAKE, dc_handle_sasl_handshake},
+    {DC_API_SASL_AUTHENTICATE, dc_handle_sasl_authenticate},
+    {DC_API_RELOAD_SECURITY, dc_handle_reload_security},
 };
+
+/* Before SASL authentication completes only these requests are served;
+ * anything else closes the connection, as Kafka does. */
+static bool allowed_before_auth(int state, int16_t api_key) {
+  if (api_key == DC_API_API_VERSIONS)
+    return true;
+  if (state == DC_AUTH_HANDSHAKE)
+    return api_key == DC_API_SASL_HANDSHAKE;
+  if (state == DC_AUTH_AUTHENTICATE)
+    return api_key == DC_API_SASL_AUTHENTICATE;
+  return false;
+}
 
 int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
                      const uint8_t *payload, size_t len, dc_arena_t *arena,
@@ -162,6 +182,10 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
     errstr = dummy;
     errstr_size = sizeof(dummy);
   }
+  int auth_state = conn->auth ? conn->auth->state : DC_AUTH_NONE;
+  if (auth_state == DC_AUTH_RAW)
+    return dc_broker_handle_raw_token(b, conn, payload, len, out, errstr,
+                                      errstr_size);
   dc_rd_t rd;
   dc_rd_init(&rd, payload, len, arena);
   dc_req_header_t hdr = {0};
@@ -182,13 +206,22 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
              hdr.api_key, hdr.api_version);
     return DC_HANDLE_CLOSE;
   }
+  if (auth_state != DC_AUTH_NONE && auth_state != DC_AUTH_DONE &&
+      !allowed_before_auth(auth_state, hdr.api_key)) {
+    const dc_api_info_t *ai = dc_api_info(hdr.api_key);
+    snprintf(errstr, errstr_size,
+             "%s request before SASL authentication completed",
+             ai ? ai->name : "unknown");
+    return DC_HANDLE_CLOSE;
+  }
   size_t start = out->len;
   size_t frame = dc_wr_frame_begin(out);
   int16_t hv = hdr.api_version;
   if (hdr.api_key == DC_API_API_VERSIONS && !dc_api_supported(hdr.api_key, hv))
     hv = 0;
   dc_resp_header_encode(out, hdr.api_key, hv, hdr.correlation_id);
-  dc_req_t r = {b, conn, &hdr, &rd, arena, out};
+  dc_req_t r = {.b = b, .conn = conn, .hdr = &hdr, .rd = &rd,
+               .arena = arena, .out = out};
   int err = fn(&r);
   if (err || out->err) {
     out->len = start; /* drop the partial response */
@@ -201,5 +234,9 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
     return DC_HANDLE_CLOSE;
   }
   dc_wr_frame_end(out, frame);
+  if (r.close_after) {
+    snprintf(errstr, errstr_size, "%s", r.why);
+    return DC_HANDLE_CLOSE;
+  }
   return DC_HANDLE_OK;
 }

@@ -42,6 +42,8 @@ typedef struct dc_broker_opts {
   const char *acl_path;
   const char *super_users;
   const char *credentials_path;
+  /* Comma list offered in SaslHandshake; NULL = DC_SASL_DEFAULT_MECHANISMS */
+  const char *sasl_enabled_mechanisms;
   /* ReloadSecurity (key 20000) and SIGHUP: reloads the TLS material of the
    * named listener (NULL = all) and fills up to max reports; returns the
    * number filled. Set by the program that owns the listeners. */
@@ -50,6 +52,8 @@ typedef struct dc_broker_opts {
   void *reload_opaque;
 } dc_broker_opts_t;
 
+
+#define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 
 /* Fills opts with the defaults above. */
 void dc_broker_opts_init(dc_broker_opts_t *opts);

@@ -1,12 +1,226 @@
-/* placeholder: being written (issue 5) */
+/*
+ * SASL on the wire (SaslHandshake 17, SaslAuthenticate 36, and the legacy
+ * raw-token frames that follow SaslHandshake v0) and dynconf's
+ * ReloadSecurity (20000). The mechanisms themselves live in sasl_server.c.
+ *
+ * Connection states (dc_conn_auth_t.state, lib/broker/handlers.h):
+ *   HANDSHAKE     a SASL listener's new connection: only ApiVersions and
+ *                 SaslHandshake are served, anything else closes it (Kafka
+ *                 does the same).
+ *   AUTHENTICATE  after SaslHandshake v1: SaslAuthenticate requests carry
+ *                 the tokens (librdkafka).
+ *   RAW           after SaslHandshake v0: the next frames are bare tokens
+ *                 and the replies bare size-prefixed tokens (kafka-python).
+ *   DONE          authenticated as "User:" + the SASL user name.
+ * A failed authentication answers SASL_AUTHENTICATION_FAILED (58) with the
+ * reason (SaslAuthenticate) or closes without a reply (raw path: the
+ * protocol has no way to say why), and the connection closes either way.
+ */
 #include "broker/broker_int.h"
+#include "broker/acl.h"
+#include "broker/sasl_server.h"
+#include "common/log.h"
 
-void dc_conn_auth_clear(dc_conn_auth_t *a) { (void)a; }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int dc_broker_reload_security(dc_broker_t *b, char *errstr,
-                              size_t errstr_size) {
-  (void)b;
-  if (errstr_size)
-    errstr[0] = '\0';
-  return 0;
+void dc_conn_auth_clear(dc_conn_auth_t *a) {
+  dc_sasl_server_destroy(a->sasl);
+  a->sasl = NULL;
+}
+
+/* The enabled mechanisms as an arena array. */
+static int32_t enabled_mechanisms(const dc_broker_t *b, dc_arena_t *arena,
+                                  char ***outp) {
+  const char *list = b->opts.sasl_enabled_mechanisms
+                         ? b->opts.sasl_enabled_mechanisms
+                         : DC_SASL_DEFAULT_MECHANISMS;
+  char **out = dc_arena_alloc(arena, 8 * sizeof(char *));
+  int32_t n = 0;
+  const char *p = list;
+  while (out && *p && n < 8) {
+    size_t len = strcspn(p, ", ");
+    if (len) {
+      char *m = dc_arena_alloc(arena, len + 1);
+      if (!m)
+        break;
+      memcpy(m, p, len);
+      m[len] = '\0';
+      out[n++] = m;
+    }
+    p += len;
+    p += strspn(p, ", ");
+  }
+  *outp = out;
+  return n;
+}
+
+int dc_handle_sasl_handshake(dc_req_t *r) {
+  dc_sasl_handshake_req_t req;
+  if (dc_sasl_handshake_req_decode(r->rd, r->hdr->api_version, &req))
+    return r->rd->err;
+  dc_sasl_handshake_resp_t resp = {0};
+  resp.n_mechanisms = enabled_mechanisms(r->b, r->arena, &resp.mechanisms);
+  dc_conn_auth_t *a = r->conn->auth;
+  if (!a || a->state != DC_AUTH_HANDSHAKE) {
+    /* No SASL on this listener, or a second handshake. */
+    resp.error_code = DYNCONF_ERR_ILLEGAL_SASL_STATE;
+    r->close_after = true;
+    snprintf(r->why, sizeof(r->why),
+             "SaslHandshake %s on listener %s", a && a->state != DC_AUTH_NONE
+                 ? "repeated" : "on a listener without SASL",
+             r->conn->listener ? r->conn->listener : "?");
+    return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
+  }
+  bool enabled = false;
+  for (int32_t i = 0; i < resp.n_mechanisms; i++)
+    enabled |= !strcmp(resp.mechanisms[i], req.mechanism);
+  if (!enabled || !dc_sasl_mechanism_known(req.mechanism)) {
+    /* The client may try another one: the connection stays open. */
+    dc_log(DC_LOG_INFO, "client %s asked for SASL mechanism '%s', which is "
+                        "not enabled", r->conn->peer, req.mechanism);
+    resp.error_code = DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM;
+    return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
+  }
+  a->sasl = dc_sasl_server_new(req.mechanism);
+  if (!a->sasl)
+    return DYNCONF_ERR__NOMEM;
+  snprintf(a->mechanism, sizeof(a->mechanism), "%s", req.mechanism);
+  a->state = r->hdr->api_version == 0 ? DC_AUTH_RAW : DC_AUTH_AUTHENTICATE;
+  return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
+}
+
+/* Runs one step; on DONE records the principal. Returns the step result. */
+static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
+                     const uint8_t *in, size_t inlen, uint8_t **out,
+                     size_t *outlen, char *why, size_t why_size) {
+  dc_conn_auth_t *a = conn->auth;
+  int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
+                               why_size);
+  if (rc == DC_SASL_DONE) {
+    snprintf(a->principal, sizeof(a->principal), "User:%s",
+             dc_sasl_server_user(a->sasl));
+    a->state = DC_AUTH_DONE;
+    dc_log(DC_LOG_DEBUG, "client %s on listener %s authenticated as %s (%s)",
+           conn->peer, conn->listener, a->principal, a->mechanism);
+    dc_conn_auth_clear(a);
+  } else if (rc == DC_SASL_FAILED) {
+    dc_log(DC_LOG_WARN, "SASL %s authentication of client %s on listener %s "
+                        "failed: %s", a->mechanism, conn->peer, conn->listener,
+           why);
+  }
+  return rc;
+}
+
+int dc_handle_sasl_authenticate(dc_req_t *r) {
+  int16_t v = r->hdr->api_version;
+  dc_sasl_authenticate_req_t req;
+  if (dc_sasl_authenticate_req_decode(r->rd, v, &req))
+    return r->rd->err;
+  dc_sasl_authenticate_resp_t resp = {0};
+  dc_conn_auth_t *a = r->conn->auth;
+  if (!a || a->state != DC_AUTH_AUTHENTICATE || !a->sasl) {
+    resp.error_code = DYNCONF_ERR_ILLEGAL_SASL_STATE;
+    resp.error_message = "SaslAuthenticate is only valid after SaslHandshake v1";
+    r->close_after = true;
+    snprintf(r->why, sizeof(r->why), "%s", resp.error_message);
+    return dc_sasl_authenticate_resp_encode(r->out, v, &resp);
+  }
+  uint8_t *tok = NULL;
+  size_t toklen = 0;
+  char why[256] = "";
+  int rc = auth_step(r->b, r->conn, req.auth_bytes, (size_t)req.n_auth_bytes,
+                     &tok, &toklen, why, sizeof(why));
+  if (rc == DC_SASL_FAILED) {
+    resp.error_code = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+    resp.error_message = why;
+    r->close_after = true;
+    snprintf(r->why, sizeof(r->why), "SASL authentication failed: %s", why);
+  } else {
+    resp.auth_bytes = tok;
+    resp.n_auth_bytes = (int32_t)toklen;
+  }
+  int err = dc_sasl_authenticate_resp_encode(r->out, v, &resp);
+  free(tok);
+  return err;
+}
+
+int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
+                               const uint8_t *payload, size_t len,
+                               dc_buf_t *out, char *errstr,
+                               size_t errstr_size) {
+  uint8_t *tok = NULL;
+  size_t toklen = 0;
+  char why[256] = "";
+  int rc = auth_step(b, conn, payload, len, &tok, &toklen, why, sizeof(why));
+  if (rc == DC_SASL_FAILED) {
+    free(tok);
+    snprintf(errstr, errstr_size, "SASL authentication failed: %s", why);
+    return DC_HANDLE_CLOSE;
+  }
+  /* A reply token is a bare size-prefixed frame (an empty one for PLAIN,
+   * which kafka-python waits for). */
+  size_t frame = dc_wr_frame_begin(out);
+  if (toklen)
+    dc_buf_append(out, tok, toklen);
+  dc_wr_frame_end(out, frame);
+  free(tok);
+  if (out->err) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return DC_HANDLE_CLOSE;
+  }
+  return DC_HANDLE_OK;
+}
+
+int dc_handle_reload_security(dc_req_t *r) {
+  dc_reload_req_t req;
+  if (dc_reload_req_decode(r->rd, r->hdr->api_version, &req))
+    return r->rd->err;
+  dc_reload_resp_t resp = {0};
+  char why[512] = "";
+  if (!dc_broker_authorized(r, DC_ACL_ALTER, DC_RES_BROKER, r->b->node_name,
+                            why, sizeof(why))) {
+    resp.error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    resp.error_message = dc_arena_strdup(r->arena, why);
+    return dc_reload_resp_encode(r->out, 0, &resp);
+  }
+  enum { MAX_REPORTS = 16 };
+  dc_reload_report_t reports[MAX_REPORTS];
+  int n = 0;
+  if (r->b->opts.reload_tls)
+    n = r->b->opts.reload_tls(r->b->opts.reload_opaque, req.listener_name,
+                              reports, MAX_REPORTS);
+  if (n < 0) {
+    resp.error_code = DYNCONF_ERR_INVALID_REQUEST;
+    snprintf(why, sizeof(why), "no TLS listener named '%s'",
+             req.listener_name ? req.listener_name : "");
+    resp.error_message = dc_arena_strdup(r->arena, why);
+    return dc_reload_resp_encode(r->out, 0, &resp);
+  }
+  if (dc_broker_reload_security(r->b, why, sizeof(why))) {
+    resp.error_code = DYNCONF_ERR_INVALID_CONFIG;
+    resp.error_message = dc_arena_strdup(r->arena, why);
+  }
+  resp.listeners = dc_arena_alloc(r->arena, (size_t)(n ? n : 1) *
+                                                sizeof(*resp.listeners));
+  if (!resp.listeners)
+    return DYNCONF_ERR__NOMEM;
+  resp.n_listeners = n;
+  for (int i = 0; i < n; i++) {
+    dc_reload_listener_t *l = &resp.listeners[i];
+    l->listener_name = dc_arena_strdup(r->arena, reports[i].listener);
+    l->error_code = reports[i].error_code;
+    l->error_message = reports[i].error_code
+                           ? dc_arena_strdup(r->arena, reports[i].message)
+                           : NULL;
+    l->subject = *reports[i].subject
+                     ? dc_arena_strdup(r->arena, reports[i].subject)
+                     : NULL;
+    l->not_after_ms = reports[i].not_after_ms;
+  }
+  dc_log(DC_LOG_INFO, "%s asked for a security reload from %s: %d TLS "
+                      "listener(s)%s%s", r->conn->principal, r->conn->peer, n,
+         resp.error_code ? "; " : "", resp.error_code ? why : "");
+  return dc_reload_resp_encode(r->out, 0, &resp);
 }

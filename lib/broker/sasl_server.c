@@ -1,2 +1,503 @@
-/* placeholder: being written (issue 5) */
+/*
+ * Server side of SASL PLAIN and SCRAM-SHA-256/512 (see sasl_server.h).
+ *
+ * SCRAM (RFC 5802 section 7 grammar, simplified to what we accept):
+ *   client-first  = gs2-header client-first-bare
+ *   gs2-header    = ("n" / "y") "," ["a=" saslname] ","   ("p=" refused)
+ *   client-first-bare = "n=" saslname "," "r=" nonce ["," extensions]
+ *   server-first  = "r=" nonce "," "s=" salt "," "i=" iterations
+ *   client-final  = "c=" b64(gs2-header) "," "r=" nonce ["," ext] "," "p=" proof
+ *   server-final  = "v=" b64(ServerSignature)
+ */
 #include "broker/sasl_server.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { S_START, S_FINAL, S_DONE, S_FAILED };
+
+struct dc_sasl_server {
+  bool plain;           /* PLAIN, else SCRAM with `hash` */
+  dc_scram_hash_t hash;
+  char mech[16];
+  int state;
+  char *user;           /* owned; authenticated name once DONE */
+  bool fake;            /* SCRAM user unknown: fail at the proof */
+  dc_scram_cred_t cred; /* copy of the user's credential (or a fake) */
+  char *gs2;            /* owned: gs2 header as the client sent it */
+  size_t gs2_len;
+  char *first_bare;     /* owned: client-first-message-bare */
+  size_t first_bare_len;
+  char *server_first;   /* owned */
+  size_t server_first_len;
+  char *nonce;          /* owned: client nonce + server nonce */
+  char fixed_snonce[64]; /* test hook; "" = random */
+};
+
+#define MSG_PLAIN_FAILED "Authentication failed: Invalid username or password"
+#define MSG_AUTHZID                                                            \
+  "Authentication failed: Client requested an authorization id that is "       \
+  "different from username"
+
+static void seterr(char *errstr, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *errstr, size_t size, const char *fmt, ...) {
+  if (!errstr || size == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(errstr, size, fmt, ap);
+  va_end(ap);
+}
+
+bool dc_sasl_mechanism_known(const char *mech) {
+  dc_scram_hash_t h;
+  return mech && (!strcmp(mech, "PLAIN") || dc_scram_hash_from_name(mech, &h));
+}
+
+dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
+  if (!dc_sasl_mechanism_known(mechanism))
+    return NULL;
+  dc_sasl_server_t *s = calloc(1, sizeof(*s));
+  if (!s)
+    return NULL;
+  s->plain = !strcmp(mechanism, "PLAIN");
+  if (!s->plain)
+    dc_scram_hash_from_name(mechanism, &s->hash);
+  snprintf(s->mech, sizeof(s->mech), "%s", mechanism);
+  return s;
+}
+
+void dc_sasl_server_destroy(dc_sasl_server_t *s) {
+  if (!s)
+    return;
+  free(s->user);
+  free(s->gs2);
+  free(s->first_bare);
+  free(s->server_first);
+  free(s->nonce);
+  OPENSSL_cleanse(s, sizeof(*s));
+  free(s);
+}
+
+const char *dc_sasl_server_user(const dc_sasl_server_t *s) {
+  return s->state == S_DONE ? s->user : NULL;
+}
+
+const char *dc_sasl_server_mechanism(const dc_sasl_server_t *s) {
+  return s->mech;
+}
+
+int dc_sasl_server_set_nonce(dc_sasl_server_t *s, const char *nonce) {
+  if (!nonce || strlen(nonce) >= sizeof(s->fixed_snonce) || strchr(nonce, ','))
+    return -1;
+  strcpy(s->fixed_snonce, nonce);
+  return 0;
+}
+
+/* ---- fake credentials for unknown users ---------------------------------
+ * Derived from the name with a per-process random key, so asking twice for
+ * the same unknown user gives the same salt (as for a real user), and the
+ * salt says nothing an outsider can check. */
+
+static uint8_t fake_key[32];
+static bool fake_key_ok;
+static pthread_once_t fake_once = PTHREAD_ONCE_INIT;
+
+static void fake_key_init(void) {
+  fake_key_ok = RAND_bytes(fake_key, sizeof(fake_key)) == 1;
+}
+
+static int make_fake(dc_sasl_server_t *s, const char *user,
+                     dc_scram_cred_t *out) {
+  pthread_once(&fake_once, fake_key_init);
+  if (!fake_key_ok)
+    return -1;
+  memset(out, 0, sizeof(*out));
+  out->hash = s->plain ? DC_SCRAM_SHA256 : s->hash;
+  out->iterations = DC_SCRAM_DEFAULT_ITERATIONS;
+  out->key_len = dc_scram_digest_len(out->hash);
+  out->salt_len = DC_SCRAM_SALT_LEN;
+  size_t ul = strlen(user), ml = strlen(s->mech);
+  char *msg = malloc(ml + 1 + ul);
+  if (!msg)
+    return -1;
+  memcpy(msg, s->mech, ml);
+  msg[ml] = '\0'; /* separator: mechanism names have no NUL */
+  memcpy(msg + ml + 1, user, ul);
+  int rc = dc_scram_hmac(DC_SCRAM_SHA256, fake_key, sizeof(fake_key), msg,
+                         ml + 1 + ul, out->salt);
+  free(msg);
+  /* Keys no password maps to, as far as anyone can tell. */
+  if (!rc && (RAND_bytes(out->stored_key, (int)out->key_len) != 1 ||
+              RAND_bytes(out->server_key, (int)out->key_len) != 1))
+    rc = -1;
+  return rc;
+}
+
+/* ---- PLAIN --------------------------------------------------------------- */
+
+static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                      const uint8_t *in, size_t inlen, char *errstr,
+                      size_t errstr_size) {
+  /* authzid NUL user NUL password: exactly two NULs. */
+  const char *p = (const char *)in;
+  const char *nul1 = inlen ? memchr(p, '\0', inlen) : NULL;
+  const char *nul2 =
+      nul1 ? memchr(nul1 + 1, '\0', inlen - (size_t)(nul1 + 1 - p)) : NULL;
+  if (!nul1 || !nul2 || memchr(nul2 + 1, '\0', inlen - (size_t)(nul2 + 1 - p))) {
+    int tokens = 1;
+    for (size_t i = 0; i < inlen; i++)
+      tokens += p[i] == '\0';
+    seterr(errstr, errstr_size,
+           "Invalid SASL/PLAIN response: expected 3 tokens, got %d", tokens);
+    return DC_SASL_FAILED;
+  }
+  const char *authzid = p, *user = nul1 + 1, *pass = nul2 + 1;
+  size_t passlen = inlen - (size_t)(pass - p);
+  if (!*user) {
+    seterr(errstr, errstr_size, "Authentication failed: username not specified");
+    return DC_SASL_FAILED;
+  }
+  if (!passlen) {
+    seterr(errstr, errstr_size, "Authentication failed: password not specified");
+    return DC_SASL_FAILED;
+  }
+  if (*authzid && strcmp(authzid, user)) {
+    seterr(errstr, errstr_size, MSG_AUTHZID);
+    return DC_SASL_FAILED;
+  }
+  if (strlen(user) > DC_SASL_MAX_USER) {
+    seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+    return DC_SASL_FAILED;
+  }
+  const dc_scram_cred_t *c = dc_credentials_find(creds, user, "SCRAM-SHA-256");
+  if (!c)
+    c = dc_credentials_find(creds, user, "SCRAM-SHA-512");
+  dc_scram_cred_t fake;
+  bool known = c != NULL;
+  if (!known) {
+    /* Spend the same PBKDF2 work as for a real user. */
+    if (make_fake(s, user, &fake)) {
+      seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+      return DC_SASL_FAILED;
+    }
+    c = &fake;
+  }
+  bool match = dc_scram_cred_check(c, pass, passlen);
+  OPENSSL_cleanse(&fake, sizeof(fake));
+  if (!known || !match) {
+    seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+    return DC_SASL_FAILED;
+  }
+  s->user = strdup(user);
+  if (!s->user) {
+    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  return DC_SASL_DONE;
+}
+
+/* ---- SCRAM --------------------------------------------------------------- */
+
+static bool nonce_ok(const char *p, size_t n) {
+  if (n == 0 || n > 256)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (p[i] < 0x21 || p[i] > 0x7e || p[i] == ',')
+      return false;
+  return true;
+}
+
+static char *memdup0(const char *p, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, p, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                       const char *m, size_t n, uint8_t **out, size_t *outlen,
+                       char *errstr, size_t errstr_size) {
+  const char *end = m + n;
+  /* gs2-cbind-flag */
+  if (n >= 2 && m[0] == 'p' && m[1] == '=') {
+    seterr(errstr, errstr_size,
+           "Authentication failed: channel binding is not supported "
+           "(%s-PLUS is not offered)", s->mech);
+    return DC_SASL_FAILED;
+  }
+  if (n < 3 || (m[0] != 'n' && m[0] != 'y') || m[1] != ',')
+    goto malformed;
+  /* authzid, up to the second comma */
+  const char *az = m + 2;
+  const char *c2 = memchr(az, ',', (size_t)(end - az));
+  if (!c2)
+    goto malformed;
+  char *authzid = NULL;
+  if (c2 > az) {
+    if (c2 - az < 2 || az[0] != 'a' || az[1] != '=')
+      goto malformed;
+    authzid = dc_scram_unescape_name(az + 2, (size_t)(c2 - az - 2));
+    if (!authzid)
+      goto malformed;
+  }
+  const char *bare = c2 + 1;
+  size_t bl = (size_t)(end - bare);
+  if (bl >= 2 && bare[0] == 'm' && bare[1] == '=') {
+    free(authzid);
+    seterr(errstr, errstr_size,
+           "Authentication failed: unsupported mandatory SCRAM extension");
+    return DC_SASL_FAILED;
+  }
+  /* n=user,r=nonce[,ext...] in that order */
+  if (bl < 2 || bare[0] != 'n' || bare[1] != '=') {
+    free(authzid);
+    goto malformed;
+  }
+  const char *uend = memchr(bare, ',', bl);
+  if (!uend || (size_t)(end - uend) < 3 || uend[1] != 'r' || uend[2] != '=') {
+    free(authzid);
+    goto malformed;
+  }
+  const char *cn = uend + 3;
+  const char *cnend = memchr(cn, ',', (size_t)(end - cn));
+  if (!cnend)
+    cnend = end;
+  else {
+    /* Kafka's delegation-token extension: not something we serve. */
+    const char *e = cnend + 1;
+    bool token = false;
+    while (e <= end) {
+      const char *ec = memchr(e, ',', (size_t)(end - e));
+      size_t el = (size_t)((ec ? ec : end) - e);
+      token |= el == 14 && !memcmp(e, "tokenauth=true", 14);
+      e += el + 1;
+    }
+    if (token) {
+      free(authzid);
+      seterr(errstr, errstr_size,
+             "Authentication failed: delegation tokens are not supported");
+      return DC_SASL_FAILED;
+    }
+  }
+  if (!nonce_ok(cn, (size_t)(cnend - cn))) {
+    free(authzid);
+    goto malformed;
+  }
+  char *user = dc_scram_unescape_name(bare + 2, (size_t)(uend - bare - 2));
+  if (!user || !*user) {
+    free(user);
+    free(authzid);
+    goto malformed;
+  }
+  if (authzid && strcmp(authzid, user)) {
+    free(user);
+    free(authzid);
+    seterr(errstr, errstr_size, MSG_AUTHZID);
+    return DC_SASL_FAILED;
+  }
+  free(authzid);
+  s->user = user;
+
+  const dc_scram_cred_t *c = strlen(user) <= DC_SASL_MAX_USER
+                                 ? dc_credentials_find(creds, user, s->mech)
+                                 : NULL;
+  if (c) {
+    s->cred = *c; /* creds may be replaced before the next step */
+  } else {
+    s->fake = true;
+    if (make_fake(s, user, &s->cred)) {
+      seterr(errstr, errstr_size, "Authentication failed: internal error");
+      return DC_SASL_FAILED;
+    }
+  }
+
+  char snonce[65];
+  if (s->fixed_snonce[0])
+    snprintf(snonce, sizeof(snonce), "%s", s->fixed_snonce);
+  else if (dc_scram_nonce(snonce, 32)) {
+    seterr(errstr, errstr_size, "Authentication failed: internal error");
+    return DC_SASL_FAILED;
+  }
+  size_t cnl = (size_t)(cnend - cn), snl = strlen(snonce);
+  char *salt = dc_b64_encode(s->cred.salt, s->cred.salt_len);
+  s->nonce = malloc(cnl + snl + 1);
+  s->gs2 = memdup0(m, (size_t)(bare - m));
+  s->first_bare = memdup0(bare, bl);
+  size_t sfl = 2 + cnl + snl + 3 + (salt ? strlen(salt) : 0) + 3 + 12;
+  s->server_first = malloc(sfl + 1);
+  if (!salt || !s->nonce || !s->gs2 || !s->first_bare || !s->server_first) {
+    free(salt);
+    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  s->gs2_len = (size_t)(bare - m);
+  s->first_bare_len = bl;
+  memcpy(s->nonce, cn, cnl);
+  memcpy(s->nonce + cnl, snonce, snl + 1);
+  s->server_first_len =
+      (size_t)snprintf(s->server_first, sfl + 1, "r=%s,s=%s,i=%d", s->nonce,
+                       salt, s->cred.iterations);
+  free(salt);
+  *out = (uint8_t *)memdup0(s->server_first, s->server_first_len);
+  if (!*out) {
+    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  *outlen = s->server_first_len;
+  return DC_SASL_CONTINUE;
+
+malformed:
+  seterr(errstr, errstr_size,
+         "Authentication failed: malformed %s client-first message", s->mech);
+  return DC_SASL_FAILED;
+}
+
+static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
+                       uint8_t **out, size_t *outlen, char *errstr,
+                       size_t errstr_size) {
+  const char *end = m + n;
+  /* The proof is the last attribute; everything before it is signed. */
+  const char *pp = NULL;
+  for (const char *q = m; q + 3 <= end; q++)
+    if (q[0] == ',' && q[1] == 'p' && q[2] == '=')
+      pp = q;
+  if (!pp || n < 2 || m[0] != 'c' || m[1] != '=')
+    goto malformed;
+  size_t wl = (size_t)(pp - m); /* client-final-without-proof */
+  const char *proof = pp + 3;
+  size_t proofl = (size_t)(end - proof);
+  if (memchr(proof, ',', proofl))
+    goto malformed;
+
+  size_t cl;
+  const char *cb = dc_scram_attr(m, wl, 'c', &cl);
+  uint8_t gs2[512];
+  long gl = cb == m + 2 ? dc_b64_decode(cb, cl, gs2, sizeof(gs2)) : -1;
+  if (gl < 0 || (size_t)gl != s->gs2_len || memcmp(gs2, s->gs2, s->gs2_len)) {
+    seterr(errstr, errstr_size,
+           "Authentication failed: channel binding data does not match the "
+           "%s client-first message", s->mech);
+    return DC_SASL_FAILED;
+  }
+  size_t rl;
+  const char *r = dc_scram_attr(m, wl, 'r', &rl);
+  /* Kafka only checks that the final nonce ENDS with the server-first
+   * nonce, and librdkafka 2.0.2 relies on it: it sends client nonce +
+   * the whole server-first nonce (rdkafka_sasl_scram.c). The proof signs
+   * the message as sent, so accepting the longer form is safe. */
+  size_t nl = strlen(s->nonce);
+  if (!r || rl < nl || memcmp(r + (rl - nl), s->nonce, nl)) {
+    seterr(errstr, errstr_size, "Authentication failed: Invalid %s nonce",
+           s->mech);
+    return DC_SASL_FAILED;
+  }
+  size_t dl = s->cred.key_len;
+  uint8_t cproof[DC_SCRAM_MAX_DIGEST];
+  if (dc_b64_decode(proof, proofl, cproof, sizeof(cproof)) != (long)dl)
+    goto malformed;
+
+  /* AuthMessage = client-first-bare "," server-first "," without-proof */
+  size_t al = s->first_bare_len + 1 + s->server_first_len + 1 + wl;
+  char *auth = malloc(al);
+  if (!auth) {
+    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  memcpy(auth, s->first_bare, s->first_bare_len);
+  auth[s->first_bare_len] = ',';
+  memcpy(auth + s->first_bare_len + 1, s->server_first, s->server_first_len);
+  auth[s->first_bare_len + 1 + s->server_first_len] = ',';
+  memcpy(auth + s->first_bare_len + 2 + s->server_first_len, m, wl);
+
+  uint8_t sig[DC_SCRAM_MAX_DIGEST], stored[DC_SCRAM_MAX_DIGEST],
+      ssig[DC_SCRAM_MAX_DIGEST];
+  int bad = 1;
+  if (!dc_scram_hmac(s->hash, s->cred.stored_key, dl, auth, al, sig) &&
+      !dc_scram_hmac(s->hash, s->cred.server_key, dl, auth, al, ssig)) {
+    for (size_t i = 0; i < dl; i++)
+      cproof[i] ^= sig[i]; /* now the ClientKey */
+    if (!dc_scram_digest(s->hash, cproof, dl, stored))
+      bad = CRYPTO_memcmp(stored, s->cred.stored_key, dl);
+  }
+  free(auth);
+  OPENSSL_cleanse(cproof, sizeof(cproof));
+  if (bad || s->fake) {
+    seterr(errstr, errstr_size,
+           "Authentication failed during authentication due to invalid "
+           "credentials with SASL mechanism %s", s->mech);
+    return DC_SASL_FAILED;
+  }
+  char *v = dc_b64_encode(ssig, dl);
+  size_t ol = v ? 2 + strlen(v) : 0;
+  char *o = v ? malloc(ol + 1) : NULL;
+  if (!o) {
+    free(v);
+    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  snprintf(o, ol + 1, "v=%s", v);
+  free(v);
+  *out = (uint8_t *)o;
+  *outlen = ol;
+  return DC_SASL_DONE;
+
+malformed:
+  seterr(errstr, errstr_size,
+         "Authentication failed: malformed %s client-final message", s->mech);
+  return DC_SASL_FAILED;
+}
+
+int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                        const uint8_t *in, size_t inlen, uint8_t **out,
+                        size_t *outlen, char *errstr, size_t errstr_size) {
+  *out = NULL;
+  *outlen = 0;
+  if (s->state == S_DONE || s->state == S_FAILED) {
+    seterr(errstr, errstr_size,
+           "Authentication failed: the %s exchange is already over", s->mech);
+    s->state = S_FAILED;
+    return DC_SASL_FAILED;
+  }
+  int rc;
+  if (inlen > DC_SASL_MAX_TOKEN) {
+    seterr(errstr, errstr_size,
+           "Authentication failed: %s token of %zu bytes exceeds %d", s->mech,
+           inlen, DC_SASL_MAX_TOKEN);
+    rc = DC_SASL_FAILED;
+  } else if (!in && inlen) {
+    seterr(errstr, errstr_size, "Authentication failed: no token");
+    rc = DC_SASL_FAILED;
+  } else if (s->plain) {
+    rc = plain_step(s, creds, in ? in : (const uint8_t *)"", inlen, errstr,
+                    errstr_size);
+  } else if (memchr(in ? in : (const uint8_t *)"", '\0', inlen)) {
+    seterr(errstr, errstr_size,
+           "Authentication failed: NUL byte in %s message", s->mech);
+    rc = DC_SASL_FAILED;
+  } else if (s->state == S_START) {
+    rc = scram_first(s, creds, in ? (const char *)in : "", inlen, out, outlen,
+                     errstr, errstr_size);
+  } else {
+    rc = scram_final(s, in ? (const char *)in : "", inlen, out, outlen, errstr,
+                     errstr_size);
+  }
+  if (rc == DC_SASL_FAILED) {
+    free(*out);
+    *out = NULL;
+    *outlen = 0;
+    s->state = S_FAILED;
+  } else {
+    s->state = rc == DC_SASL_DONE ? S_DONE : S_FINAL;
+  }
+  return rc;
+}

@@ -1,4 +1,60 @@
-/* placeholder: being written (issue 5) */
+/*
+ * One server-side SASL authentication exchange: PLAIN (RFC 4616) and
+ * SCRAM-SHA-256/512 (RFC 5802/7677, no channel binding), checked against
+ * the hashed credentials file (lib/broker/credentials.h). No I/O: the
+ * SaslAuthenticate handler feeds client tokens in and sends what comes out.
+ *
+ * Failure messages are fit to send to the client and never reveal whether
+ * a user exists: an unknown SCRAM user gets a fake salt derived from the
+ * name and fails at the proof, like a wrong password.
+ *
+ * Threads: an exchange has one owner (the connection).
+ */
 #ifndef DC_SASL_SERVER_H
 #define DC_SASL_SERVER_H
+
+#include "broker/credentials.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  DC_SASL_FAILED = -1,  /* errstr says why; close after telling the client */
+  DC_SASL_DONE = 0,     /* authenticated; send *out (may be empty) */
+  DC_SASL_CONTINUE = 1, /* send *out, then expect another client token */
+};
+
+/* Longest user name accepted (bytes); longer ones fail authentication. */
+#define DC_SASL_MAX_USER 255
+/* Longest client token accepted. */
+#define DC_SASL_MAX_TOKEN 8192
+
+/* PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (exact, case-sensitive). */
+bool dc_sasl_mechanism_known(const char *mech);
+
+typedef struct dc_sasl_server dc_sasl_server_t;
+
+/* A new exchange for mechanism, or NULL (unknown mechanism, out of
+ * memory). Caller owns it. */
+dc_sasl_server_t *dc_sasl_server_new(const char *mechanism);
+void dc_sasl_server_destroy(dc_sasl_server_t *s);
+
+/* Feeds one client token. creds may be NULL (nobody can log in) and may be
+ * a different object on each call (nothing of it is kept). *out is
+ * malloc'd and owned by the caller; NULL when *outlen is 0. After DONE or
+ * FAILED further steps fail. */
+int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                        const uint8_t *in, size_t inlen, uint8_t **out,
+                        size_t *outlen, char *errstr, size_t errstr_size);
+
+/* Tests only: use nonce as the server nonce (for RFC test vectors) instead
+ * of a random one. Call before the first step. Returns 0 or -1. */
+int dc_sasl_server_set_nonce(dc_sasl_server_t *s, const char *nonce);
+
+/* The authenticated user name after DONE, else NULL. Owned by s. */
+const char *dc_sasl_server_user(const dc_sasl_server_t *s);
+/* The mechanism this exchange speaks. Owned by s. */
+const char *dc_sasl_server_mechanism(const dc_sasl_server_t *s);
+
 #endif

@@ -12,12 +12,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +34,9 @@ enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3 };
 typedef struct listener {
   int kind; /* EP_LISTENER; first member, for epoll data dispatch */
   int fd;
+  char name[64];
+  dc_sec_protocol_t protocol;
+  dc_tls_ctx_t *tls; /* borrowed; NULL unless SSL/SASL_SSL */
   char adv_host[256];
   int adv_port;
 } listener_t;
@@ -47,6 +54,12 @@ typedef struct conn {
   bool closing;         /* close once out is flushed */
   bool paused;          /* not reading: too much unsent output */
   uint32_t events;      /* registered epoll events */
+  SSL *ssl;             /* owned; NULL on plaintext listeners */
+  bool tls_ready;       /* handshake finished */
+  bool tls_want_write;  /* a read needs the socket writable first */
+  int64_t auth_deadline; /* TLS handshake / SASL must finish by then; 0 = done */
+  dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
+  char principal[512];  /* TLS principal ("" = none) */
   char peer[64];
   struct conn *prev, *next;
 } conn_t;
@@ -64,7 +77,8 @@ struct dc_server {
   int n_listeners;
   conn_t *conns;
   size_t n_conns;
-  volatile int stop;
+  volatile sig_atomic_t stop;
+  volatile sig_atomic_t reload;
   dc_arena_t arena; /* request scratch, reset after every request */
 };
 
@@ -74,6 +88,22 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->idle_timeout_ms = 600000;
   o->request_timeout_ms = 30000;
   o->max_connections = 100000;
+  o->auth_timeout_ms = 30000;
+  o->on_reload = NULL;
+  o->reload_opaque = NULL;
+}
+
+const char *dc_sec_protocol_name(dc_sec_protocol_t p) {
+  static const char *const names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT",
+                                      "SASL_SSL"};
+  return (unsigned)p < 4 ? names[p] : "?";
+}
+
+int dc_sec_protocol_parse(const char *name) {
+  for (int i = 0; i < 4; i++)
+    if (!strcasecmp(name, dc_sec_protocol_name((dc_sec_protocol_t)i)))
+      return i;
+  return -1;
 }
 
 dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
@@ -103,6 +133,13 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
 
 static void conn_close(dc_server_t *s, conn_t *c) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  if (c->ssl) {
+    if (c->tls_ready)
+      SSL_shutdown(c->ssl); /* best effort close_notify; never waits */
+    SSL_free(c->ssl);
+    ERR_clear_error();
+  }
+  dc_conn_auth_clear(&c->auth);
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -135,11 +172,20 @@ void dc_server_destroy(dc_server_t *s) {
 
 size_t dc_server_connections(const dc_server_t *s) { return s->n_conns; }
 
-void dc_server_stop(dc_server_t *s) {
-  s->stop = 1;
+static void wake(dc_server_t *s) {
   uint64_t one = 1;
   ssize_t r = write(s->wake.fd, &one, sizeof(one));
   (void)r;
+}
+
+void dc_server_stop(dc_server_t *s) {
+  s->stop = 1;
+  wake(s);
+}
+
+void dc_server_request_reload(dc_server_t *s) {
+  s->reload = 1;
+  wake(s);
 }
 
 static void addr_to_str(const struct sockaddr_storage *ss, char *host,
@@ -158,6 +204,30 @@ static void addr_to_str(const struct sockaddr_storage *ss, char *host,
 int dc_server_listen(dc_server_t *s, const char *host, int port,
                      const char *adv_host, int adv_port, char *bound,
                      size_t bound_size, char *errstr, size_t errstr_size) {
+  dc_listener_conf_t lc = {.name = "PLAINTEXT",
+                           .protocol = DC_SEC_PLAINTEXT,
+                           .host = host,
+                           .port = port,
+                           .adv_host = adv_host,
+                           .adv_port = adv_port};
+  return dc_server_add_listener(s, &lc, bound, bound_size, errstr,
+                                errstr_size);
+}
+
+int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
+                           char *bound, size_t bound_size, char *errstr,
+                           size_t errstr_size) {
+  const char *host = lc->host ? lc->host : "";
+  int port = lc->port;
+  const char *adv_host = lc->adv_host;
+  int adv_port = lc->adv_port;
+  bool tls = lc->protocol == DC_SEC_SSL || lc->protocol == DC_SEC_SASL_SSL;
+  if (tls && !lc->tls) {
+    snprintf(errstr, errstr_size,
+             "listener %s (%s) needs TLS settings (--ssl-cert, --ssl-key)",
+             lc->name, dc_sec_protocol_name(lc->protocol));
+    return -1;
+  }
   if (s->n_listeners == MAX_LISTENERS) {
     snprintf(errstr, errstr_size, "at most %d listeners", MAX_LISTENERS);
     return -1;
@@ -196,6 +266,9 @@ int dc_server_listen(dc_server_t *s, const char *host, int port,
   listener_t *l = &s->listeners[s->n_listeners++];
   l->kind = EP_LISTENER;
   l->fd = fd;
+  snprintf(l->name, sizeof(l->name), "%s", lc->name ? lc->name : "PLAINTEXT");
+  l->protocol = lc->protocol;
+  l->tls = tls ? lc->tls : NULL;
   snprintf(l->adv_host, sizeof(l->adv_host), "%s",
            adv_host && *adv_host ? adv_host : h);
   l->adv_port = adv_port > 0 ? adv_port : p;
@@ -208,7 +281,7 @@ int dc_server_listen(dc_server_t *s, const char *host, int port,
 
 static void set_events(dc_server_t *s, conn_t *c) {
   uint32_t ev = (c->paused || c->closing ? 0 : EPOLLIN) |
-                (c->out.len > c->out_off ? EPOLLOUT : 0);
+                (c->out.len > c->out_off || c->tls_want_write ? EPOLLOUT : 0);
   if (ev == c->events)
     return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -253,6 +326,19 @@ static void do_accept(dc_server_t *s, listener_t *l) {
     c->fd = fd;
     c->listener = l;
     c->last_active = dc_mono_ms();
+    if (l->tls) {
+      c->ssl = dc_tls_new_conn(l->tls, fd);
+      if (!c->ssl) {
+        dc_log(DC_LOG_ERR, "cannot start TLS on a new connection");
+        close(fd);
+        free(c);
+        continue;
+      }
+    }
+    if (l->protocol == DC_SEC_SASL_PLAINTEXT || l->protocol == DC_SEC_SASL_SSL)
+      c->auth.state = DC_AUTH_HANDSHAKE;
+    if (c->ssl || c->auth.state != DC_AUTH_NONE)
+      c->auth_deadline = c->last_active + s->opts.auth_timeout_ms;
     char h[INET6_ADDRSTRLEN];
     int p;
     addr_to_str(&ss, h, sizeof(h), &p);
@@ -272,16 +358,110 @@ static void do_accept(dc_server_t *s, listener_t *l) {
   }
 }
 
+/* The TLS handshake just finished: take the certificate principal. */
+static void tls_established(conn_t *c) {
+  c->tls_ready = true;
+  dc_tls_peer_principal(c->ssl, c->principal, sizeof(c->principal));
+  if (c->auth.state == DC_AUTH_NONE)
+    c->auth_deadline = 0;
+  dc_log(DC_LOG_DEBUG, "TLS connection from %s on listener %s: %s, %s",
+         c->peer, c->listener->name, SSL_get_version(c->ssl),
+         *c->principal ? c->principal : "no client certificate");
+}
+
+static void tls_failed(conn_t *c, const char *during) {
+  char why[320];
+  dc_tls_last_error(c->ssl, why, sizeof(why));
+  dc_log(DC_LOG_WARN, "TLS %s with %s on listener %s failed: %s", during,
+         c->peer, c->listener->name, why);
+}
+
+/* True when the pending TLS error is just the peer hanging up. */
+static bool is_plain_eof(void) {
+  unsigned long e = ERR_peek_error();
+  return e == 0 || ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
+/* Transport reads: bytes read (> 0), 0 = nothing now (would block), or -1 =
+ * the connection is over (*eof: the peer closed in order). */
+static ssize_t io_recv(conn_t *c, void *buf, size_t n, bool *eof) {
+  *eof = false;
+  if (!c->ssl) {
+    for (;;) {
+      ssize_t r = recv(c->fd, buf, n, 0);
+      if (r > 0)
+        return r;
+      if (r == 0) {
+        *eof = true;
+        return -1;
+      }
+      if (errno == EINTR)
+        continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+  }
+  ERR_clear_error();
+  int r = SSL_read(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+  if (!c->tls_ready && SSL_is_init_finished(c->ssl))
+    tls_established(c);
+  if (r > 0)
+    return r;
+  switch (SSL_get_error(c->ssl, r)) {
+  case SSL_ERROR_WANT_READ:
+    return 0;
+  case SSL_ERROR_WANT_WRITE:
+    c->tls_want_write = true;
+    return 0;
+  case SSL_ERROR_ZERO_RETURN:
+    *eof = true;
+    return -1;
+  default:
+    if (is_plain_eof()) {
+      /* Closed without close_notify (many clients do): an ordinary close,
+       * or a probe that never spoke TLS. */
+      ERR_clear_error();
+      if (!c->tls_ready)
+        dc_log(DC_LOG_DEBUG, "connection from %s on listener %s closed "
+                             "before the TLS handshake finished", c->peer,
+               c->listener->name);
+      *eof = true;
+    } else {
+      tls_failed(c, c->tls_ready ? "read" : "handshake");
+    }
+    return -1;
+  }
+}
+
+/* Transport writes: bytes sent (> 0), 0 = would block, -1 = error. */
+static ssize_t io_send(conn_t *c, const void *buf, size_t n) {
+  if (!c->ssl) {
+    for (;;) {
+      ssize_t r = send(c->fd, buf, n, MSG_NOSIGNAL);
+      if (r >= 0)
+        return r;
+      if (errno == EINTR)
+        continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+  }
+  ERR_clear_error();
+  int r = SSL_write(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+  if (r > 0)
+    return r;
+  int e = SSL_get_error(c->ssl, r);
+  if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+    return 0;
+  tls_failed(c, "write");
+  return -1;
+}
+
 /* Sends what it can. Returns false when the connection was closed. */
 static bool conn_flush(dc_server_t *s, conn_t *c) {
   while (c->out_off < c->out.len) {
-    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
-                     MSG_NOSIGNAL);
+    ssize_t n = io_send(c, c->out.data + c->out_off, c->out.len - c->out_off);
+    if (n == 0)
+      break;
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        break;
-      if (errno == EINTR)
-        continue;
       conn_close(s, c);
       return false;
     }
@@ -316,17 +496,23 @@ static void conn_process(dc_server_t *s, conn_t *c) {
     }
     if (r == 0)
       break;
+    const char *principal = c->auth.state == DC_AUTH_DONE ? c->auth.principal
+                            : *c->principal              ? c->principal
+                                                         : "User:ANONYMOUS";
     dc_conn_info_t info = {.peer = c->peer,
-                           .principal = "User:ANONYMOUS",
-                           .listener = "PLAINTEXT",
+                           .principal = principal,
+                           .listener = c->listener->name,
                            .advertised_host = c->listener->adv_host,
-                           .advertised_port = c->listener->adv_port};
+                           .advertised_port = c->listener->adv_port,
+                           .auth = &c->auth};
     why[0] = '\0';
     int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
                              (size_t)size, &s->arena, &c->out, why,
                              sizeof(why));
     dc_arena_reset(&s->arena);
     off += 4 + (size_t)size;
+    if (c->auth.state == DC_AUTH_DONE && (!c->ssl || c->tls_ready))
+      c->auth_deadline = 0;
     if (h == DC_HANDLE_CLOSE) {
       dc_log(DC_LOG_WARN, "closing connection from %s: %s", c->peer, why);
       c->closing = true;
@@ -352,23 +538,23 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
       conn_close(s, c);
       return;
     }
-    ssize_t n = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
-    if (n == 0) {
+    bool eof;
+    ssize_t n = io_recv(c, c->in.data + c->in.len, READ_CHUNK, &eof);
+    if (n < 0 && eof) {
       c->closing = true; /* peer closed: answer what we have, then close */
       break;
     }
     if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        conn_close(s, c);
-        return;
-      }
-      break;
+      conn_close(s, c);
+      return;
     }
+    if (n == 0)
+      break;
     c->in.len += (size_t)n;
     c->last_active = dc_mono_ms();
-    if ((size_t)n < READ_CHUNK)
+    /* A short plaintext read drained the socket; TLS reads return one
+     * record at a time, so keep going until it would block. */
+    if (!c->ssl && (size_t)n < READ_CHUNK)
       break;
   }
   bool peer_closed = c->closing;
@@ -381,6 +567,12 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
 }
 
 static void conn_writable(dc_server_t *s, conn_t *c) {
+  if (c->tls_want_write) {
+    /* A TLS read was waiting for the socket to drain: retry it. */
+    c->tls_want_write = false;
+    conn_readable(s, c);
+    return;
+  }
   if (!conn_flush(s, c))
     return;
   if (c->paused) {
@@ -396,7 +588,14 @@ static void sweep(dc_server_t *s, int64_t now) {
   conn_t *next;
   for (conn_t *c = s->conns; c; c = next) {
     next = c->next;
-    if (now - c->last_active > s->opts.idle_timeout_ms) {
+    if (c->auth_deadline && now > c->auth_deadline) {
+      dc_log(DC_LOG_WARN,
+             "closing connection from %s on listener %s: %s not completed "
+             "within %d ms", c->peer, c->listener->name,
+             c->ssl && !c->tls_ready ? "TLS handshake" : "SASL authentication",
+             s->opts.auth_timeout_ms);
+      conn_close(s, c);
+    } else if (now - c->last_active > s->opts.idle_timeout_ms) {
       dc_log(DC_LOG_INFO, "closing idle connection from %s", c->peer);
       conn_close(s, c);
     } else if (c->frame_start &&
@@ -426,6 +625,11 @@ int dc_server_run(dc_server_t *s) {
         uint64_t v;
         ssize_t r = read(s->wake.fd, &v, sizeof(v));
         (void)r;
+        if (s->reload) {
+          s->reload = 0;
+          if (s->opts.on_reload)
+            s->opts.on_reload(s->opts.reload_opaque);
+        }
       } else if (kind == EP_LISTENER) {
         do_accept(s, evs[i].data.ptr);
       } else {

@@ -12,6 +12,7 @@
 #ifndef DC_SERVER_H
 #define DC_SERVER_H
 #include "broker/handlers.h"
+#include "broker/tls_server.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,11 @@ typedef struct dc_server_opts {
   int request_timeout_ms;    /* a started frame must complete within this;
                                 default 30000 (slow-drip guard) */
   int max_connections;       /* default 100000 */
+  int auth_timeout_ms;       /* TLS handshake + SASL must finish within this
+                                after accept; default 30000 */
+  /* Called on the loop thread after dc_server_request_reload() (SIGHUP). */
+  void (*on_reload)(void *opaque);
+  void *reload_opaque;
 } dc_server_opts_t;
 
 void dc_server_opts_init(dc_server_opts_t *o);
@@ -34,12 +40,41 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
                            char *errstr, size_t errstr_size);
 void dc_server_destroy(dc_server_t *s);
 
-/* Binds and listens on host:port (port 0 = any free port). The advertised
- * address (NULL/0 = the bound one) is what Metadata returns on this
- * listener. On success writes the bound "host:port" to bound and returns 0. */
+/* Listener security, as Kafka's listener.security.protocol.map values. */
+typedef enum {
+  DC_SEC_PLAINTEXT = 0,
+  DC_SEC_SSL,
+  DC_SEC_SASL_PLAINTEXT,
+  DC_SEC_SASL_SSL,
+} dc_sec_protocol_t;
+/* "PLAINTEXT" etc.; dc_sec_protocol_parse returns -1 for an unknown name. */
+const char *dc_sec_protocol_name(dc_sec_protocol_t p);
+int dc_sec_protocol_parse(const char *name);
+
+typedef struct dc_listener_conf {
+  const char *name;      /* e.g. "SASL_SSL" or "INTERNAL"; copied */
+  dc_sec_protocol_t protocol;
+  const char *host;      /* bind address; "" = any */
+  int port;              /* 0 = any free port */
+  const char *adv_host;  /* what Metadata returns; NULL/"" = bound host */
+  int adv_port;          /* 0 = bound port */
+  dc_tls_ctx_t *tls;     /* required for SSL and SASL_SSL; borrowed, must
+                            outlive the server */
+} dc_listener_conf_t;
+
+/* Binds and listens. On success writes the bound "host:port" to bound and
+ * returns 0; else -1 with errstr. */
+int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
+                           char *bound, size_t bound_size, char *errstr,
+                           size_t errstr_size);
+
+/* A PLAINTEXT listener named "PLAINTEXT" (see dc_server_add_listener). */
 int dc_server_listen(dc_server_t *s, const char *host, int port,
                      const char *adv_host, int adv_port, char *bound,
                      size_t bound_size, char *errstr, size_t errstr_size);
+
+/* Async-signal-safe: asks the loop to call opts.on_reload. */
+void dc_server_request_reload(dc_server_t *s);
 
 /* Serves until dc_server_stop(). Returns 0, or -1 on a fatal error. */
 int dc_server_run(dc_server_t *s);

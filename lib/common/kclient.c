@@ -6,7 +6,12 @@
  * past the caller's timeout.
  */
 #include "common/clock.h"
+#include "common/scram.h"
+#include "common/tls_client.h"
 #include "kclient.h"
+
+#include <openssl/crypto.h>
+#include <strings.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +40,20 @@ struct dc_kclient {
   dc_api_range_t *ranges; /* owned: server's ApiVersions answer */
   size_t n_ranges;
   bool have_versions;
+  /* Security (dc_kclient_set_security). */
+  bool use_tls, use_sasl;
+  dc_tls_client_ctx_t *tls_ctx; /* owned; NULL without TLS */
+  dc_tls_conn_t *tls;           /* owned; the current connection's TLS */
+  char *sasl_mech, *sasl_user;  /* owned */
+  char *sasl_pass;              /* owned; wiped when freed */
 };
+
+static void free_secret(char *s) {
+  if (s) {
+    OPENSSL_cleanse(s, strlen(s));
+    free(s);
+  }
+}
 
 static void seterr(char *errstr, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -84,6 +102,8 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
 }
 
 void dc_kclient_close(dc_kclient_t *kc) {
+  dc_tls_conn_destroy(kc->tls);
+  kc->tls = NULL;
   if (kc->fd >= 0)
     close(kc->fd);
   kc->fd = -1;
@@ -100,6 +120,10 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
   dc_buf_free(&kc->out);
   free(kc->in);
   free(kc->ranges);
+  dc_tls_client_ctx_destroy(kc->tls_ctx);
+  free(kc->sasl_mech);
+  free(kc->sasl_user);
+  free_secret(kc->sasl_pass);
   free(kc);
 }
 
@@ -123,6 +147,95 @@ dynconf_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
   }
   return DYNCONF_ERR_NO_ERROR;
 }
+
+/* ---- security settings ------------------------------------------------ */
+
+dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
+                                      const dc_kclient_security_t *sec,
+                                      char *errstr, size_t errstr_size) {
+  static const dc_kclient_security_t none = {0};
+  if (!sec)
+    sec = &none;
+  const char *proto = sec->protocol ? sec->protocol : "PLAINTEXT";
+  bool tls, sasl;
+  if (!strcasecmp(proto, "PLAINTEXT"))
+    tls = false, sasl = false;
+  else if (!strcasecmp(proto, "SSL"))
+    tls = true, sasl = false;
+  else if (!strcasecmp(proto, "SASL_PLAINTEXT"))
+    tls = false, sasl = true;
+  else if (!strcasecmp(proto, "SASL_SSL"))
+    tls = true, sasl = true;
+  else {
+    seterr(errstr, errstr_size,
+           "unknown security protocol '%s' (expected PLAINTEXT, SSL, "
+           "SASL_PLAINTEXT or SASL_SSL)", proto);
+    return DYNCONF_ERR__INVALID_ARG;
+  }
+  if (sasl) {
+    const char *m = sec->sasl_mechanism;
+    if (!m || !*m) {
+      seterr(errstr, errstr_size,
+             "security protocol %s needs a SASL mechanism (PLAIN, "
+             "SCRAM-SHA-256 or SCRAM-SHA-512)", proto);
+      return DYNCONF_ERR__INVALID_ARG;
+    }
+    dc_scram_hash_t h;
+    if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
+      seterr(errstr, errstr_size,
+             "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256 "
+             "or SCRAM-SHA-512)", m);
+      return DYNCONF_ERR__INVALID_ARG;
+    }
+    if (!sec->sasl_username || !*sec->sasl_username) {
+      seterr(errstr, errstr_size,
+             "SASL mechanism %s needs a user name", m);
+      return DYNCONF_ERR__INVALID_ARG;
+    }
+    if (!sec->sasl_password) {
+      seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
+      return DYNCONF_ERR__INVALID_ARG;
+    }
+  }
+  dc_tls_client_ctx_t *ctx = NULL;
+  if (tls) {
+    dc_tls_client_conf_t tc = {.ca_file = sec->ssl_ca,
+                               .cert_file = sec->ssl_cert,
+                               .key_file = sec->ssl_key,
+                               .no_verify = sec->ssl_no_verify,
+                               .no_hostname_check = sec->ssl_no_hostname_check};
+    ctx = dc_tls_client_ctx_new(&tc, errstr, errstr_size);
+    if (!ctx)
+      return DYNCONF_ERR__INVALID_ARG;
+  }
+  char *m = sasl ? xstrdup(sec->sasl_mechanism) : NULL;
+  char *u = sasl ? xstrdup(sec->sasl_username) : NULL;
+  char *pw = sasl ? xstrdup(sec->sasl_password) : NULL;
+  if (sasl && (!m || !u || !pw)) {
+    free(m);
+    free(u);
+    free_secret(pw);
+    dc_tls_client_ctx_destroy(ctx);
+    seterr(errstr, errstr_size, "out of memory");
+    return DYNCONF_ERR__NOMEM;
+  }
+  dc_tls_client_ctx_destroy(kc->tls_ctx);
+  free(kc->sasl_mech);
+  free(kc->sasl_user);
+  free_secret(kc->sasl_pass);
+  kc->tls_ctx = ctx;
+  kc->sasl_mech = m;
+  kc->sasl_user = u;
+  kc->sasl_pass = pw;
+  kc->use_tls = tls;
+  kc->use_sasl = sasl;
+  return DYNCONF_ERR_NO_ERROR;
+}
+
+/* TLS and SASL on a fresh TCP connection (defined at the end). */
+static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
+                                       int64_t deadline, char *errstr,
+                                       size_t errstr_size);
 
 /* ---- connect ---------------------------------------------------------- */
 
@@ -260,7 +373,13 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
           freeaddrinfo(res);
           kc->fd = fd;
           snprintf(kc->peer, sizeof(kc->peer), "%s", entry);
-          return DYNCONF_ERR_NO_ERROR;
+          /* Certificate or credential trouble would repeat on every
+           * address: report it rather than trying the next one. */
+          dynconf_err_t se =
+              secure_connection(kc, host, deadline, errstr, errstr_size);
+          if (se)
+            dc_kclient_close(kc);
+          return se;
         }
       }
       freeaddrinfo(res);
@@ -305,6 +424,28 @@ static dynconf_err_t send_all(dc_kclient_t *kc, const uint8_t *p, size_t n,
                               int64_t deadline, int timeout_ms, char *errstr,
                               size_t errstr_size) {
   while (n) {
+    if (kc->tls) {
+      short ev = 0;
+      ssize_t w = dc_tls_write(kc->tls, p, n, &ev, errstr, errstr_size);
+      if (w > 0) {
+        p += w;
+        n -= (size_t)w;
+        continue;
+      }
+      if (w == -2)
+        return DYNCONF_ERR__TRANSPORT;
+      int r = wait_fd(kc->fd, ev, deadline);
+      if (r > 0)
+        continue;
+      if (r == 0) {
+        seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
+               timeout_ms);
+        return DYNCONF_ERR__TIMED_OUT;
+      }
+      seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
+             strerror(errno));
+      return DYNCONF_ERR__TRANSPORT;
+    }
     ssize_t w = send(kc->fd, p, n, MSG_NOSIGNAL);
     if (w > 0) {
       p += w;
@@ -335,6 +476,32 @@ static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
                               int64_t deadline, int timeout_ms, char *errstr,
                               size_t errstr_size) {
   while (n) {
+    if (kc->tls) {
+      short ev = 0;
+      ssize_t r = dc_tls_read(kc->tls, p, n, &ev, errstr, errstr_size);
+      if (r > 0) {
+        p += r;
+        n -= (size_t)r;
+        continue;
+      }
+      if (r == 0) {
+        seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
+        return DYNCONF_ERR__TRANSPORT;
+      }
+      if (r == -2)
+        return DYNCONF_ERR__TRANSPORT;
+      int w = wait_fd(kc->fd, ev, deadline);
+      if (w > 0)
+        continue;
+      if (w == 0) {
+        seterr(errstr, errstr_size, "no response from %s within %d ms",
+               kc->peer, timeout_ms);
+        return DYNCONF_ERR__TIMED_OUT;
+      }
+      seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
+             strerror(errno));
+      return DYNCONF_ERR__TRANSPORT;
+    }
     ssize_t r = recv(kc->fd, p, n, 0);
     if (r > 0) {
       p += r;
@@ -409,6 +576,14 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   }
   int32_t size = (int32_t)(((uint32_t)szb[0] << 24) | ((uint32_t)szb[1] << 16) |
                            ((uint32_t)szb[2] << 8) | szb[3]);
+  if (!kc->tls && szb[0] == 0x15 && szb[1] == 0x03) {
+    /* A TLS alert record: we spoke plaintext to a TLS listener. */
+    seterr(errstr, errstr_size,
+           "%s answered with a TLS alert: it is a TLS listener (use security "
+           "protocol SSL or SASL_SSL)", kc->peer);
+    dc_kclient_close(kc);
+    return DYNCONF_ERR__BAD_RESPONSE;
+  }
   if (size < 4 || size > DC_KCLIENT_MAX_FRAME) {
     seterr(errstr, errstr_size,
            "bad response from %s: frame size %d outside 4..%d", kc->peer,
@@ -535,4 +710,213 @@ int16_t dc_kclient_pick_version(const dc_kclient_t *kc, int16_t api_key) {
   int16_t hi = smax < ai->max_version ? smax : ai->max_version;
   int16_t lo = smin > ai->min_version ? smin : ai->min_version;
   return hi >= lo ? hi : -1;
+}
+
+/* ---- TLS and SASL ------------------------------------------------------ */
+
+static int enc_sasl_handshake(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_sasl_handshake_req_encode(b, v, req);
+}
+
+static int enc_sasl_authenticate(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_sasl_authenticate_req_encode(b, v, req);
+}
+
+/* SaslHandshake v1 for kc->sasl_mech. */
+static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
+                                    char *errstr, size_t errstr_size) {
+  int16_t lo, hi;
+  if (!dc_kclient_api_range(kc, DC_API_SASL_HANDSHAKE, &lo, &hi) || lo > 1 ||
+      hi < 1) {
+    seterr(errstr, errstr_size,
+           "SASL authentication failed: %s does not offer SaslHandshake v1",
+           kc->peer);
+    return DYNCONF_ERR_UNSUPPORTED_VERSION;
+  }
+  dc_sasl_handshake_req_t req = {.mechanism = kc->sasl_mech};
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dc_rd_t rd;
+  char why[512];
+  dynconf_err_t err =
+      dc_kclient_request(kc, DC_API_SASL_HANDSHAKE, 1, enc_sasl_handshake,
+                         &req, remaining_ms(deadline), &rd, &arena, why,
+                         sizeof(why));
+  dc_sasl_handshake_resp_t resp;
+  if (err) {
+    seterr(errstr, errstr_size, "SASL handshake with %s failed: %s", kc->peer,
+           why);
+  } else if (dc_sasl_handshake_resp_decode(&rd, 1, &resp)) {
+    seterr(errstr, errstr_size, "malformed SaslHandshake response from %s",
+           kc->peer);
+    err = DYNCONF_ERR__BAD_RESPONSE;
+  } else if (resp.error_code == DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM) {
+    char list[256] = "";
+    size_t l = 0;
+    for (int32_t i = 0; i < resp.n_mechanisms && l < sizeof(list); i++)
+      l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%s", i ? ", " : "",
+                            resp.mechanisms[i] ? resp.mechanisms[i] : "");
+    seterr(errstr, errstr_size,
+           "SASL mechanism %s is not enabled on %s (enabled: %s)",
+           kc->sasl_mech, kc->peer, l ? list : "none");
+    err = DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM;
+  } else if (resp.error_code) {
+    err = (dynconf_err_t)resp.error_code;
+    seterr(errstr, errstr_size, "SASL handshake with %s failed: %s%s",
+           kc->peer, dynconf_err_name(err),
+           err == DYNCONF_ERR_ILLEGAL_SASL_STATE
+               ? " (is it a SASL listener?)"
+               : "");
+  }
+  dc_arena_free(&arena);
+  return err;
+}
+
+/* One SaslAuthenticate round trip: sends tok, returns the server's token
+ * in *out (malloc'd, caller frees; NULL when empty). */
+static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
+                                const void *tok, size_t n, uint8_t **out,
+                                size_t *outlen, int64_t deadline, char *errstr,
+                                size_t errstr_size) {
+  *out = NULL;
+  *outlen = 0;
+  dc_sasl_authenticate_req_t req = {.auth_bytes = tok,
+                                    .n_auth_bytes = (int32_t)n};
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dc_rd_t rd;
+  char why[512];
+  dynconf_err_t err = dc_kclient_request(
+      kc, DC_API_SASL_AUTHENTICATE, v, enc_sasl_authenticate, &req,
+      remaining_ms(deadline), &rd, &arena, why, sizeof(why));
+  dc_sasl_authenticate_resp_t resp;
+  if (err) {
+    seterr(errstr, errstr_size, "SASL authentication failed: %s", why);
+  } else if (dc_sasl_authenticate_resp_decode(&rd, v, &resp)) {
+    seterr(errstr, errstr_size, "malformed SaslAuthenticate response from %s",
+           kc->peer);
+    err = DYNCONF_ERR__BAD_RESPONSE;
+  } else if (resp.error_code) {
+    err = (dynconf_err_t)resp.error_code;
+    seterr(errstr, errstr_size, "SASL authentication failed: %s",
+           resp.error_message && *resp.error_message
+               ? resp.error_message
+               : dynconf_err_str(err));
+  } else if (resp.n_auth_bytes > 0) {
+    *out = malloc((size_t)resp.n_auth_bytes);
+    if (!*out) {
+      seterr(errstr, errstr_size, "out of memory");
+      err = DYNCONF_ERR__NOMEM;
+    } else {
+      memcpy(*out, resp.auth_bytes, (size_t)resp.n_auth_bytes);
+      *outlen = (size_t)resp.n_auth_bytes;
+    }
+  }
+  dc_arena_free(&arena);
+  return err;
+}
+
+static dynconf_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
+                                char *errstr, size_t errstr_size) {
+  /* authzid (empty) NUL user NUL password */
+  size_t ul = strlen(kc->sasl_user), pl = strlen(kc->sasl_pass);
+  uint8_t *tok = malloc(ul + pl + 2);
+  if (!tok) {
+    seterr(errstr, errstr_size, "out of memory");
+    return DYNCONF_ERR__NOMEM;
+  }
+  tok[0] = 0;
+  memcpy(tok + 1, kc->sasl_user, ul);
+  tok[1 + ul] = 0;
+  memcpy(tok + 2 + ul, kc->sasl_pass, pl);
+  uint8_t *out = NULL;
+  size_t outlen = 0;
+  dynconf_err_t err = sasl_round(kc, v, tok, ul + pl + 2, &out, &outlen,
+                                 deadline, errstr, errstr_size);
+  OPENSSL_cleanse(tok, ul + pl + 2);
+  free(tok);
+  free(out);
+  return err;
+}
+
+static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
+                                int64_t deadline, char *errstr,
+                                size_t errstr_size) {
+  dc_scram_client_t *c =
+      dc_scram_client_new(h, kc->sasl_user, kc->sasl_pass, NULL);
+  char *msg = NULL;
+  size_t ml = 0;
+  uint8_t *in = NULL;
+  size_t inl = 0;
+  char why[300];
+  dynconf_err_t err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  if (!c) {
+    seterr(errstr, errstr_size, "out of memory");
+    return DYNCONF_ERR__NOMEM;
+  }
+  if (dc_scram_client_first(c, &msg, &ml, why, sizeof(why)))
+    goto client_error;
+  err = sasl_round(kc, v, msg, ml, &in, &inl, deadline, errstr, errstr_size);
+  free(msg);
+  msg = NULL;
+  if (err)
+    goto out;
+  err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  if (dc_scram_client_final(c, in, inl, &msg, &ml, why, sizeof(why)))
+    goto client_error;
+  free(in);
+  in = NULL;
+  err = sasl_round(kc, v, msg, ml, &in, &inl, deadline, errstr, errstr_size);
+  if (err)
+    goto out;
+  err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  if (dc_scram_client_verify(c, in, inl, why, sizeof(why)))
+    goto client_error;
+  err = DYNCONF_ERR_NO_ERROR;
+  goto out;
+client_error:
+  seterr(errstr, errstr_size, "SASL authentication with %s failed: %s",
+         kc->peer, why);
+out:
+  if (msg) {
+    OPENSSL_cleanse(msg, ml);
+    free(msg);
+  }
+  free(in);
+  dc_scram_client_destroy(c);
+  return err;
+}
+
+static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
+                                       int64_t deadline, char *errstr,
+                                       size_t errstr_size) {
+  if (kc->use_tls) {
+    dynconf_err_t err =
+        dc_tls_client_handshake(kc->tls_ctx, kc->fd, host, kc->peer, deadline,
+                                &kc->tls, errstr, errstr_size);
+    if (err)
+      return err;
+  }
+  if (!kc->use_sasl)
+    return DYNCONF_ERR_NO_ERROR;
+  /* Like librdkafka: ApiVersions first (allowed before authentication) to
+   * learn which SaslAuthenticate versions the server speaks. */
+  dynconf_err_t err = dc_kclient_api_versions(kc, remaining_ms(deadline),
+                                              errstr, errstr_size);
+  if (err)
+    return err;
+  err = sasl_handshake(kc, deadline, errstr, errstr_size);
+  if (err)
+    return err;
+  int16_t v = dc_kclient_pick_version(kc, DC_API_SASL_AUTHENTICATE);
+  if (v < 0) {
+    seterr(errstr, errstr_size,
+           "SASL authentication failed: %s does not offer SaslAuthenticate "
+           "v0-2", kc->peer);
+    return DYNCONF_ERR_UNSUPPORTED_VERSION;
+  }
+  dc_scram_hash_t h;
+  if (dc_scram_hash_from_name(kc->sasl_mech, &h))
+    return sasl_scram(kc, h, v, deadline, errstr, errstr_size);
+  return sasl_plain(kc, v, deadline, errstr, errstr_size);
 }

@@ -50,12 +50,50 @@ void dc_kclient_destroy(dc_kclient_t *kc);
  * literals in brackets, "[::1]:9092"). Every address each host resolves to is
  * tried in turn; timeout_ms bounds the whole attempt (all addresses share
  * it). An existing connection is closed first. On success the peer's
- * "host:port" is available from dc_kclient_peer(). Errors:
- * DYNCONF_ERR__INVALID_ARG (unparsable list), __TRANSPORT (refused,
- * unresolvable), __TIMED_OUT. */
+ * "host:port" is available from dc_kclient_peer().
+ * With security set (dc_kclient_set_security), the TCP connection is then
+ * secured before this returns: a TLS handshake (SSL, SASL_SSL; the
+ * certificate is checked against the host as written in the list), then
+ * for SASL an ApiVersions exchange, SaslHandshake v1 and SaslAuthenticate
+ * (so the server's API ranges are known afterwards too). A TLS or SASL
+ * failure is not retried on other addresses.
+ * Errors: DYNCONF_ERR__INVALID_ARG (unparsable list), __TRANSPORT
+ * (refused, unresolvable, TLS handshake failed: "TLS handshake with
+ * 127.0.0.1:9093 failed: certificate verify failed (...)"), __TIMED_OUT,
+ * SASL_AUTHENTICATION_FAILED ("SASL authentication failed: <server
+ * message>"), UNSUPPORTED_SASL_MECHANISM, or the errors of
+ * dc_kclient_request(). */
 dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size);
+
+/* Transport security for dc_kclient_connect(), librdkafka-style. Strings
+ * are copied by dc_kclient_set_security(); NULL means "not set". */
+typedef struct dc_kclient_security {
+  /* PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL; any case. */
+  const char *protocol;
+  /* SSL and SASL_SSL: */
+  const char *ssl_ca;    /* CA PEM file; NULL = the system trust store */
+  const char *ssl_cert;  /* client certificate PEM; NULL = none */
+  const char *ssl_key;   /* its private key PEM; required with ssl_cert */
+  bool ssl_no_verify;    /* accept any server certificate (testing only) */
+  bool ssl_no_hostname_check; /* verify the chain, not the host name */
+  /* SASL_PLAINTEXT and SASL_SSL: all three required. */
+  const char *sasl_mechanism; /* PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 */
+  const char *sasl_username;
+  const char *sasl_password;
+} dc_kclient_security_t;
+
+/* Sets (sec) or clears (NULL: PLAINTEXT) the security used by the next
+ * dc_kclient_connect(). Validates the combination and loads the TLS files
+ * now, so a bad value or unreadable file is reported here, e.g.
+ * "unknown security protocol 'TLS' (expected PLAINTEXT, SSL,
+ * SASL_PLAINTEXT or SASL_SSL)" or "cannot load CA file /x: ...".
+ * Returns 0, __INVALID_ARG or __NOMEM; on error the previous setting
+ * stays. Does not touch a current connection. */
+dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
+                                      const dc_kclient_security_t *sec,
+                                      char *errstr, size_t errstr_size);
 
 /* "host:port" as given in the bootstrap list for the current connection,
  * or "" when not connected. Owned by the handle; valid until the next

@@ -1,2 +1,515 @@
-/* placeholder: being written (issue 5) */
+/*
+ * SCRAM primitives and client state machine (see scram.h).
+ */
 #include "common/scram.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void seterr(char *errstr, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *errstr, size_t size, const char *fmt, ...) {
+  if (!errstr || size == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(errstr, size, fmt, ap);
+  va_end(ap);
+}
+
+static const EVP_MD *md_of(dc_scram_hash_t h) {
+  return h == DC_SCRAM_SHA512 ? EVP_sha512() : EVP_sha256();
+}
+
+bool dc_scram_hash_from_name(const char *mechanism, dc_scram_hash_t *out) {
+  if (!mechanism)
+    return false;
+  if (!strcmp(mechanism, "SCRAM-SHA-256")) {
+    *out = DC_SCRAM_SHA256;
+    return true;
+  }
+  if (!strcmp(mechanism, "SCRAM-SHA-512")) {
+    *out = DC_SCRAM_SHA512;
+    return true;
+  }
+  return false;
+}
+
+const char *dc_scram_mechanism_name(dc_scram_hash_t h) {
+  return h == DC_SCRAM_SHA512 ? "SCRAM-SHA-512" : "SCRAM-SHA-256";
+}
+
+size_t dc_scram_digest_len(dc_scram_hash_t h) {
+  return h == DC_SCRAM_SHA512 ? 64 : 32;
+}
+
+int dc_scram_salted_password(dc_scram_hash_t h, const char *password,
+                             size_t password_len, const uint8_t *salt,
+                             size_t salt_len, int iterations, uint8_t *out) {
+  if (iterations < 1 || password_len > INT_MAX || salt_len > INT_MAX)
+    return -1;
+  /* PKCS5_PBKDF2_HMAC wants a non-NULL pointer even for zero length. */
+  return PKCS5_PBKDF2_HMAC(password ? password : "", (int)password_len,
+                           salt ? salt : (const uint8_t *)"", (int)salt_len,
+                           iterations, md_of(h), (int)dc_scram_digest_len(h),
+                           out) == 1
+             ? 0
+             : -1;
+}
+
+int dc_scram_hmac(dc_scram_hash_t h, const uint8_t *key, size_t key_len,
+                  const void *data, size_t data_len, uint8_t *out) {
+  unsigned int n = 0;
+  if (key_len > INT_MAX)
+    return -1;
+  if (!HMAC(md_of(h), key, (int)key_len, data, data_len, out, &n))
+    return -1;
+  return n == dc_scram_digest_len(h) ? 0 : -1;
+}
+
+int dc_scram_digest(dc_scram_hash_t h, const void *data, size_t len,
+                    uint8_t *out) {
+  unsigned int n = 0;
+  if (EVP_Digest(data, len, out, &n, md_of(h), NULL) != 1)
+    return -1;
+  return n == dc_scram_digest_len(h) ? 0 : -1;
+}
+
+/* ClientKey, StoredKey and ServerKey from a salted password. Any of the
+ * outputs may be NULL. */
+static int derive_keys(dc_scram_hash_t h, const uint8_t *salted,
+                       uint8_t *client_key, uint8_t *stored_key,
+                       uint8_t *server_key) {
+  size_t dl = dc_scram_digest_len(h);
+  uint8_t ck[DC_SCRAM_MAX_DIGEST];
+  if (dc_scram_hmac(h, salted, dl, "Client Key", 10, ck))
+    return -1;
+  if (client_key)
+    memcpy(client_key, ck, dl);
+  if (stored_key && dc_scram_digest(h, ck, dl, stored_key))
+    return -1;
+  if (server_key && dc_scram_hmac(h, salted, dl, "Server Key", 10, server_key))
+    return -1;
+  OPENSSL_cleanse(ck, sizeof(ck));
+  return 0;
+}
+
+int dc_scram_cred_make(dc_scram_hash_t h, const char *password, int iterations,
+                       const uint8_t *salt, size_t salt_len,
+                       dc_scram_cred_t *out, char *errstr, size_t errstr_size) {
+  memset(out, 0, sizeof(*out));
+  if (iterations < DC_SCRAM_MIN_ITERATIONS ||
+      iterations > DC_SCRAM_MAX_ITERATIONS) {
+    seterr(errstr, errstr_size, "iterations must be in %d..%d, not %d",
+           DC_SCRAM_MIN_ITERATIONS, DC_SCRAM_MAX_ITERATIONS, iterations);
+    return -1;
+  }
+  out->hash = h;
+  out->iterations = iterations;
+  out->key_len = dc_scram_digest_len(h);
+  if (salt) {
+    if (salt_len == 0 || salt_len > DC_SCRAM_MAX_SALT) {
+      seterr(errstr, errstr_size, "salt must be 1..%d bytes",
+             DC_SCRAM_MAX_SALT);
+      return -1;
+    }
+    memcpy(out->salt, salt, salt_len);
+    out->salt_len = salt_len;
+  } else {
+    if (RAND_bytes(out->salt, DC_SCRAM_SALT_LEN) != 1) {
+      seterr(errstr, errstr_size, "cannot get random bytes for a salt");
+      return -1;
+    }
+    out->salt_len = DC_SCRAM_SALT_LEN;
+  }
+  uint8_t salted[DC_SCRAM_MAX_DIGEST];
+  int rc = dc_scram_salted_password(h, password, strlen(password), out->salt,
+                                    out->salt_len, iterations, salted);
+  if (!rc)
+    rc = derive_keys(h, salted, NULL, out->stored_key, out->server_key);
+  OPENSSL_cleanse(salted, sizeof(salted));
+  if (rc)
+    seterr(errstr, errstr_size, "cannot derive %s keys (OpenSSL error)",
+           dc_scram_mechanism_name(h));
+  return rc;
+}
+
+bool dc_scram_cred_check(const dc_scram_cred_t *cred, const char *password,
+                         size_t password_len) {
+  uint8_t salted[DC_SCRAM_MAX_DIGEST], stored[DC_SCRAM_MAX_DIGEST],
+      server[DC_SCRAM_MAX_DIGEST];
+  bool okay = false;
+  if (cred->key_len == dc_scram_digest_len(cred->hash) &&
+      !dc_scram_salted_password(cred->hash, password, password_len, cred->salt,
+                                cred->salt_len, cred->iterations, salted) &&
+      !derive_keys(cred->hash, salted, NULL, stored, server)) {
+    /* Both keys, without short-circuit, so timing says nothing. */
+    int a = CRYPTO_memcmp(stored, cred->stored_key, cred->key_len);
+    int b = CRYPTO_memcmp(server, cred->server_key, cred->key_len);
+    okay = (a | b) == 0;
+  }
+  OPENSSL_cleanse(salted, sizeof(salted));
+  return okay;
+}
+
+/* ---- base64 ------------------------------------------------------------ */
+
+char *dc_b64_encode(const uint8_t *p, size_t n) {
+  if (n > (size_t)INT_MAX / 4 * 3 - 3)
+    return NULL;
+  char *s = malloc(4 * ((n + 2) / 3) + 1);
+  if (!s)
+    return NULL;
+  EVP_EncodeBlock((unsigned char *)s, p ? p : (const uint8_t *)"", (int)n);
+  return s;
+}
+
+static bool b64_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
+long dc_b64_decode(const char *s, size_t n, uint8_t *out, size_t out_cap) {
+  /* EVP_DecodeBlock skips whitespace and counts padding as zero bytes:
+   * validate strictly first so its result is exactly what we expect. */
+  if (n % 4 || n > (size_t)INT_MAX)
+    return -1;
+  if (n == 0)
+    return 0;
+  size_t pad = 0;
+  if (s[n - 1] == '=')
+    pad = s[n - 2] == '=' ? 2 : 1;
+  for (size_t i = 0; i < n - pad; i++)
+    if (!b64_char(s[i]))
+      return -1;
+  size_t len = n / 4 * 3 - pad;
+  if (len > out_cap)
+    return -1;
+  uint8_t *tmp = malloc(n / 4 * 3);
+  if (!tmp)
+    return -1;
+  int r = EVP_DecodeBlock(tmp, (const unsigned char *)s, (int)n);
+  if (r < 0 || (size_t)r != n / 4 * 3) {
+    free(tmp);
+    return -1;
+  }
+  memcpy(out, tmp, len);
+  OPENSSL_cleanse(tmp, n / 4 * 3);
+  free(tmp);
+  return (long)len;
+}
+
+int dc_scram_nonce(char *out, size_t n) {
+  static const char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-";
+  uint8_t raw[64];
+  size_t done = 0;
+  while (done < n) {
+    size_t k = n - done < sizeof(raw) ? n - done : sizeof(raw);
+    if (RAND_bytes(raw, (int)k) != 1)
+      return -1;
+    for (size_t i = 0; i < k; i++)
+      out[done + i] = alphabet[raw[i] & 63];
+    done += k;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+/* ---- message helpers --------------------------------------------------- */
+
+char *dc_scram_escape_name(const char *name) {
+  size_t n = 0;
+  for (const char *p = name; *p; p++)
+    n += (*p == ',' || *p == '=') ? 3 : 1;
+  char *s = malloc(n + 1), *w = s;
+  if (!s)
+    return NULL;
+  for (const char *p = name; *p; p++) {
+    if (*p == ',') {
+      memcpy(w, "=2C", 3);
+      w += 3;
+    } else if (*p == '=') {
+      memcpy(w, "=3D", 3);
+      w += 3;
+    } else {
+      *w++ = *p;
+    }
+  }
+  *w = '\0';
+  return s;
+}
+
+char *dc_scram_unescape_name(const char *s, size_t n) {
+  char *d = malloc(n + 1), *w = d;
+  if (!d)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '\0' || s[i] == ',')
+      goto bad;
+    if (s[i] != '=') {
+      *w++ = s[i];
+      continue;
+    }
+    if (i + 2 >= n)
+      goto bad;
+    if (s[i + 1] == '2' && s[i + 2] == 'C')
+      *w++ = ',';
+    else if (s[i + 1] == '3' && s[i + 2] == 'D')
+      *w++ = '=';
+    else
+      goto bad;
+    i += 2;
+  }
+  *w = '\0';
+  return d;
+bad:
+  free(d);
+  return NULL;
+}
+
+const char *dc_scram_attr(const char *msg, size_t n, char key, size_t *vlen) {
+  size_t i = 0;
+  while (i < n) {
+    const char *comma = memchr(msg + i, ',', n - i);
+    size_t end = comma ? (size_t)(comma - msg) : n;
+    if (end - i >= 2 && msg[i] == key && msg[i + 1] == '=') {
+      *vlen = end - i - 2;
+      return msg + i + 2;
+    }
+    i = end + 1;
+  }
+  return NULL;
+}
+
+/* ---- client ------------------------------------------------------------ */
+
+enum { C_INIT, C_SENT_FIRST, C_SENT_FINAL, C_DONE, C_FAILED };
+
+struct dc_scram_client {
+  dc_scram_hash_t hash;
+  int state;
+  char *user;     /* owned, escaped saslname */
+  char *password; /* owned, wiped on destroy */
+  char nonce[48]; /* client nonce */
+  char *first_bare; /* owned: client-first-message-bare */
+  uint8_t server_sig[DC_SCRAM_MAX_DIGEST]; /* expected in server-final */
+};
+
+dc_scram_client_t *dc_scram_client_new(dc_scram_hash_t h, const char *user,
+                                       const char *password,
+                                       const char *nonce) {
+  dc_scram_client_t *c = calloc(1, sizeof(*c));
+  if (!c)
+    return NULL;
+  c->hash = h;
+  c->user = dc_scram_escape_name(user ? user : "");
+  c->password = strdup(password ? password : "");
+  if (!c->user || !c->password)
+    goto fail;
+  if (nonce) {
+    if (!*nonce || strlen(nonce) >= sizeof(c->nonce) || strchr(nonce, ','))
+      goto fail;
+    strcpy(c->nonce, nonce);
+  } else if (dc_scram_nonce(c->nonce, 32)) {
+    goto fail;
+  }
+  return c;
+fail:
+  dc_scram_client_destroy(c);
+  return NULL;
+}
+
+void dc_scram_client_destroy(dc_scram_client_t *c) {
+  if (!c)
+    return;
+  free(c->user);
+  if (c->password) {
+    OPENSSL_cleanse(c->password, strlen(c->password));
+    free(c->password);
+  }
+  free(c->first_bare);
+  OPENSSL_cleanse(c, sizeof(*c));
+  free(c);
+}
+
+int dc_scram_client_first(dc_scram_client_t *c, char **out, size_t *outlen,
+                          char *errstr, size_t errstr_size) {
+  *out = NULL;
+  *outlen = 0;
+  if (c->state != C_INIT) {
+    seterr(errstr, errstr_size, "SCRAM client-first already sent");
+    return -1;
+  }
+  size_t n = strlen(c->user) + strlen(c->nonce) + 6;
+  c->first_bare = malloc(n + 1);
+  char *msg = malloc(n + 3 + 1);
+  if (!c->first_bare || !msg) {
+    free(msg);
+    seterr(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  snprintf(c->first_bare, n + 1, "n=%s,r=%s", c->user, c->nonce);
+  *outlen = (size_t)snprintf(msg, n + 4, "n,,%s", c->first_bare);
+  *out = msg;
+  c->state = C_SENT_FIRST;
+  return 0;
+}
+
+int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
+                          size_t n, char **out, size_t *outlen, char *errstr,
+                          size_t errstr_size) {
+  *out = NULL;
+  *outlen = 0;
+  const char *sf = (const char *)server_first;
+  const char *mech = dc_scram_mechanism_name(c->hash);
+  if (c->state != C_SENT_FIRST) {
+    seterr(errstr, errstr_size, "%s: server-first message out of order", mech);
+    return -1;
+  }
+  c->state = C_FAILED;
+  size_t rl = 0, sl = 0, il = 0;
+  const char *r = NULL, *s = NULL, *i = NULL;
+  if (sf && !memchr(sf, '\0', n)) {
+    r = dc_scram_attr(sf, n, 'r', &rl);
+    s = dc_scram_attr(sf, n, 's', &sl);
+    i = dc_scram_attr(sf, n, 'i', &il);
+  }
+  if (n >= 2 && sf[0] == 'e' && sf[1] == '=') {
+    seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
+           (int)(n - 2 > 200 ? 200 : n - 2), sf + 2);
+    return -1;
+  }
+  if (!r || r != sf + 2 || !s || !i) {
+    seterr(errstr, errstr_size, "%s: malformed server-first message", mech);
+    return -1;
+  }
+  size_t cn = strlen(c->nonce);
+  if (rl <= cn || memcmp(r, c->nonce, cn)) {
+    seterr(errstr, errstr_size,
+           "%s: the server's nonce does not extend ours", mech);
+    return -1;
+  }
+  for (size_t k = 0; k < rl; k++)
+    if (r[k] < 0x21 || r[k] > 0x7e) {
+      seterr(errstr, errstr_size, "%s: bad character in server nonce", mech);
+      return -1;
+    }
+  long iters = 0;
+  for (size_t k = 0; k < il; k++) {
+    if (i[k] < '0' || i[k] > '9' || iters > DC_SCRAM_MAX_ITERATIONS) {
+      iters = -1;
+      break;
+    }
+    iters = iters * 10 + (i[k] - '0');
+  }
+  if (il == 0 || iters < DC_SCRAM_MIN_ITERATIONS ||
+      iters > DC_SCRAM_MAX_ITERATIONS) {
+    seterr(errstr, errstr_size,
+           "%s: server asked for %.*s iterations (accepted: %d..%d)", mech,
+           (int)(il > 20 ? 20 : il), i, DC_SCRAM_MIN_ITERATIONS,
+           DC_SCRAM_MAX_ITERATIONS);
+    return -1;
+  }
+  uint8_t salt[DC_SCRAM_MAX_SALT];
+  long saltn = dc_b64_decode(s, sl, salt, sizeof(salt));
+  if (saltn <= 0) {
+    seterr(errstr, errstr_size, "%s: bad salt in server-first message", mech);
+    return -1;
+  }
+
+  /* client-final-message-without-proof, then AuthMessage. */
+  size_t wl = 9 + rl; /* "c=biws,r=" + nonce */
+  char *without = malloc(wl + 1);
+  size_t bl = strlen(c->first_bare);
+  size_t al = bl + 1 + n + 1 + wl;
+  char *auth = malloc(al + 1);
+  if (!without || !auth) {
+    free(without);
+    free(auth);
+    seterr(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  snprintf(without, wl + 1, "c=biws,r=%.*s", (int)rl, r);
+  snprintf(auth, al + 1, "%s,%.*s,%s", c->first_bare, (int)n, sf, without);
+
+  size_t dl = dc_scram_digest_len(c->hash);
+  uint8_t salted[DC_SCRAM_MAX_DIGEST], ck[DC_SCRAM_MAX_DIGEST],
+      stored[DC_SCRAM_MAX_DIGEST], sk[DC_SCRAM_MAX_DIGEST],
+      sig[DC_SCRAM_MAX_DIGEST];
+  int rc = -1;
+  char *proof_b64 = NULL;
+  if (dc_scram_salted_password(c->hash, c->password, strlen(c->password), salt,
+                               (size_t)saltn, (int)iters, salted) ||
+      derive_keys(c->hash, salted, ck, stored, sk) ||
+      dc_scram_hmac(c->hash, stored, dl, auth, al, sig) ||
+      dc_scram_hmac(c->hash, sk, dl, auth, al, c->server_sig)) {
+    seterr(errstr, errstr_size, "%s: key derivation failed (OpenSSL error)",
+           mech);
+    goto out;
+  }
+  for (size_t k = 0; k < dl; k++)
+    ck[k] ^= sig[k]; /* ClientProof */
+  proof_b64 = dc_b64_encode(ck, dl);
+  size_t ol = wl + 3 + (proof_b64 ? strlen(proof_b64) : 0);
+  char *msg = proof_b64 ? malloc(ol + 1) : NULL;
+  if (!msg) {
+    seterr(errstr, errstr_size, "out of memory");
+    goto out;
+  }
+  snprintf(msg, ol + 1, "%s,p=%s", without, proof_b64);
+  *out = msg;
+  *outlen = ol;
+  c->state = C_SENT_FINAL;
+  rc = 0;
+out:
+  OPENSSL_cleanse(salted, sizeof(salted));
+  OPENSSL_cleanse(ck, sizeof(ck));
+  OPENSSL_cleanse(sk, sizeof(sk));
+  free(proof_b64);
+  free(without);
+  free(auth);
+  return rc;
+}
+
+int dc_scram_client_verify(dc_scram_client_t *c, const uint8_t *server_final,
+                           size_t n, char *errstr, size_t errstr_size) {
+  const char *m = (const char *)server_final;
+  const char *mech = dc_scram_mechanism_name(c->hash);
+  if (c->state != C_SENT_FINAL) {
+    seterr(errstr, errstr_size, "%s: server-final message out of order", mech);
+    return -1;
+  }
+  c->state = C_FAILED;
+  if (m && n >= 2 && m[0] == 'e' && m[1] == '=') {
+    seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
+           (int)(n - 2 > 200 ? 200 : n - 2), m + 2);
+    return -1;
+  }
+  size_t vl = 0;
+  const char *v = m && !memchr(m, '\0', n) ? dc_scram_attr(m, n, 'v', &vl)
+                                           : NULL;
+  uint8_t sig[DC_SCRAM_MAX_DIGEST];
+  size_t dl = dc_scram_digest_len(c->hash);
+  if (!v || v != m + 2 || dc_b64_decode(v, vl, sig, sizeof(sig)) != (long)dl) {
+    seterr(errstr, errstr_size, "%s: malformed server-final message", mech);
+    return -1;
+  }
+  if (CRYPTO_memcmp(sig, c->server_sig, dl)) {
+    seterr(errstr, errstr_size,
+           "%s: the server's signature is wrong (it does not know the "
+           "password: not the server we meant to reach?)",
+           mech);
+    return -1;
+  }
+  c->state = C_DONE;
+  return 0;
+}

@@ -1,4 +1,66 @@
-/* placeholder: being written (issue 5) */
+/*
+ * TLS for the blocking client connection (lib/common/kclient.c), with
+ * OpenSSL 3: a context holding the trust store and optional client
+ * certificate, and per-connection handshake and I/O over a connected
+ * non-blocking socket. Every wait is bounded by a monotonic deadline
+ * (dc_mono_ms() milliseconds).
+ *
+ * Threads: a context may be shared by connections in different threads
+ * once made; a connection has one owner.
+ * Errors: sentences in errstr, e.g. "TLS handshake with 127.0.0.1:9093
+ * failed: certificate verify failed (unable to get local issuer
+ * certificate)".
+ */
 #ifndef DC_TLS_CLIENT_H
 #define DC_TLS_CLIENT_H
+
+#include "dynconf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct dc_tls_client_conf {
+  const char *ca_file;   /* PEM CA bundle; NULL = the system trust store */
+  const char *cert_file; /* client certificate (PEM, may carry the chain);
+                            NULL = none */
+  const char *key_file;  /* its private key (PEM); required with cert_file */
+  bool no_verify;        /* accept any server certificate (tests only) */
+  bool no_hostname_check; /* verify the chain but not the name/IP */
+} dc_tls_client_conf_t;
+
+typedef struct dc_tls_client_ctx dc_tls_client_ctx_t;
+typedef struct dc_tls_conn dc_tls_conn_t;
+
+/* Loads the files now, so a bad path is reported before any connection.
+ * Returns NULL with errstr ("cannot load CA file /x: no such file") on
+ * failure. Caller owns the result. */
+dc_tls_client_ctx_t *dc_tls_client_ctx_new(const dc_tls_client_conf_t *conf,
+                                           char *errstr, size_t errstr_size);
+void dc_tls_client_ctx_destroy(dc_tls_client_ctx_t *ctx);
+
+/* TLS handshake over fd (connected, non-blocking; borrowed: the caller
+ * closes it after dc_tls_conn_destroy()). host is checked against the
+ * certificate (an IP literal against its IP SANs) and sent as SNI when it
+ * is a name; peer ("host:port") is for messages. On success *out is the
+ * connection (caller owns). Errors: __TIMED_OUT, __TRANSPORT. */
+dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
+                                      const char *host, const char *peer,
+                                      int64_t deadline, dc_tls_conn_t **out,
+                                      char *errstr, size_t errstr_size);
+
+/* Sends a best-effort close_notify (no waiting) and frees the connection;
+ * the socket is left open. NULL is a no-op. */
+void dc_tls_conn_destroy(dc_tls_conn_t *t);
+
+/* One non-blocking write/read attempt. Returns bytes moved (> 0); 0 from
+ * read when the peer closed; -1 when it would block: poll for *wait
+ * (POLLIN or POLLOUT) and retry the same call; -2 on error (errstr set,
+ * naming peer). */
+ssize_t dc_tls_write(dc_tls_conn_t *t, const void *p, size_t n, short *wait,
+                     char *errstr, size_t errstr_size);
+ssize_t dc_tls_read(dc_tls_conn_t *t, void *p, size_t n, short *wait,
+                    char *errstr, size_t errstr_size);
+
 #endif

@@ -1,0 +1,332 @@
+/*
+ * Principal-scoped configs: the addressing and resolution scheme.
+ *
+ * Entities (all kept in the configdb and the store as (type, name)):
+ *   (9,  "<default>")   every client's defaults                source 8
+ *   (9,  "C")           client-id C                            source 7
+ *   (10, "U")           user U: every client U runs            source 9
+ *   (10, "U/C")         user U's clients with client-id C      source 10
+ * U is the principal without its "User:" type ("User:alice" -> "alice",
+ * "User:CN=alice,O=x" -> "CN=alice,O=x"); in type-10 names each part is
+ * percent-encoded (lib/common/entity.h) and stored in its canonical
+ * spelling, so "%61lice" and "alice" are one entity. A type-10 part may
+ * not be "<default>": there is no default user (the user entity "U"
+ * already covers every client of U).
+ *
+ * DescribeConfigs resolves each key from the first level that has it:
+ *   CLIENT "C", caller U    U/C > U > C > <default>   (sources 10/9/7/8)
+ *   CLIENT "<default>"      <default>'s own values    (source 8)
+ *   USER "U"                U's own values            (source 9)
+ *   USER "U/C"              U/C > U > C > <default>   (sources 10/9/7/8)
+ * so an agent describing its own client-id gets exactly what applies to
+ * it, and an operator can see any (user, client-id) view without being
+ * that user. IncludeSynonyms lists every level that has the key, in that
+ * order, the winner first. v0 has no source byte: is_default is true
+ * exactly when the value comes from <default> (and the described entity
+ * is not <default> itself), as before users existed.
+ *
+ * Alters change one entity's own set. APPEND/SUBTRACT start from the
+ * entity's own value, else from what it inherits: <default> for C and
+ * for U (U sits above every client, so the client level is skipped), and
+ * U > C > <default> for U/C.
+ *
+ * heartbeat.interval.ms < session.timeout.ms must hold for every resolved
+ * (user, client-id) pair, each key resolved on its own. An alter is
+ * checked against every pair whose resolution it can change, which takes
+ * one walk of the configdb:
+ *   U/C        just (U, C);
+ *   U          (U, any client without an entity), (U, C) for every
+ *              client entity C and every U/C entity;
+ *   C          (no user, C), (U, C) for every user entity U and U/C;
+ *   <default>  (no user, no client), (no user, C) for every client C,
+ *              (U, no client) for every user U, every U/C entity.
+ * For <default> the pairs (U, C) without a U/C entity need no check of
+ * their own: if U sets both keys <default> does not reach them; if U sets
+ * one, <default> can only supply the other when C does not set it, and
+ * then the pair equals (U, no client); if U sets neither it equals
+ * (no user, C). Unknown or non-numeric halves are not checked (nothing to
+ * compare), as before.
+ */
+#include "broker/scope.h"
+#include "broker/broker_int.h"
+#include "common/schema.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define HB "heartbeat.interval.ms"
+#define ST "session.timeout.ms"
+
+int dc_scope_ent_init(dc_scope_ent_t *e, int8_t type, const char *name,
+                      char *errstr, size_t errstr_size) {
+  memset(e, 0, sizeof(*e));
+  e->type = type;
+  if (type == DC_RES_CLIENT) {
+    size_t n = strlen(name);
+    if (n == 0 || n > DC_ENTITY_PART_MAX) {
+      snprintf(errstr, errstr_size,
+               "client-id must be 1 to %d bytes (use <default> for the "
+               "default entity)",
+               DC_ENTITY_PART_MAX);
+      return -1;
+    }
+    memcpy(e->name, name, n + 1);
+    memcpy(e->parts.client, name, n + 1);
+    return 0;
+  }
+  char why[200];
+  if (dc_entity_user_parse(name, &e->parts, why, sizeof(why)) ||
+      dc_entity_user_name(e->parts.user, e->parts.client, e->name,
+                          sizeof(e->name), why, sizeof(why))) {
+    snprintf(errstr, errstr_size, "bad user entity name '%.300s': %s", name,
+             why);
+    return -1;
+  }
+  if (!strcmp(e->parts.user, DC_DEFAULT_ENTITY)) {
+    snprintf(errstr, errstr_size,
+             "there is no default user entity; use CLIENT '<default>' for "
+             "defaults every client inherits");
+    return -1;
+  }
+  if (!strcmp(e->parts.client, DC_DEFAULT_ENTITY)) {
+    snprintf(errstr, errstr_size,
+             "'%.300s/<default>' is not an entity: the user entity '%.300s' "
+             "already applies to all of that user's client-ids",
+             e->parts.user, e->parts.user);
+    return -1;
+  }
+  return 0;
+}
+
+static const char *user_of(const char *principal) {
+  if (!principal)
+    return "ANONYMOUS";
+  return !strncmp(principal, "User:", 5) ? principal + 5 : principal;
+}
+
+int dc_scope_levels(const dc_configdb_t *db, const dc_scope_ent_t *e,
+                    const char *principal,
+                    dc_scope_level_t out[DC_SCOPE_MAX_LEVELS]) {
+  int n = 0;
+  if (e->type == DC_RES_USER && !*e->parts.client) {
+    out[n++] = (dc_scope_level_t){dc_configdb_get(db, DC_RES_USER, e->name),
+                                  DC_SRC_DYNAMIC_USER, false};
+    return n;
+  }
+  const char *client = e->parts.client;
+  const dc_entity_t *def =
+      dc_configdb_get(db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+  if (!strcmp(client, DC_DEFAULT_ENTITY)) {
+    out[n++] = (dc_scope_level_t){def, DC_SRC_DYNAMIC_DEFAULT, false};
+    return n;
+  }
+  const char *user =
+      e->type == DC_RES_USER ? e->parts.user : user_of(principal);
+  char uc[DC_ENTITY_ENC_NAME_SIZE], u[DC_ENTITY_ENC_NAME_SIZE];
+  /* A principal whose user cannot be named (empty, over 255 bytes) has
+   * no user levels. */
+  if (!dc_entity_user_name(user, client, uc, sizeof(uc), NULL, 0) &&
+      !dc_entity_user_name(user, NULL, u, sizeof(u), NULL, 0)) {
+    out[n++] = (dc_scope_level_t){dc_configdb_get(db, DC_RES_USER, uc),
+                                  DC_SRC_DYNAMIC_USER_CLIENT, false};
+    out[n++] = (dc_scope_level_t){dc_configdb_get(db, DC_RES_USER, u),
+                                  DC_SRC_DYNAMIC_USER, false};
+  }
+  out[n++] = (dc_scope_level_t){dc_configdb_get(db, DC_RES_CLIENT, client),
+                                DC_SRC_DYNAMIC_CLIENT, false};
+  out[n++] = (dc_scope_level_t){def, DC_SRC_DYNAMIC_DEFAULT, true};
+  return n;
+}
+
+const char *dc_scope_inherited(const dc_configdb_t *db,
+                               const dc_scope_ent_t *e, const char *key) {
+  const dc_entity_t *def =
+      dc_configdb_get(db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+  if (e->type == DC_RES_CLIENT)
+    return strcmp(e->name, DC_DEFAULT_ENTITY) ? dc_entity_value(def, key)
+                                              : NULL;
+  if (!*e->parts.client)
+    return dc_entity_value(def, key);
+  const char *slash = strchr(e->name, '/');
+  char u[DC_ENTITY_ENC_NAME_SIZE];
+  snprintf(u, sizeof(u), "%.*s", (int)(slash - e->name), e->name);
+  const char *v = dc_entity_value(dc_configdb_get(db, DC_RES_USER, u), key);
+  if (!v)
+    v = dc_entity_value(dc_configdb_get(db, DC_RES_CLIENT, e->parts.client),
+                        key);
+  return v ? v : dc_entity_value(def, key);
+}
+
+/* ---- the heartbeat/session rule ----------------------------------------- */
+
+typedef struct pair {
+  const char *hb, *st; /* NULL = not set at that level */
+} pair_t;
+
+/* The configdb as it would be with e's new set: what the checks read. */
+typedef struct view {
+  const dc_configdb_t *db;
+  const dc_scope_ent_t *e;
+  size_t n;
+  const char *const *keys, *const *values;
+  char *msg;
+  size_t msg_size;
+} view_t;
+
+static const char *set_value(const view_t *v, const char *key) {
+  for (size_t i = 0; i < v->n; i++)
+    if (!strcmp(v->keys[i], key))
+      return v->values[i];
+  return NULL;
+}
+
+static pair_t get_pair(const view_t *v, int8_t type, const char *name) {
+  if (type == v->e->type && !strcmp(name, v->e->name))
+    return (pair_t){set_value(v, HB), set_value(v, ST)};
+  const dc_entity_t *ent = dc_configdb_get(v->db, type, name);
+  return (pair_t){dc_entity_value(ent, HB), dc_entity_value(ent, ST)};
+}
+
+static void describe_combo(const char *uenc, const char *client, char *buf,
+                           size_t size) {
+  dc_user_entity_t ue = {"", ""};
+  if (uenc)
+    dc_entity_user_parse(uenc, &ue, NULL, 0); /* canonical: cannot fail */
+  if (!uenc)
+    snprintf(buf, size, "client-id '%.300s'",
+             client ? client : DC_DEFAULT_ENTITY);
+  else if (!client)
+    snprintf(buf, size, "user '%.300s'", ue.user);
+  else
+    snprintf(buf, size, "user '%.300s' with client-id '%.300s'", ue.user,
+             client);
+}
+
+/* Checks the pair (user uenc, client-id client) resolves to; either may
+ * be NULL (none). True when fine; else false with v->msg set. */
+static bool check(const view_t *v, const char *uenc, const char *client) {
+  pair_t lv[4];
+  int n = 0;
+  if (uenc && client) {
+    char uc[DC_ENTITY_ENC_NAME_SIZE], cenc[DC_ENTITY_ENC_PART_MAX + 1];
+    if (dc_entity_encode_part(client, cenc, sizeof(cenc)) >= 0) {
+      snprintf(uc, sizeof(uc), "%s/%s", uenc, cenc);
+      lv[n++] = get_pair(v, DC_RES_USER, uc);
+    }
+  }
+  if (uenc)
+    lv[n++] = get_pair(v, DC_RES_USER, uenc);
+  if (client)
+    lv[n++] = get_pair(v, DC_RES_CLIENT, client);
+  lv[n++] = get_pair(v, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+  const char *hb = NULL, *st = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!hb)
+      hb = lv[i].hb;
+    if (!st)
+      st = lv[i].st;
+  }
+  int64_t h, s;
+  if (!hb || !st || !dc_parse_int64(hb, &h) || !dc_parse_int64(st, &s) ||
+      h < s)
+    return true;
+  char combo[700], self[700];
+  describe_combo(uenc, client, combo, sizeof(combo));
+  const dc_scope_ent_t *e = v->e;
+  bool is_self;
+  if (e->type == DC_RES_CLIENT) {
+    is_self = !uenc && (client ? !strcmp(client, e->name)
+                               : !strcmp(e->name, DC_DEFAULT_ENTITY));
+    snprintf(self, sizeof(self), "client-id '%.300s'", e->name);
+  } else {
+    const char *slash = strchr(e->name, '/');
+    size_t ulen = slash ? (size_t)(slash - e->name) : strlen(e->name);
+    is_self = uenc && strlen(uenc) == ulen &&
+              !strncmp(uenc, e->name, ulen) &&
+              (client ? !strcmp(client, e->parts.client) : !slash);
+    if (slash)
+      snprintf(self, sizeof(self), "user '%.300s' with client-id '%.300s'",
+               e->parts.user, e->parts.client);
+    else
+      snprintf(self, sizeof(self), "user '%.300s'", e->parts.user);
+  }
+  if (is_self)
+    snprintf(v->msg, v->msg_size,
+             HB " (%s) must be lower than " ST " (%s) for %s", hb, st, combo);
+  else
+    snprintf(v->msg, v->msg_size,
+             "this change to %s would break %s, which resolves " HB
+             " (%s) not lower than " ST " (%s)",
+             self, combo, hb, st);
+  return false;
+}
+
+/* The walk over every stored entity, per kind of altered entity. */
+static int walk_cb(void *opaque, const dc_entity_t *ent) {
+  const view_t *v = opaque;
+  const dc_scope_ent_t *e = v->e;
+  bool e_default =
+      e->type == DC_RES_CLIENT && !strcmp(e->name, DC_DEFAULT_ENTITY);
+  if (ent->type == DC_RES_CLIENT) {
+    if (!strcmp(ent->name, DC_DEFAULT_ENTITY))
+      return 0;
+    if (e_default)
+      return !check(v, NULL, ent->name);
+    if (e->type == DC_RES_USER) /* the user entity U with client ent */
+      return !check(v, e->name, ent->name);
+    return 0;
+  }
+  if (ent->type != DC_RES_USER)
+    return 0;
+  const char *slash = strchr(ent->name, '/');
+  char uenc[DC_ENTITY_ENC_NAME_SIZE];
+  size_t ulen = slash ? (size_t)(slash - ent->name) : strlen(ent->name);
+  snprintf(uenc, sizeof(uenc), "%.*s", (int)ulen, ent->name);
+  if (!slash) { /* a user entity */
+    if (e_default)
+      return !check(v, uenc, NULL);
+    if (e->type == DC_RES_CLIENT)
+      return !check(v, uenc, e->name);
+    return 0;
+  }
+  /* A user+client entity: decode its client-id. */
+  dc_user_entity_t ue;
+  if (dc_entity_user_parse(ent->name, &ue, NULL, 0))
+    return 0; /* not stored by us; cannot be resolved by anyone */
+  if (e_default)
+    return !check(v, uenc, ue.client);
+  if (e->type == DC_RES_CLIENT)
+    return strcmp(ue.client, e->name) ? 0 : !check(v, uenc, ue.client);
+  /* e is the user entity U: its U/C entities. */
+  return strcmp(uenc, e->name) ? 0 : !check(v, uenc, ue.client);
+}
+
+static bool same(const char *a, const char *b) {
+  return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+bool dc_scope_check_pair(const dc_configdb_t *db, const dc_scope_ent_t *e,
+                         size_t n, const char *const *keys,
+                         const char *const *values, char *msg,
+                         size_t msg_size) {
+  view_t v = {db, e, n, keys, values, msg, msg_size};
+  const dc_entity_t *cur = dc_configdb_get(db, e->type, e->name);
+  if (same(dc_entity_value(cur, HB), set_value(&v, HB)) &&
+      same(dc_entity_value(cur, ST), set_value(&v, ST)))
+    return true; /* the pair is untouched: nothing can break */
+  if (e->type == DC_RES_USER && *e->parts.client) {
+    /* Only (U, C); e->name's user half is U's canonical name. */
+    char uenc[DC_ENTITY_ENC_NAME_SIZE];
+    snprintf(uenc, sizeof(uenc), "%.*s",
+             (int)(strchr(e->name, '/') - e->name), e->name);
+    return check(&v, uenc, e->parts.client);
+  }
+  bool ok;
+  if (e->type == DC_RES_USER)
+    ok = check(&v, e->name, NULL);
+  else if (!strcmp(e->name, DC_DEFAULT_ENTITY))
+    ok = check(&v, NULL, NULL);
+  else
+    ok = check(&v, NULL, e->name);
+  return ok && dc_configdb_foreach(db, walk_cb, &v) == 0;
+}

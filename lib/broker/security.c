@@ -1,0 +1,79 @@
+/*
+ * The broker's authorizer and SASL credentials: loading them when the
+ * broker starts, swapping them on reload (ReloadSecurity, SIGHUP), and the
+ * authorization check every handler uses. Rules: lib/broker/acl.h.
+ *
+ * Threading: loop thread only, like the rest of dc_broker_t.
+ */
+#include "broker/acl.h"
+#include "broker/broker_int.h"
+#include "broker/credentials.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
+  if (b->opts.acl_path) {
+    b->acl = dc_acl_load(b->opts.acl_path, errstr, errstr_size);
+    if (!b->acl)
+      return -1;
+  }
+  if (b->opts.credentials_path) {
+    b->creds = dc_credentials_load(b->opts.credentials_path, errstr,
+                                   errstr_size);
+    if (!b->creds)
+      return -1;
+  }
+  return 0;
+}
+
+void dc_broker_security_free(dc_broker_t *b) {
+  dc_acl_destroy(b->acl);
+  b->acl = NULL;
+  dc_credentials_destroy(b->creds);
+  b->creds = NULL;
+}
+
+/* Both files are read before either is swapped in, so a bad one leaves
+ * the broker exactly as it was (old rules and old credentials). */
+int dc_broker_reload_security(dc_broker_t *b, char *errstr,
+                              size_t errstr_size) {
+  if (errstr_size)
+    errstr[0] = '\0';
+  dc_acl_t *acl = NULL;
+  dc_credentials_t *creds = NULL;
+  char why[512];
+  if (b->opts.acl_path &&
+      !(acl = dc_acl_load(b->opts.acl_path, why, sizeof(why)))) {
+    snprintf(errstr, errstr_size, "ACL file not reloaded, old rules kept: %s",
+             why);
+    return -1;
+  }
+  if (b->opts.credentials_path &&
+      !(creds = dc_credentials_load(b->opts.credentials_path, why,
+                                    sizeof(why)))) {
+    dc_acl_destroy(acl);
+    snprintf(errstr, errstr_size,
+             "credentials not reloaded, old ones kept (ACL file not reloaded "
+             "either): %s",
+             why);
+    return -1;
+  }
+  if (b->opts.acl_path) {
+    dc_acl_destroy(b->acl);
+    b->acl = acl;
+  }
+  if (b->opts.credentials_path) {
+    dc_credentials_destroy(b->creds);
+    b->creds = creds;
+  }
+  return 0;
+}
+
+bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
+                          const char *resource_name, char *why,
+                          size_t why_size) {
+  return dc_acl_authorize(r->b->acl, r->b->opts.super_users,
+                          r->conn->principal, op, resource_type,
+                          resource_name, r->hdr->client_id, why, why_size);
+}
