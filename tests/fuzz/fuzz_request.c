@@ -11,6 +11,10 @@
  *  2. Every decoder in codec/proto.h runs on the whole input and on each
  *     frame's body (after its request header), for every version of its
  *     API and one past each end.
+ *     Every frame also goes to the strict broker as if it came on a SASL
+ *     listener (a connection whose authentication state lives for the
+ *     whole input), so SaslHandshake, SaslAuthenticate, the raw-token path
+ *     and the "nothing before authentication" gate are explored.
  *  3. Oracles that can fail, beyond the sanitizers:
  *     - a decode that succeeds must re-encode, re-decode to exactly the
  *       bytes encoded, and re-encode to the same bytes (codec symmetry);
@@ -55,8 +59,19 @@ static const char *const static_values[] = {"PLAINTEXT://127.0.0.1:9092",
 static const dc_conn_info_t g_conn = {
     .peer = "127.0.0.1:40000",
     .principal = "User:ANONYMOUS",
+    .listener = "PLAINTEXT",
     .advertised_host = "127.0.0.1",
     .advertised_port = 9092,
+};
+/* A connection on a SASL listener; its state is reset for every input. */
+static dc_conn_auth_t g_auth; /* owned; cleared per input and at exit */
+static dc_conn_info_t g_sasl_conn = {
+    .peer = "127.0.0.1:40001",
+    .principal = "User:ANONYMOUS",
+    .listener = "SASL_PLAINTEXT",
+    .advertised_host = "127.0.0.1",
+    .advertised_port = 9093,
+    .auth = &g_auth,
 };
 
 __attribute__((noreturn)) static void die(const char *what, int16_t api,
@@ -82,6 +97,7 @@ static dc_broker_t *make_broker(bool relay) {
 }
 
 static void free_globals(void) {
+  dc_conn_auth_clear(&g_auth);
   dc_broker_destroy(g_strict);
   dc_broker_destroy(g_relay);
   dc_arena_free(&g_arena);
@@ -147,6 +163,18 @@ DEFINE_CHECK(chk_iac_req, dc_alter_configs_req_t,
 DEFINE_CHECK(chk_iac_resp, dc_alter_configs_resp_t,
              dc_incremental_alter_configs_resp_decode,
              dc_incremental_alter_configs_resp_encode)
+DEFINE_CHECK(chk_hs_req, dc_sasl_handshake_req_t, dc_sasl_handshake_req_decode,
+             dc_sasl_handshake_req_encode)
+DEFINE_CHECK(chk_hs_resp, dc_sasl_handshake_resp_t,
+             dc_sasl_handshake_resp_decode, dc_sasl_handshake_resp_encode)
+DEFINE_CHECK(chk_sa_req, dc_sasl_authenticate_req_t,
+             dc_sasl_authenticate_req_decode, dc_sasl_authenticate_req_encode)
+DEFINE_CHECK(chk_sa_resp, dc_sasl_authenticate_resp_t,
+             dc_sasl_authenticate_resp_decode, dc_sasl_authenticate_resp_encode)
+DEFINE_CHECK(chk_rl_req, dc_reload_req_t, dc_reload_req_decode,
+             dc_reload_req_encode)
+DEFINE_CHECK(chk_rl_resp, dc_reload_resp_t, dc_reload_resp_decode,
+             dc_reload_resp_encode)
 
 typedef void(check_fn)(const uint8_t *, size_t, int16_t, int16_t, bool);
 static const struct {
@@ -158,6 +186,9 @@ static const struct {
     {DC_API_DESCRIBE_CONFIGS, chk_dc_req, chk_dc_resp},
     {DC_API_ALTER_CONFIGS, chk_ac_req, chk_ac_resp},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, chk_iac_req, chk_iac_resp},
+    {DC_API_SASL_HANDSHAKE, chk_hs_req, chk_hs_resp},
+    {DC_API_SASL_AUTHENTICATE, chk_sa_req, chk_sa_resp},
+    {DC_API_RELOAD_SECURITY, chk_rl_req, chk_rl_resp},
 };
 #define N_CHECKS (sizeof(checks) / sizeof(checks[0]))
 
@@ -300,6 +331,21 @@ static void check_response(const uint8_t *req, size_t req_len,
     n_out = r.n_responses;
     break;
   }
+  case DC_API_SASL_HANDSHAKE: {
+    dc_sasl_handshake_resp_t r;
+    err = dc_sasl_handshake_resp_decode(&rd, v, &r);
+    break;
+  }
+  case DC_API_SASL_AUTHENTICATE: {
+    dc_sasl_authenticate_resp_t r;
+    err = dc_sasl_authenticate_resp_decode(&rd, v, &r);
+    break;
+  }
+  case DC_API_RELOAD_SECURITY: {
+    dc_reload_resp_t r;
+    err = dc_reload_resp_decode(&rd, v, &r);
+    break;
+  }
   default:
     die("broker answered an API we do not implement", h.api_key, v);
     return;
@@ -314,10 +360,12 @@ static void check_response(const uint8_t *req, size_t req_len,
     die("response has not one result per requested resource", h.api_key, v);
 }
 
-static void dispatch(dc_broker_t *b, const uint8_t *p, size_t n) {
+static void dispatch(dc_broker_t *b, const dc_conn_info_t *conn,
+                     const uint8_t *p, size_t n) {
   char errstr[256];
   dc_buf_clear(&g_out);
-  int rc = dc_broker_handle(b, &g_conn, p, n, &g_arena, &g_out, errstr,
+  bool raw = conn->auth && conn->auth->state == DC_AUTH_RAW;
+  int rc = dc_broker_handle(b, conn, p, n, &g_arena, &g_out, errstr,
                             sizeof(errstr));
   dc_arena_reset(&g_arena);
   if (g_verbose)
@@ -325,9 +373,21 @@ static void dispatch(dc_broker_t *b, const uint8_t *p, size_t n) {
             "%zu-byte response\n", b == g_strict ? "strict" : "relay", n,
             rc == DC_HANDLE_OK ? "ok" : "close", rc ? ": " : "",
             rc ? errstr : "", g_out.len);
-  if (rc == DC_HANDLE_OK)
+  int32_t size;
+  if (raw && rc == DC_HANDLE_OK &&
+      (dc_frame_peek(g_out.data, g_out.len, SIZE_MAX, &size) != 1 ||
+       (size_t)size + 4 != g_out.len))
+    die("a raw SASL token reply is not exactly one frame", -1, -1);
+  if (!raw && conn->auth && conn->auth->state != DC_AUTH_DONE &&
+      rc == DC_HANDLE_OK && n >= 2) {
+    int16_t key = (int16_t)(p[0] << 8 | p[1]);
+    if (key != DC_API_API_VERSIONS && key != DC_API_SASL_HANDSHAKE &&
+        key != DC_API_SASL_AUTHENTICATE)
+      die("answered a request before SASL authentication", key, -1);
+  }
+  if (rc == DC_HANDLE_OK && !raw)
     check_response(p, n, &g_out);
-  else if (rc != DC_HANDLE_CLOSE)
+  else if (rc != DC_HANDLE_OK && rc != DC_HANDLE_CLOSE)
     die("dc_broker_handle returned an unknown code", -1, -1);
   dc_arena_reset(&g_arena);
 }
@@ -341,8 +401,9 @@ static void one_payload(const uint8_t *slice, size_t n) {
   if (!p)
     abort();
   memcpy(p, slice, n);
-  dispatch(g_strict, p, n);
-  dispatch(g_relay, p, n);
+  dispatch(g_strict, &g_conn, p, n);
+  dispatch(g_relay, &g_conn, p, n);
+  dispatch(g_strict, &g_sasl_conn, p, n);
   dc_rd_t rd;
   dc_req_header_t h;
   dc_rd_init(&rd, p, n, &g_arena);
@@ -399,6 +460,15 @@ static int enc_ac(dc_buf_t *b, int16_t v, const void *m) {
 }
 static int enc_iac(dc_buf_t *b, int16_t v, const void *m) {
   return dc_incremental_alter_configs_req_encode(b, v, m);
+}
+static int enc_hs(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_sasl_handshake_req_encode(b, v, m);
+}
+static int enc_sa(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_sasl_authenticate_req_encode(b, v, m);
+}
+static int enc_rl(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_reload_req_encode(b, v, m);
 }
 
 static void seed_requests(dc_buf_t *b) {
@@ -502,6 +572,37 @@ static void seed_requests(dc_buf_t *b) {
     snprintf(tag, sizeof(tag), "incremental-v%d", v);
     write_seed(tag, b);
   }
+
+  /* SASL: handshake then authenticate (v1 path) or raw tokens (v0). */
+  static const char plain_tok[] = "\0alice\0alice-secret";
+  static const char scram_first[] = "n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL";
+  for (int16_t hv = 0; hv <= 1; hv++) {
+    for (int m = 0; m < 2; m++) {
+      dc_sasl_handshake_req_t hs = {(char *)(m ? "SCRAM-SHA-256" : "PLAIN")};
+      dc_buf_clear(b);
+      add_frame(b, DC_API_SASL_HANDSHAKE, hv, 13, enc_hs, &hs);
+      const char *tok = m ? scram_first : plain_tok;
+      int32_t tl = (int32_t)(m ? sizeof(scram_first) - 1 : sizeof(plain_tok) - 1);
+      if (hv == 1) {
+        for (int16_t av = 0; av <= 2; av++) {
+          dc_sasl_authenticate_req_t sa = {(const uint8_t *)tok, tl};
+          add_frame(b, DC_API_SASL_AUTHENTICATE, av, 14 + av, enc_sa, &sa);
+        }
+      } else {
+        size_t off = dc_wr_frame_begin(b);
+        dc_buf_append(b, tok, (size_t)tl);
+        dc_wr_frame_end(b, off);
+      }
+      add_frame(b, DC_API_DESCRIBE_CONFIGS, 1, 20, enc_dc, &d1);
+      snprintf(tag, sizeof(tag), "sasl-v%d-%s", hv, m ? "scram" : "plain");
+      write_seed(tag, b);
+    }
+  }
+  dc_reload_req_t rl_all = {NULL}, rl_one = {(char *)"SSL"};
+  dc_buf_clear(b);
+  add_frame(b, DC_API_RELOAD_SECURITY, 0, 21, enc_rl, &rl_all);
+  add_frame(b, DC_API_RELOAD_SECURITY, 0, 22, enc_rl, &rl_one);
+  write_seed("reload-security", b);
 
   /* A bare payload (no size prefix): DescribeConfigs v1. */
   dc_buf_clear(b);
@@ -616,6 +717,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   check_headers(data, size);
   check_decoders(data, size);
+  dc_conn_auth_clear(&g_auth); /* a new connection on the SASL listener */
+  memset(&g_auth, 0, sizeof(g_auth));
+  g_auth.state = DC_AUTH_HANDSHAKE;
 
   size_t pos = 0;
   while (pos < size) {

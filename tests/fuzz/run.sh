@@ -49,7 +49,7 @@ echo "fuzz: building in $WORK"
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I "$SRC/include" -I "$SRC/lib" \
   -o "$WORK/fuzz_request" "$SRC/tests/fuzz/fuzz_request.c" $SOURCES \
-  -lsqlite3 -lpthread
+  -lsqlite3 -lssl -lcrypto -lpthread
 
 rm -rf "$WORK/seeds"
 DC_FUZZ_WRITE_SEEDS="$WORK/seeds" "$WORK/fuzz_request"
@@ -77,6 +77,17 @@ cat >"$WORK/dict" <<'EOF'
 "\xff\xff"
 "\x00\x09"
 "\x00\x04"
+"\x00\x0a"
+"PLAIN"
+"SCRAM-SHA-256"
+"SCRAM-SHA-512"
+"n,,n="
+",r="
+"c=biws"
+",p="
+"\x00\x11"
+"\x00\x24"
+"\x4e\x20"
 EOF
 
 echo "fuzz: running for ${SECS}s"
