@@ -68,6 +68,8 @@ static const struct prop {
      3600000, "60000"},
     {"dynconf.producer.close.timeout.ms", T_INT, O(producer_close_timeout_ms),
      0, 3600000, "30000"},
+    {"dynconf.ssl.check.interval.ms", T_INT, O(ssl_check_interval_ms), 0,
+     86400000, "10000"},
 #undef O
 };
 #define NPROPS (sizeof(props) / sizeof(props[0]))

@@ -18,7 +18,10 @@
  *  - a key that stays mismatched: one CERT_ERROR after three checks, never
  *    a rebuild; put back: quiet, still no rebuild;
  *  - a garbage certificate file: one CERT_ERROR, the old certificate stays
- *    in use (messages keep flowing), no rebuild.
+ *    in use (messages keep flowing), no rebuild;
+ *  - a new CA bundle (the rogue CA added in front of the real one): one
+ *    rotation with only an ssl.ca.location entry, one more switch and
+ *    rebuild, still no loss.
  * Also: the new dynconf.ssl.check.interval.ms property, and no polling
  * when no ssl files are configured (or the interval is 0).
  *
@@ -114,7 +117,8 @@ typedef struct agent_rec {
   int rot_bad_entries; /* rotation entries not FILE/APPLIED */
   bool rot_key_entry, rot_ca_entry, rot_accepted;
   int64_t rot_gen;
-  char rot_cert_old[512], rot_cert_new[512];
+  char rot_cert_old[512], rot_cert_new[512]; /* "" = no such entry */
+  char rot_ca_old[512], rot_ca_new[512];
   char cert_error[512];
 } agent_rec_t;
 
@@ -147,6 +151,9 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
     return;
   }
   r->n_rotation++;
+  r->rot_key_entry = r->rot_ca_entry = false;
+  r->rot_cert_old[0] = r->rot_cert_new[0] = '\0';
+  r->rot_ca_old[0] = r->rot_ca_new[0] = '\0';
   r->rot_gen = dynconf_event_generation(ev);
   r->rot_accepted = dynconf_event_accepted(ev);
   for (size_t i = 0; i < dynconf_event_entry_count(ev); i++) {
@@ -167,6 +174,8 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
       r->rot_key_entry = true;
     } else if (!strcmp(k, "ssl.ca.location")) {
       r->rot_ca_entry = true;
+      snprintf(r->rot_ca_old, sizeof(r->rot_ca_old), "%s", o ? o : "");
+      snprintf(r->rot_ca_new, sizeof(r->rot_ca_new), "%s", n ? n : "");
     }
   }
 }
@@ -650,6 +659,55 @@ static void test_garbage(void) {
          "the same certificate back is no rotation");
 }
 
+static int g_rot0[2];
+static int64_t g_sw0, g_rb0;
+static bool cond_rotated_again(void) {
+  return W.prec.n_rotation > g_rot0[0] && W.crec.n_rotation > g_rot0[1] &&
+         dynconf_producer_switches(W.p) > g_sw0 &&
+         dynconf_consumer_rebuilds(W.c) > g_rb0;
+}
+
+/* The application's CA file gets a second CA: a rotation of its own. */
+static void test_ca_rotation(void) {
+  int64_t pg = dynconf_generation(W.pdc), cg = dynconf_generation(W.cdc);
+  g_sw0 = dynconf_producer_switches(W.p);
+  g_rb0 = dynconf_consumer_rebuilds(W.c);
+  g_rot0[0] = W.prec.n_rotation;
+  g_rot0[1] = W.crec.n_rotation;
+  char bundle[16384];
+  size_t n = 0;
+  const char *parts[] = {certf("rogue-ca.pem"), certf("ca.pem")};
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(parts[i], "rb");
+    if (f) {
+      n += fread(bundle + n, 1, sizeof(bundle) - n, f);
+      fclose(f);
+    }
+  }
+  ok(n > 0 && !write_atomic(g_ca, bundle, n),
+     "CA bundle (rogue CA, then the real one) written over the app's CA");
+  ok(wait_for(cond_rotated_again, "the CA rotation"),
+     "both agents rotated; the producer switched, the consumer rebuilt");
+  g_target = W.consumed + 200;
+  ok(wait_for(cond_flowing, "messages after the CA rotation"),
+     "messages flow after the CA rotation");
+  for (int i = 0; i < 2; i++) {
+    agent_rec_t *r = i ? &W.crec : &W.prec;
+    const char *who = i ? "consumer agent" : "producer agent";
+    is_int(r->n_rotation - g_rot0[i], 1, "%s: exactly one more rotation", who);
+    is_int(r->rot_gen, (i ? cg : pg) + 1, "%s: generation moved by one", who);
+    ok(r->rot_ca_entry && !r->rot_key_entry && !r->rot_cert_new[0],
+       "%s: only an ssl.ca.location entry", who);
+    ok(strstr(r->rot_ca_old, "CN=dynconf test CA") &&
+           strstr(r->rot_ca_new, "CN=rogue CA"),
+       "%s: CA %s -> %s", who, r->rot_ca_old, r->rot_ca_new);
+    ok(stats_has(i ? W.cdc : W.pdc, "\"rotations\":2"),
+       "%s: stats count two rotations", who);
+  }
+  is_int(dynconf_producer_switches(W.p), g_sw0 + 1, "one more switch");
+  is_int(dynconf_consumer_rebuilds(W.c), g_rb0 + 1, "one more rebuild");
+}
+
 /* Stops producing, waits for every report and every message. */
 static void test_no_loss(void) {
   W.producing = false;
@@ -726,7 +784,8 @@ static bool start_dynconfd(const char *data) {
   }
   g_cfg_proxied = true;
   g_cfg_port = g_cfg.port;
-  diag("agents fetch through a TLS proxy on %d (dynconfd has no --listeners)",
+  diag("agents fetch through a TLS proxy on %d (ROT_PROXY_CFG, or no "
+       "--listeners in dynconfd)",
        g_cfg_port);
   return true;
 }
@@ -754,8 +813,9 @@ int main(void) {
   /* The application's own copies, which get rotated in place. */
   snprintf(g_cert, sizeof(g_cert), "%s/client.pem", g_app);
   snprintf(g_key, sizeof(g_key), "%s/client.key", g_app);
-  snprintf(g_ca, sizeof(g_ca), "%s", certf("ca.pem"));
-  if (install(certf("alice.pem"), g_cert) || install(certf("alice.key"), g_key)) {
+  snprintf(g_ca, sizeof(g_ca), "%s/ca.pem", g_app);
+  if (install(certf("alice.pem"), g_cert) ||
+      install(certf("alice.key"), g_key) || install(certf("ca.pem"), g_ca)) {
     printf("Bail out! cannot copy the client certificate\n");
     dc_tu_rmrf(g_dir);
     return 1;
@@ -789,6 +849,7 @@ int main(void) {
       test_rotation();
       test_stuck_mismatch();
       test_garbage();
+      test_ca_rotation();
       test_no_loss();
     }
     dynconf_consumer_destroy(W.c);

@@ -6,7 +6,6 @@
 # a client describe resolved for the caller (PLAINTEXT = User:ANONYMOUS),
 # cross-level validation, usage errors, persistence across a restart, and
 # authorization errors from a daemon started with --acl-file.
-set -u
 . "$(dirname "$0")/lib.sh"
 
 rc=0
@@ -101,7 +100,7 @@ has_line "a DN user and a client-id with '/' and '%'" \
   "Completed updating config for user-principal 'CN=bob smith,O=x', client-id 'a/b%'."
 cli "${U[@]}" --entity-name 'CN=bob smith,O=x' "${C[@]}" --entity-name 'a/b%' --describe
 has_line "... described back under the same names" \
-  "  acks=all sensitive=false synonyms={DYNAMIC_USER_CLIENT_CONFIG:acks=all, DYNAMIC_CLIENT_CONFIG:acks=0, DYNAMIC_DEFAULT_CLIENT_CONFIG:acks=1}"
+  "  acks=all sensitive=false synonyms={DYNAMIC_USER_CLIENT_CONFIG:acks=all, DYNAMIC_DEFAULT_CLIENT_CONFIG:acks=1}"
 
 # ---- a client describe is resolved for the caller -------------------------
 cli "${U[@]}" --entity-name ANONYMOUS --alter --add-config linger.ms=9
@@ -111,6 +110,8 @@ has_line "describing client app as User:ANONYMOUS includes its user level" \
   "  linger.ms=9 source=DYNAMIC_USER_CONFIG sensitive=false synonyms={DYNAMIC_USER_CONFIG:linger.ms=9, DYNAMIC_CLIENT_CONFIG:linger.ms=7}"
 cli "${C[@]}" --entity-name app --describe
 tap_is "$(lines)" 3 "without --all: the client's own two values only"
+has_line "... its own linger.ms, though the caller's user shadows it" \
+  "  linger.ms=7 sensitive=false synonyms={DYNAMIC_CLIENT_CONFIG:linger.ms=7}"
 
 # ---- validation across levels ---------------------------------------------
 cli "${C[@]}" --entity-default --alter --add-config session.timeout.ms=30000
@@ -157,7 +158,7 @@ usage "unknown type" "clients, users or brokers" --entity-type topics \
 # ---- persistence, then authorization ---------------------------------------
 dc_stop_daemon
 tap_is "$?" 0 "dynconfd stops cleanly"
-printf '# only reading\nallow User:ANONYMOUS describe user:*\n' >"$DC_TMP/acl"
+printf '# only reading\nallow User:ANONYMOUS describe user:*\nallow User:ANONYMOUS describe client:app\n' >"$DC_TMP/acl"
 dc_start_daemon "$DC_TMP/data" --acl-file "$DC_TMP/acl" ||
   tap_bail "dynconfd with --acl-file did not start"
 cli "${UC[@]}" --describe
@@ -169,10 +170,10 @@ rc_err "alter without a grant: CLUSTER_AUTHORIZATION_FAILED with the reason" 1 \
 cli "${U[@]}" --entity-name alice --describe
 has_line "... and nothing changed" \
   "  acks=1 sensitive=false synonyms={DYNAMIC_USER_CONFIG:acks=1}"
-cli "${UC[@]}" --describe
+cli "${U[@]}" --entity-name alice "${C[@]}" --entity-name other --describe
 rc_err "user+client describe also needs describe on the client" 1 \
-  "not authorized to describe user 'alice' with client-id 'app'"
-cli "${C[@]}" --entity-name app --describe
+  "not authorized to describe user 'alice' with client-id 'other' (no ACL rule allows it on client 'other')"
+cli "${C[@]}" --entity-name app2 --describe
 rc_err "describing another client is denied" 1 "CLUSTER_AUTHORIZATION_FAILED"
 dc_daemon_alive
 tap_ok $? "dynconfd is still running"

@@ -365,8 +365,12 @@ static void test_exchanges(const char *path) {
   ok(x1 && x3 && (sl1 != sl3 || memcmp(x1, x3, sl1)),
      "different unknown users get different salts");
   const char *i1 = o1 ? dc_scram_attr((char *)o1, l1, 'i', &sl1) : NULL;
-  ok(i1 && sl1 == 4 && !memcmp(i1, "8192", 4),
-     "unknown user: the default iteration count");
+  ok(i1 && sl1 == 4 && !memcmp(i1, "4096", 4),
+     "unknown user: the iteration count the real users have");
+  is_int(dc_credentials_common_iterations(creds, "SCRAM-SHA-512"), 4096,
+         "common iterations of the file");
+  is_int(dc_credentials_common_iterations(NULL, "SCRAM-SHA-512"), 8192,
+         "common iterations without credentials: the default");
   free(o1);
   free(o2);
   free(o3);

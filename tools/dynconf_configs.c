@@ -751,8 +751,19 @@ static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
         e->config_source = e->is_default ? DC_SRC_DYNAMIC_DEFAULT : own_src;
     }
     if (o->entity_type != ENT_BROKERS && !o->all &&
-        e->config_source != own_src)
-      continue;
+        e->config_source != own_src) {
+      /* A level above the entity (the caller's user) may shadow its own
+       * value: show the entity's value from its synonym then. */
+      int32_t j = 0;
+      while (j < e->n_synonyms && e->synonyms[j].source != own_src)
+        j++;
+      if (j == e->n_synonyms)
+        continue; /* inherited, not the entity's own */
+      e->value = e->synonyms[j].value;
+      e->config_source = (int8_t)own_src;
+      e->synonyms += j;
+      e->n_synonyms -= j;
+    }
     sel[n++] = e;
   }
   qsort(sel, n, sizeof(*sel), cmp_entry);

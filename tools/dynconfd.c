@@ -655,10 +655,25 @@ int main(int argc, char **argv) {
                          "group.max.session.timeout.ms",
                          "allow.unknown.configs", "socket.request.max.bytes",
                          "connections.max.idle.ms", "max.connections",
+                         "listener.security.protocol.map", "ssl.client.auth",
+                         "sasl.enabled.mechanisms", "acl.file",
                          "dynconf.version"};
+  static const char *const cauth[] = {"none", "requested", "required"};
+  char pmap[1024] = "";
+  for (int i = 0; i < rctx.n; i++) {
+    size_t used = strlen(pmap);
+    snprintf(pmap + used, sizeof(pmap) - used, "%s%s:%s", i ? "," : "",
+             rctx.names[i],
+             dc_sec_protocol_name((dc_sec_protocol_t)listener_protocol(
+                 st.protocol_map, rctx.names[i])));
+  }
   const char *svals[] = {node, listeners, adv, st.data_dir, stmin, stmax,
                          st.allow_unknown ? "true" : "false", maxreq, idle,
-                         maxconn, dynconf_version_str()};
+                         maxconn, pmap, cauth[st.ssl_client_auth],
+                         st.sasl_mechanisms ? st.sasl_mechanisms
+                                            : DC_SASL_DEFAULT_MECHANISMS,
+                         st.acl_file ? st.acl_file : "",
+                         dynconf_version_str()};
   dc_broker_opts_t bo;
   dc_broker_opts_init(&bo);
   bo.node_id = st.node_id;

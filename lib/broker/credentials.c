@@ -24,6 +24,7 @@ typedef struct entry {
 struct dc_credentials {
   entry_t *v; /* owned, sorted by (user, hash) */
   size_t n;
+  int common_iterations[2]; /* by dc_scram_hash_t */
 };
 
 static void seterr(char *errstr, size_t size, const char *fmt, ...)
@@ -95,6 +96,48 @@ static int cmp_entry(const void *a, const void *b) {
   const entry_t *x = a, *y = b;
   int c = strcmp(x->user, y->user);
   return c ? c : (int)x->cred.hash - (int)y->cred.hash;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Fills c->common_iterations: the most frequent count per mechanism. */
+static int common_iterations(dc_credentials_t *c) {
+  int *its = malloc((c->n ? c->n : 1) * sizeof(int));
+  if (!its)
+    return -1;
+  for (int h = 0; h < 2; h++) {
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++)
+      if ((int)c->v[i].cred.hash == h)
+        its[k++] = c->v[i].cred.iterations;
+    int best = DC_SCRAM_DEFAULT_ITERATIONS;
+    size_t best_run = 0;
+    qsort(its, k, sizeof(int), cmp_int);
+    for (size_t i = 0; i < k;) {
+      size_t j = i;
+      while (j < k && its[j] == its[i])
+        j++;
+      if (j - i > best_run) {
+        best_run = j - i;
+        best = its[i];
+      }
+      i = j;
+    }
+    c->common_iterations[h] = best;
+  }
+  free(its);
+  return 0;
+}
+
+int dc_credentials_common_iterations(const dc_credentials_t *c,
+                                     const char *mechanism) {
+  dc_scram_hash_t h;
+  if (!c || !dc_scram_hash_from_name(mechanism, &h))
+    return DC_SCRAM_DEFAULT_ITERATIONS;
+  return c->common_iterations[h];
 }
 
 void dc_credentials_destroy(dc_credentials_t *c) {
@@ -260,6 +303,8 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
   }
   if (c->n)
     qsort(c->v, c->n, sizeof(*c->v), cmp_entry);
+  if (common_iterations(c))
+    goto oom;
   for (size_t i = 1; i < c->n; i++)
     if (!cmp_entry(&c->v[i - 1], &c->v[i])) {
       seterr(errstr, errstr_size,

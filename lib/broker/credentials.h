@@ -35,6 +35,12 @@ const dc_scram_cred_t *dc_credentials_find(const dc_credentials_t *c,
 /* Number of (user, mechanism) entries. */
 size_t dc_credentials_count(const dc_credentials_t *c);
 
+/* The iteration count most entries for mechanism use (ties: the lower),
+ * or DC_SCRAM_DEFAULT_ITERATIONS when there are none (or c is NULL). The
+ * SASL server gives it to unknown users so they look like the others. */
+int dc_credentials_common_iterations(const dc_credentials_t *c,
+                                     const char *mechanism);
+
 /* Adds or replaces user's SCRAM-SHA-256 and SCRAM-SHA-512 credentials in
  * path (created with mode 0600 if absent; other lines kept as they are).
  * iterations 0 = DC_SCRAM_DEFAULT_ITERATIONS, else MIN..MAX. The new file is

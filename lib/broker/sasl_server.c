@@ -114,14 +114,15 @@ static void fake_key_init(void) {
   fake_key_ok = RAND_bytes(fake_key, sizeof(fake_key)) == 1;
 }
 
-static int make_fake(dc_sasl_server_t *s, const char *user,
-                     dc_scram_cred_t *out) {
+static int make_fake(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                     const char *user, dc_scram_cred_t *out) {
   pthread_once(&fake_once, fake_key_init);
   if (!fake_key_ok)
     return -1;
   memset(out, 0, sizeof(*out));
   out->hash = s->plain ? DC_SCRAM_SHA256 : s->hash;
-  out->iterations = DC_SCRAM_DEFAULT_ITERATIONS;
+  out->iterations = dc_credentials_common_iterations(
+      creds, dc_scram_mechanism_name(out->hash));
   out->key_len = dc_scram_digest_len(out->hash);
   out->salt_len = DC_SCRAM_SALT_LEN;
   size_t ul = strlen(user), ml = strlen(s->mech);
@@ -184,7 +185,7 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
   bool known = c != NULL;
   if (!known) {
     /* Spend the same PBKDF2 work as for a real user. */
-    if (make_fake(s, user, &fake)) {
+    if (make_fake(s, creds, user, &fake)) {
       seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
       return DC_SASL_FAILED;
     }
@@ -315,7 +316,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
     s->cred = *c; /* creds may be replaced before the next step */
   } else {
     s->fake = true;
-    if (make_fake(s, user, &s->cred)) {
+    if (make_fake(s, creds, user, &s->cred)) {
       seterr(errstr, errstr_size, "Authentication failed: internal error");
       return DC_SASL_FAILED;
     }
