@@ -213,10 +213,12 @@ const char *dynconf_event_reason(const dynconf_event_t *ev, size_t i);
  * the certificate and the key parse and match (ssl.key.password is used
  * for an encrypted key) and the CA file holds at least one certificate.
  * Until then nothing changes: a certificate and key that do not match yet
- * (one written, the other not) are waited for, logged once; a file that
- * cannot be read or is not PEM is logged once and reported with one
- * DYNCONF_EVENT_CERT_ERROR (as is a pair that still does not match after
- * three checks). The certificates in use stay in use meanwhile.
+ * (one written, the other not) or a file not there (yet) are waited for,
+ * logged once; a file that cannot be read, is not PEM or holds an expired
+ * certificate is logged once and reported with one
+ * DYNCONF_EVENT_CERT_ERROR (as is a state waited for that persists for
+ * three checks). The certificates in use stay in use meanwhile; the
+ * statistics show what is pending and why.
  *
  * A whole new set is applied at once: the generation moves by one (managed
  * producers and consumers rebuild their handles, and librdkafka reads the

@@ -16,7 +16,8 @@
  *    connections too, and no message is lost or duplicated (every delivery
  *    report exactly once, the consumer reads every message once);
  *  - a key that stays mismatched: one CERT_ERROR after three checks, never
- *    a rebuild; put back: quiet, still no rebuild;
+ *    a rebuild; put back: quiet, still no rebuild; the same for a key file
+ *    that is gone (deleted, not yet written);
  *  - a garbage certificate file: one CERT_ERROR, the old certificate stays
  *    in use (messages keep flowing), no rebuild;
  *  - a new CA bundle (the rogue CA added in front of the real one): one
@@ -507,7 +508,7 @@ static void test_rotation(void) {
   ok(!install(certf("alice2.key"), g_key), "new key written (renamed)");
   ok(wait_for(cond_both_mismatch, "the agents to see the mismatch"),
      "both agents saw the new key and wait for its certificate");
-  ok(stats_has(W.pdc, "\"mismatch\":true") &&
+  ok(stats_has(W.pdc, "\"waiting\":true") &&
          stats_has(W.pdc, "do not match"),
      "stats: pending, certificate and key do not match");
   is_int(dynconf_generation(W.pdc), pg, "producer agent: generation kept");
@@ -618,6 +619,33 @@ static void test_stuck_mismatch(void) {
   is_int(dynconf_producer_switches(W.p), sw, "still no producer switch");
 }
 
+/* The key file is gone for a while: waited for like a mismatch. */
+static void test_missing(void) {
+  int64_t pg = dynconf_generation(W.pdc);
+  int64_t sw = dynconf_producer_switches(W.p),
+          rb = dynconf_consumer_rebuilds(W.c);
+  int rot = W.prec.n_rotation + W.crec.n_rotation;
+  g_cert_errors0[0] = W.prec.n_cert_error;
+  g_cert_errors0[1] = W.crec.n_cert_error;
+  ok(!unlink(g_key), "the key file deleted");
+  ok(wait_for(cond_stuck_mismatch, "the missing key to be reported"),
+     "a key still missing after %d checks is reported", DC_CW_MISMATCH_CHECKS);
+  ok(stats_has(W.pdc, "\"waiting\":true") &&
+         stats_has(W.pdc, "No such file"),
+     "stats: pending, waiting for the file");
+  is_int(W.prec.n_cert_error - g_cert_errors0[0], 1,
+         "producer agent: one CERT_ERROR");
+  ok(strstr(W.prec.cert_error, g_key) && strstr(W.prec.cert_error, "No such"),
+     "it names the missing file: %s", W.prec.cert_error);
+  ok(!install(certf("alice2.key"), g_key), "the key file is back");
+  ok(wait_for(cond_quiet, "the agents to calm down"),
+     "nothing pending once the file is back");
+  is_int(dynconf_generation(W.pdc), pg, "generation kept");
+  is_int(W.prec.n_rotation + W.crec.n_rotation, rot, "no rotation event");
+  is_int(dynconf_producer_switches(W.p), sw, "no producer switch");
+  is_int(dynconf_consumer_rebuilds(W.c), rb, "no consumer rebuild");
+}
+
 /* A garbage certificate file: reported, the one in memory stays in use. */
 static void test_garbage(void) {
   int64_t pg = dynconf_generation(W.pdc), cg = dynconf_generation(W.cdc);
@@ -634,7 +662,7 @@ static void test_garbage(void) {
   ok(strstr(W.prec.cert_error, "holds no PEM certificate") &&
          strstr(W.prec.cert_error, g_cert),
      "the report names the file and the problem: %s", W.prec.cert_error);
-  ok(stats_has(W.pdc, "\"mismatch\":false") &&
+  ok(stats_has(W.pdc, "\"waiting\":false") &&
          stats_has(W.pdc, "holds no PEM certificate"),
      "stats: pending, with the reason");
   int from = W.produced;
@@ -848,6 +876,7 @@ int main(void) {
     if (start_clients()) {
       test_rotation();
       test_stuck_mismatch();
+      test_missing();
       test_garbage();
       test_ca_rotation();
       test_no_loss();

@@ -195,6 +195,37 @@ run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props
 expect 0 "^  acks=all " "$DC_TMP/out" "... and SSL keeps serving the previous certificate"
 cp "$CERTS/rotated.key" "$SRV/server.key"
 
+# A certificate for another name: the client's host check refuses it
+# unless ssl.endpoint.identification.algorithm=none.
+(cd "$CERTS" &&
+  openssl req -new -newkey rsa:2048 -nodes -keyout other.key \
+    -subj "/O=dynconf-test/CN=other.example" -out other.csr 2>/dev/null &&
+  printf 'subjectAltName=DNS:other.example\n' >other.ext &&
+  openssl x509 -req -in other.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 30 -sha256 -extfile other.ext -out other.pem 2>/dev/null) ||
+  tap_bail "minting a certificate for another name failed"
+cp "$CERTS/other.key" "$SRV/server.key"
+cp "$CERTS/other.pem" "$SRV/server.pem"
+run "${A[@]}" --reload-keystore --listener SSL
+expect 0 "^reloaded listener SSL: subject CN=other.example," "$DC_TMP/out" \
+  "reload to a certificate for another host name"
+run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
+  "${D[@]}" --describe
+expect 1 "failed: certificate verify failed \(IP address mismatch\)" "$DC_TMP/err" \
+  "the client checks the IP against the certificate"
+props nohost security.protocol=SSL "ssl.ca.location=$CERTS/ca.pem" \
+  ssl.endpoint.identification.algorithm=none
+run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/nohost.props" \
+  "${D[@]}" --describe
+expect 0 "^  acks=all " "$DC_TMP/out" \
+  "ssl.endpoint.identification.algorithm=none skips only the name check"
+props nohost_rogue security.protocol=SSL "ssl.ca.location=$CERTS/rogue-ca.pem" \
+  ssl.endpoint.identification.algorithm=none
+run --bootstrap-server "127.0.0.1:$SSL_PORT" \
+  --command-config "$DC_TMP/nohost_rogue.props" "${D[@]}" --describe
+expect 1 "certificate verify failed" "$DC_TMP/err" \
+  "... the chain is still verified"
+
 run "${A[@]}" --reload-keystore --listener NOPE
 expect 1 "NOPE" "$DC_TMP/err" "--listener with an unknown name fails"
 props alice security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-512 \

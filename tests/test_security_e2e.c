@@ -86,10 +86,12 @@ static rd_kafka_t *client(int port, const char *const *kv, errs_t *e) {
 /* DescribeConfigs(CLIENT, name) or AlterConfigs of one key. Returns the
  * resource error (0 = fine), or -1 when no answer came (no access), with
  * a description in what. */
-static int admin(rd_kafka_t *rk, bool alter, const char *name, const char *key,
-                 const char *value, char *what, size_t what_size) {
+static int admin_t(rd_kafka_t *rk, int type, bool alter, const char *name,
+                   const char *key, const char *value, char *what,
+                   size_t what_size) {
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RES_CLIENT, name);
+  rd_kafka_ConfigResource_t *res =
+      rd_kafka_ConfigResource_new((rd_kafka_ResourceType_t)type, name);
   if (alter)
     rd_kafka_ConfigResource_set_config(res, key, value);
   rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
@@ -127,6 +129,40 @@ static int admin(rd_kafka_t *rk, bool alter, const char *name, const char *key,
   return rc;
 }
 
+static int admin(rd_kafka_t *rk, bool alter, const char *name, const char *key,
+                 const char *value, char *what, size_t what_size) {
+  return admin_t(rk, RES_CLIENT, alter, name, key, value, what, what_size);
+}
+
+/* The value of key in a DescribeConfigs(CLIENT, name) answer, or "". */
+static void describe_value(rd_kafka_t *rk, const char *name, const char *key,
+                           char *out, size_t n) {
+  out[0] = '\0';
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RES_CLIENT, name);
+  rd_kafka_AdminOptions_t *o =
+      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, NULL, 0);
+  rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
+  rd_kafka_AdminOptions_destroy(o);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 4000);
+  if (ev && !rd_kafka_event_error(ev)) {
+    size_t nr = 0, ne = 0;
+    const rd_kafka_ConfigResource_t **rr =
+        rd_kafka_DescribeConfigs_result_resources(
+            rd_kafka_event_DescribeConfigs_result(ev), &nr);
+    const rd_kafka_ConfigEntry_t **es =
+        nr == 1 ? rd_kafka_ConfigResource_configs(rr[0], &ne) : NULL;
+    for (size_t i = 0; i < ne; i++)
+      if (!strcmp(rd_kafka_ConfigEntry_name(es[i]), key))
+        snprintf(out, n, "%s", rd_kafka_ConfigEntry_value(es[i]));
+  }
+  if (ev)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_ConfigResource_destroy(res);
+  rd_kafka_queue_destroy(q);
+}
+
 /* Polls rk's error callbacks until one mentions needle (or timeout). */
 static bool wait_error(rd_kafka_t *rk, errs_t *e, const char *needle,
                        int timeout_ms) {
@@ -151,10 +187,12 @@ static bool log_has(const char *needle) {
   return found;
 }
 
+static const char *g_data = "data"; /* the running daemon's data dir */
+
 static bool history_has(const char *needle) {
   char cmd[PATH_MAX * 2 + 64];
-  snprintf(cmd, sizeof(cmd), "%s/dynconfd --data-dir %s/data --history "
-           "2>&1 | grep -qF '%s'", dc_tu_builddir(), g_dir, needle);
+  snprintf(cmd, sizeof(cmd), "%s/dynconfd --data-dir %s/%s --history "
+           "2>&1 | grep -qF '%s'", dc_tu_builddir(), g_dir, g_data, needle);
   return run(cmd) == 0;
 }
 
@@ -530,6 +568,120 @@ static void test_reload(int plain_port, int ssl_port) {
   dc_arena_free(&a);
 }
 
+/* A SCRAM client as user (password "<user>-secret") with client.id cid. */
+static rd_kafka_t *scram_client(int port, const char *user, const char *cid,
+                                errs_t *e) {
+  char pw[64];
+  snprintf(pw, sizeof(pw), "%s-secret", user);
+  const char *kv[] = {"security.protocol", "sasl_plaintext",
+                      "sasl.mechanisms", "SCRAM-SHA-256",
+                      "sasl.username", user, "sasl.password", pw,
+                      "client.id", cid, NULL};
+  return client(port, kv, e);
+}
+
+#define ERR_AUTHZ 31
+#define RES_USER 10
+
+static void test_authorization(void) {
+  char cmd[PATH_MAX * 3], acl[700], what[512], val[64];
+  snprintf(cmd, sizeof(cmd),
+           "printf 'admin-secret\n' | %s/dynconfd --credentials %s --add-user admin "
+           ">/dev/null", dc_tu_builddir(), g_creds);
+  is_int(run(cmd), 0, "added user admin");
+  snprintf(acl, sizeof(acl), "%s/acl", g_dir);
+  FILE *f = fopen(acl, "w");
+  fputs("# alice runs the app-* clients\n"
+        "allow User:alice alter client:app-*\n", f);
+  fclose(f);
+  char data[PATH_MAX + 8];
+  snprintf(data, sizeof(data), "%s/data2", g_dir);
+  g_data = "data2";
+  const char *extra[] = {"--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+                         "--credentials", g_creds, "--acl-file", acl,
+                         "--super-users", "User:admin", NULL};
+  char err[512];
+  dc_tu_daemon_t d;
+  if (!ok(dc_tu_daemon_start(&d, data, g_log, extra, err, sizeof(err)) == 0,
+          "dynconfd starts with an ACL file: %s", err))
+    return;
+  int port = dc_tu_daemon_port_of(&d, "SASL_PLAINTEXT");
+  errs_t ea, eb, ed;
+  rd_kafka_t *alice = scram_client(port, "alice", "app-1", &ea);
+  rd_kafka_t *bob = scram_client(port, "bob", "bob-app", &eb);
+  rd_kafka_t *admin_rk = scram_client(port, "admin", "ops", &ed);
+
+  is_int(admin(alice, true, "app-1", "acks", "1", what, sizeof(what)), 0,
+         "alice may alter client app-1 (granted by prefix app-*)");
+  is_int(admin(bob, true, "app-1", "acks", "0", what, sizeof(what)), ERR_AUTHZ,
+         "bob's alter of app-1: CLUSTER_AUTHORIZATION_FAILED (%s)", what);
+  ok(strstr(what, "User:bob") != NULL, "... and the message names him");
+  describe_value(admin_rk, "app-1", "acks", val, sizeof(val));
+  is_str(val, "1", "the unauthorized alter changed nothing");
+  is_int(admin(bob, false, "app-1", NULL, NULL, what, sizeof(what)), ERR_AUTHZ,
+         "bob may not read another client's configs (%s)", what);
+  is_int(admin(bob, false, "bob-app", NULL, NULL, what, sizeof(what)), 0,
+         "bob may read his own client-id's configs");
+
+  /* Principal-scoped entities. */
+  is_int(admin_t(admin_rk, RES_USER, true, "alice", "acks", "all", what,
+                 sizeof(what)), 0, "the super user sets alice's user entity");
+  is_int(admin_t(admin_rk, RES_USER, true, "bob", "acks", "0", what,
+                 sizeof(what)), 0, "... and bob's");
+  is_int(admin_t(alice, RES_USER, false, "bob", NULL, NULL, what, sizeof(what)),
+         ERR_AUTHZ, "alice cannot read bob's user configs (%s)", what);
+  is_int(admin_t(alice, RES_USER, false, "alice", NULL, NULL, what,
+                 sizeof(what)), 0, "alice can read her own");
+  describe_value(alice, "app-1", "acks", val, sizeof(val));
+  is_str(val, "all", "alice's own view of app-1 resolves her user entity "
+                     "over the client's value");
+  describe_value(admin_rk, "app-1", "acks", val, sizeof(val));
+  is_str(val, "1", "... while another principal sees the client's value");
+
+  /* ReloadSecurity needs alter on the broker. */
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_reload_resp_t resp;
+  int plain = d.port;
+  is_int(reload_rpc(plain, NULL, &a, &resp), 0, "ReloadSecurity answered");
+  is_int(resp.error_code, ERR_AUTHZ,
+         "an anonymous ReloadSecurity is refused with 31 (%s)",
+         resp.error_message ? resp.error_message : "");
+  dc_arena_free(&a);
+
+  /* A new rule, picked up on SIGHUP. */
+  f = fopen(acl, "a");
+  fputs("allow User:bob alter client:app-1\n", f);
+  fclose(f);
+  kill(d.pid, SIGHUP);
+  int rc = -1;
+  for (int i = 0; i < 50 && rc != 0; i++) {
+    rc = admin(bob, true, "app-1", "linger.ms", "5", what, sizeof(what));
+    if (rc)
+      dc_tu_sleep_ms(200);
+  }
+  is_int(rc, 0, "after SIGHUP bob's new grant applies");
+  /* A broken ACL file keeps the rules in force. */
+  f = fopen(acl, "a");
+  fputs("allow User:bob fly-a-kite client:x\n", f);
+  fclose(f);
+  kill(d.pid, SIGHUP);
+  dc_tu_sleep_ms(500);
+  is_int(admin(bob, true, "app-1", "linger.ms", "7", what, sizeof(what)), 0,
+         "a broken ACL file on reload keeps the previous rules");
+  ok(log_has("old rules kept") && log_has("acl:4: unknown operation 'fly-a-kite'"),
+     "... and the reload error is logged with its line");
+  is_int(admin(bob, true, "app-2", "acks", "0", what, sizeof(what)), ERR_AUTHZ,
+         "... including the denials");
+  ok(history_has("User:alice") && history_has("User:bob"),
+     "the audit history records each change's principal");
+  rd_kafka_destroy(alice);
+  rd_kafka_destroy(bob);
+  rd_kafka_destroy(admin_rk);
+  is_int(dc_tu_daemon_stop(&d), 0, "the ACL daemon stops cleanly");
+  g_data = "data";
+}
+
 int main(void) {
   if (dc_tu_tmpdir(g_dir, sizeof(g_dir))) {
     printf("Bail out! no temp dir\n");
@@ -571,6 +723,7 @@ int main(void) {
   test_tls(ssl, g_d.port);
   test_sasl(sasl, sasl_ssl);
   test_reload(g_d.port, ssl);
+  test_authorization();
 
   ok(dc_tu_daemon_alive(&g_d), "dynconfd is still running");
   if (tap_failed)

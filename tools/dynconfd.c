@@ -156,8 +156,7 @@ static void on_reload(void *opaque) {
     reload_tls(rc, NULL, rep, MAX_LISTEN);
   char err[512] = "";
   if (dc_broker_reload_security(rc->broker, err, sizeof(err)))
-    dc_log(DC_LOG_ERR, "security reload: %s (previous rules and credentials "
-                       "kept)", err);
+    dc_log(DC_LOG_ERR, "security reload: %s", err);
   else
     dc_log(DC_LOG_INFO, "ACL file and credentials reloaded");
 }
@@ -691,7 +690,7 @@ int main(int argc, char **argv) {
   bo.reload_opaque = &rctx;
   broker = dc_broker_new(&bo, store, err, sizeof(err));
   if (!broker) {
-    dc_log(DC_LOG_ERR, "cannot load the store: %s", err);
+    dc_log(DC_LOG_ERR, "cannot start: %s", err);
     goto out;
   }
   rctx.broker = broker;

@@ -128,6 +128,7 @@ typedef struct dc_cw_file {
   uint64_t st_dev, st_ino, st_size;
   int64_t st_mtime_ns, st_ctime_ns;
   bool seen_ok;                /* the last read succeeded */
+  bool seen_missing;           /* ... it failed because the file is gone */
   char seen_err[160];          /* why it did not */
   unsigned char seen_hash[32]; /* SHA-256 of the content last read */
   unsigned char *data;         /* that content (owned) */
@@ -162,11 +163,13 @@ typedef struct dc_certwatch {
   char pending[320];       /* why the changed files are not used; "" = none */
   int64_t pending_since_ms; /* wall clock */
   int pending_checks;       /* consecutive checks with the same candidate */
-  bool pending_mismatch;    /* the reason is "certificate and key differ" */
+  bool pending_waiting;     /* a state a rotation passes through (a key
+                               and certificate that do not match yet, a
+                               file not there yet): waited for */
 } dc_certwatch_t;
 
-/* Checks that a mismatched pair must persist before it is reported as an
- * error (a rotation writes one file, then the other). */
+/* Checks that a mismatched pair (or a missing file) must persist before
+ * it is reported as an error: a rotation writes one file, then the other. */
 #define DC_CW_MISMATCH_CHECKS 3
 
 /* Reads the application's ssl.* settings and the files' current content

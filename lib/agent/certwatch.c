@@ -52,9 +52,10 @@ static int64_t ts_ns(const struct timespec *ts) {
 }
 
 /* The file cannot be used as it is; `what` says why. */
-static void file_unreadable(dc_cw_file_t *f, const char *what) {
+static void file_unreadable(dc_cw_file_t *f, const char *what, bool missing) {
   f->have_stat = false;
   f->seen_ok = false;
+  f->seen_missing = missing;
   snprintf(f->seen_err, sizeof(f->seen_err), "cannot read %s %s: %s",
            f->prop, f->path, what);
   free(f->data);
@@ -67,7 +68,7 @@ static void refresh_file(dc_cw_file_t *f) {
   int fd = open(f->path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st)) {
-    file_unreadable(f, strerror(errno));
+    file_unreadable(f, strerror(errno), errno == ENOENT);
     if (fd >= 0)
       close(fd);
     return;
@@ -81,8 +82,10 @@ static void refresh_file(dc_cw_file_t *f) {
     return;
   }
   if (!S_ISREG(st.st_mode) || st.st_size > CW_MAX_FILE) {
-    file_unreadable(f, S_ISREG(st.st_mode) ? "larger than 1 MiB"
-                                           : "not a regular file");
+    file_unreadable(f,
+                    S_ISREG(st.st_mode) ? "larger than 1 MiB"
+                                        : "not a regular file",
+                    false);
     close(fd);
     return;
   }
@@ -99,9 +102,11 @@ static void refresh_file(dc_cw_file_t *f) {
   close(fd);
   if (!buf || r < 0 || len > CW_MAX_FILE) {
     free(buf);
-    file_unreadable(f, !buf    ? "out of memory"
-                       : r < 0 ? strerror(read_errno)
-                               : "larger than 1 MiB");
+    file_unreadable(f,
+                    !buf    ? "out of memory"
+                    : r < 0 ? strerror(read_errno)
+                            : "larger than 1 MiB",
+                    false);
     return;
   }
   unsigned char *data = realloc(buf, len ? len : 1);
@@ -113,6 +118,7 @@ static void refresh_file(dc_cw_file_t *f) {
   unsigned int mdlen = 0;
   EVP_Digest(buf, len, f->seen_hash, &mdlen, EVP_sha256(), NULL);
   f->seen_ok = true;
+  f->seen_missing = false;
   f->seen_err[0] = '\0';
   f->st_dev = (uint64_t)st.st_dev;
   f->st_ino = (uint64_t)st.st_ino;
@@ -252,9 +258,9 @@ typedef struct cw_candidate {
 } cw_candidate_t;
 
 /* Checks the files as last read. 0 and *c, or -1 with a reason in why;
- * *mismatch tells "certificate and key differ" (waited for) apart from
- * the rest. Agent thread. */
-static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *mismatch,
+ * *wait tells a state a rotation passes through (a certificate and key
+ * that differ, a file not there) from the rest. Agent thread. */
+static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *wait,
                     char *why, size_t why_size) {
   dc_cw_file_t *fc = &cw->f[DC_CW_CERT], *fk = &cw->f[DC_CW_KEY],
                *fa = &cw->f[DC_CW_CA];
@@ -262,11 +268,12 @@ static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *mismatch,
   X509 *x = NULL, *cax = NULL;
   EVP_PKEY *k = NULL;
   int rc = -1;
-  *mismatch = false;
+  *wait = false;
   memset(c, 0, sizeof(*c));
   for (int i = 0; i < 3; i++)
     if (cw->f[i].path && !cw->f[i].seen_ok) {
       snprintf(why, why_size, "%s", cw->f[i].seen_err);
+      *wait = cw->f[i].seen_missing;
       return -1;
     }
   ERR_clear_error();
@@ -289,7 +296,7 @@ static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *mismatch,
     goto out;
   }
   if (x && k && X509_check_private_key(x, k) != 1) {
-    *mismatch = true;
+    *wait = true;
     snprintf(why, why_size,
              "the certificate in %s (%.100s) and the key in %s do not match",
              fc->path, c->cert.subject, fk->path);
@@ -363,9 +370,9 @@ int dc_certwatch_init(dynconf_t *dc) {
       memcpy(cw->f[i].applied_hash, cw->f[i].seen_hash, 32);
     }
   cw_candidate_t c;
-  bool mismatch;
+  bool wait;
   char why[320];
-  if (!validate(cw, &c, &mismatch, why, sizeof(why))) {
+  if (!validate(cw, &c, &wait, why, sizeof(why))) {
     cw->cert = c.cert;
     cw->ca = c.ca;
     snprintf(cw->key, sizeof(cw->key), "%s", c.key);
@@ -416,9 +423,9 @@ static dynconf_event_t *cert_error_event(const char *why) {
   return ev;
 }
 
-/* The changed set cannot be used: report it once (a mismatch only when
- * it persists), keep everything. */
-static void unusable(dynconf_t *dc, const char *why, bool mismatch) {
+/* The changed set cannot be used: report it once (a state a rotation
+ * passes through only when it persists), keep everything. */
+static void unusable(dynconf_t *dc, const char *why, bool wait) {
   dc_certwatch_t *cw = &dc->cw;
   unsigned char id[32];
   candidate_id(cw, id);
@@ -430,13 +437,13 @@ static void unusable(dynconf_t *dc, const char *why, bool mismatch) {
     snprintf(cw->pending, sizeof(cw->pending), "%s", why);
     cw->pending_since_ms = dc_wall_ms();
     cw->pending_checks = 1;
-    cw->pending_mismatch = mismatch;
+    cw->pending_waiting = wait;
     cw->rejected++;
   } else {
     cw->pending_checks++;
   }
-  bool report = mismatch ? same && cw->pending_checks == DC_CW_MISMATCH_CHECKS
-                         : !same;
+  bool report = wait ? same && cw->pending_checks == DC_CW_MISMATCH_CHECKS
+                     : !same;
   int checks = cw->pending_checks;
   if (report) {
     dynconf_event_t *ev = cert_error_event(why);
@@ -444,15 +451,15 @@ static void unusable(dynconf_t *dc, const char *why, bool mismatch) {
       dc_agent_enqueue_locked(dc, ev);
   }
   pthread_mutex_unlock(&dc->lock);
-  if (!same && mismatch)
-    dc_agent_log(dc, 5, "SSL", "%s yet; waiting for the matching pair, the "
-                 "current certificate stays in use", why);
+  if (!same && wait)
+    dc_agent_log(dc, 5, "SSL", "%s (yet); waiting for the rest of the "
+                 "rotation, the current certificate stays in use", why);
   else if (!same)
     dc_agent_log(dc, 4, "SSL", "%s; the current certificates stay in use",
                  why);
   else if (report)
-    dc_agent_log(dc, 4, "SSL", "%s after %d checks; the current certificate "
-                 "stays in use", why, checks);
+    dc_agent_log(dc, 4, "SSL", "%s, still after %d checks; the current "
+                 "certificate stays in use", why, checks);
 }
 
 /* Queues the CHANGE event of a rotation and moves the generation. */
@@ -542,10 +549,10 @@ void dc_certwatch_check(dynconf_t *dc) {
     return;
   }
   cw_candidate_t c;
-  bool mismatch;
+  bool wait;
   char why[320];
-  if (validate(cw, &c, &mismatch, why, sizeof(why))) {
-    unusable(dc, why, mismatch);
+  if (validate(cw, &c, &wait, why, sizeof(why))) {
+    unusable(dc, why, wait);
     return;
   }
   rotate(dc, &c);
@@ -604,9 +611,9 @@ void dc_certwatch_stats_locked(dynconf_t *dc, dc_buf_t *b) {
   if (cw->pending[0]) {
     dc_buf_printf(b, ",\"pending\":{\"reason\":");
     dc_json_str(b, cw->pending);
-    dc_buf_printf(b, ",\"since\":%lld,\"checks\":%d,\"mismatch\":%s}",
+    dc_buf_printf(b, ",\"since\":%lld,\"checks\":%d,\"waiting\":%s}",
                   (long long)cw->pending_since_ms, cw->pending_checks,
-                  cw->pending_mismatch ? "true" : "false");
+                  cw->pending_waiting ? "true" : "false");
   } else {
     dc_buf_printf(b, ",\"pending\":null");
   }

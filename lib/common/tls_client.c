@@ -347,7 +347,7 @@ ssize_t dc_tls_write(dc_tls_conn_t *t, const void *p, size_t n, short *wait,
   errno = saved;
   if (r == 1)
     return (ssize_t)done;
-  if (r != 1 && (saved == EPIPE || saved == ECONNRESET)) {
+  if (saved == EPIPE || saved == ECONNRESET) {
     /* The server may have said why before hanging up (TLS 1.3 rejects a
      * client certificate after our side of the handshake is done). */
     char alert[256] = "";
