@@ -458,6 +458,13 @@ static bool start_clients(void) {
   if (!ok(W.pdc && W.cdc,
           "agents up: their first fetch went over mutual TLS (alice)"))
     return false;
+  if (g_cfg_proxied)
+    ok(tlsproxy_count(&g_cfg, PCID, "alice", 0) >= 1 &&
+           tlsproxy_count(&g_cfg, CCID, "alice", 0) >= 1,
+       "the agents' own connections presented CN=alice at the proxy");
+  else
+    ok(log_count("User:CN=alice,O=dynconf-test") >= 2,
+       "dynconfd saw the agents' connections as User:CN=alice,O=dynconf-test");
   ok(stats_has(W.pdc, "\"subject\":\"CN=alice,O=dynconf-test\"") &&
          stats_has(W.cdc, "\"subject\":\"CN=alice,O=dynconf-test\""),
      "stats show the certificate in use (CN=alice)");

@@ -407,7 +407,7 @@ int64_t dc_certwatch_next_ms(const dc_certwatch_t *cw) {
 }
 
 static dynconf_event_t *cert_error_event(const char *why) {
-  static const char tail[] = "; the certificates in use stay in use";
+  static const char tail[] = "; the current certificates stay in use";
   dynconf_event_t *ev = calloc(1, sizeof(*ev));
   size_t n = strlen(why) + sizeof(tail);
   if (ev && !(ev->errstr = malloc(n))) {
