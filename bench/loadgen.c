@@ -13,11 +13,20 @@
  * it (the baseline peer). Its broker thread then shares this process and the
  * machine's cores with the load generator.
  *
+ * Security (bench/lg_tls.c, bench/lg_setup.c): --tls-ca makes every
+ * connection TLS (SSL_read/SSL_write inside the same epoll loop), and
+ * --sasl-mechanism authenticates each one (SaslHandshake + SaslAuthenticate)
+ * while it is set up, before the load starts. --setup N measures set-up
+ * itself instead: N connections one after another, each TCP [+ TLS
+ * handshake] [+ SASL] + one ApiVersions round trip, then closed.
+ *
  * Output: a human summary, then one machine-readable line starting with
- * "RESULT " (key=value pairs) for bench/run.sh.
+ * "RESULT " (key=value pairs) for bench/run.sh and bench/run-security.sh.
  * Exit status: 0 when requests completed and there were no errors, else 1.
  */
 #include "codec/proto.h"
+#include "lg_setup.h"
+#include "lg_tls.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -105,6 +114,7 @@ typedef struct slot {
 
 typedef struct conn {
   int fd;
+  SSL *ssl; /* owned; NULL on plaintext */
   bool dead;
   dc_buf_t in, out; /* owned; freed at exit */
   size_t out_off;   /* bytes of out already written */
@@ -123,6 +133,9 @@ typedef struct cfg {
   uint64_t requests; /* 0 = duration mode */
   bool mock, quiet;
   const char *client_name;
+  const char *tls_ca, *tls_cert, *tls_key; /* TLS when tls_ca is set */
+  lg_sasl_conf_t sasl;                     /* SASL when mechanism is set */
+  uint64_t setup_count;                    /* --setup N; 0 = load mode */
 } cfg_t;
 
 typedef struct run {
@@ -136,6 +149,9 @@ typedef struct run {
   uint64_t sent, done, lost, errors, resp_errors, conn_failures, logged;
   uint64_t rx_bytes; /* response frames, size fields included */
   bool stopping;
+  lg_tls_t *tls;      /* owned; NULL without --tls-ca */
+  char tls_desc[96];  /* protocol and cipher of the last handshake */
+  double setup_cpu_s; /* --setup: this process's CPU during the loop */
 } run_t;
 
 static volatile sig_atomic_t g_interrupted;
@@ -144,10 +160,23 @@ static void on_signal(int sig) {
   g_interrupted = 1;
 }
 
+/* This process's CPU time (user + system) so far, in seconds. */
+static double process_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* errno as a sentence; EPROTO is a TLS error that lg_tls names. */
+static const char *errno_str(int e) {
+  return e == EPROTO ? lg_tls_last_error() : strerror(e);
 }
 
 /* The first few problems say what went wrong; the counters say the rest. */
@@ -231,8 +260,13 @@ static int conn_fill_and_flush(run_t *r, conn_t *c) {
     r->sent++;
   }
   while (c->out_off < c->out.len) {
-    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
-                     MSG_NOSIGNAL);
+    /* TLS: WANT_READ/WANT_WRITE come back as EAGAIN. Every epoll event
+     * (edge-triggered, both directions) runs conn_read and then this, so
+     * the retry happens on the socket edge OpenSSL waits for. */
+    ssize_t n = c->ssl ? lg_tls_send(c->ssl, c->out.data + c->out_off,
+                                     c->out.len - c->out_off, NULL)
+                       : send(c->fd, c->out.data + c->out_off,
+                              c->out.len - c->out_off, MSG_NOSIGNAL);
     if (n > 0) {
       c->out_off += (size_t)n;
       continue;
@@ -289,6 +323,8 @@ static void conn_fail(run_t *r, conn_t *c, const char *why) {
   r->errors += (uint64_t)c->inflight;
   r->lost += (uint64_t)c->inflight;
   c->inflight = 0;
+  lg_tls_close(c->ssl);
+  c->ssl = NULL;
   close(c->fd);
   c->fd = -1;
 }
@@ -300,7 +336,11 @@ static void conn_read(run_t *r, conn_t *c, hist_t *h) {
       conn_fail(r, c, "out of memory");
       return;
     }
-    ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+    /* TLS: drained until WANT_READ (or WANT_WRITE: see the send path). */
+    ssize_t n = c->ssl ? lg_tls_recv(c->ssl, c->in.data + c->in.len,
+                                     c->in.cap - c->in.len, NULL)
+                       : recv(c->fd, c->in.data + c->in.len,
+                              c->in.cap - c->in.len, 0);
     if (n == 0) {
       conn_fail(r, c, "closed by peer");
       return;
@@ -310,7 +350,7 @@ static void conn_read(run_t *r, conn_t *c, hist_t *h) {
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         break;
-      conn_fail(r, c, strerror(errno));
+      conn_fail(r, c, errno_str(errno));
       return;
     }
     c->in.len += (size_t)n;
@@ -427,7 +467,21 @@ static void usage(FILE *f) {
           "(default bench-client)\n"
           "  --mock                   start librdkafka's mock cluster in this "
           "process and target it\n"
-          "  --quiet                  only the RESULT line\n");
+          "  --quiet                  only the RESULT line\n"
+          "  --tls-ca FILE            connect with TLS, trusting this CA "
+          "(PEM)\n"
+          "  --tls-cert FILE --tls-key FILE  client certificate and key "
+          "(PEM)\n"
+          "  --sasl-mechanism M       authenticate with PLAIN, SCRAM-SHA-256 "
+          "or SCRAM-SHA-512\n"
+          "  --sasl-user U --sasl-password P  SASL credentials (a "
+          "throw-away bench user)\n"
+          "  --setup N                measure connection set-up instead: N "
+          "connections one\n"
+          "                           after another (TCP [+ TLS] [+ SASL] + "
+          "ApiVersions, close),\n"
+          "                           stopping early at --duration if "
+          "given\n");
 }
 
 static int parse_args(int argc, char **argv, cfg_t *c) {
@@ -442,6 +496,13 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
       {"client", required_argument, 0, 'C'},
       {"mock", no_argument, 0, 'm'},
       {"quiet", no_argument, 0, 'q'},
+      {"tls-ca", required_argument, 0, 'A'},
+      {"tls-cert", required_argument, 0, 'E'},
+      {"tls-key", required_argument, 0, 'K'},
+      {"sasl-mechanism", required_argument, 0, 'M'},
+      {"sasl-user", required_argument, 0, 'U'},
+      {"sasl-password", required_argument, 0, 'P'},
+      {"setup", required_argument, 0, 'S'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -493,12 +554,37 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
     case 'C': c->client_name = optarg; break;
     case 'm': c->mock = true; break;
     case 'q': c->quiet = true; break;
+    case 'A': c->tls_ca = optarg; break;
+    case 'E': c->tls_cert = optarg; break;
+    case 'K': c->tls_key = optarg; break;
+    case 'M': c->sasl.mechanism = optarg; break;
+    case 'U': c->sasl.user = optarg; break;
+    case 'P': c->sasl.password = optarg; break;
+    case 'S':
+      c->setup_count = strtoull(optarg, &end, 10);
+      if (*end || c->setup_count == 0)
+        return -1;
+      break;
     case 'h': usage(stdout); exit(0);
     default: return -1;
     }
   }
   if (optind != argc || (!c->target && !c->mock) || (c->target && c->mock))
     return -1;
+  if ((c->tls_cert || c->tls_key) && !c->tls_ca) {
+    fprintf(stderr, "loadgen: --tls-cert/--tls-key need --tls-ca\n");
+    return -1;
+  }
+  char why[256];
+  if ((c->sasl.mechanism || c->sasl.user || c->sasl.password) &&
+      lg_sasl_conf_check(&c->sasl, why, sizeof(why))) {
+    fprintf(stderr, "loadgen: %s\n", why);
+    return -1;
+  }
+  if (c->mock && (c->tls_ca || c->sasl.mechanism || c->setup_count)) {
+    fprintf(stderr, "loadgen: --mock speaks plaintext load only\n");
+    return -1;
+  }
   c->version = (int16_t)(version >= 0 ? version
                                       : c->api == API_DESCRIBE ? 1 : 2);
   return 0;
@@ -546,6 +632,83 @@ static void mock_stop(mock_t *m) {
     rd_kafka_destroy(m->rk);
 }
 
+/* ---- connection security ------------------------------------------------ */
+#define SETUP_TIMEOUT_NS (10ull * 1000000000ull)
+
+static const char *security_protocol(const cfg_t *c) {
+  if (c->tls_ca)
+    return c->sasl.mechanism ? "SASL_SSL" : "SSL";
+  return c->sasl.mechanism ? "SASL_PLAINTEXT" : "PLAINTEXT";
+}
+
+/* Makes fd (connected to host) what the flags ask for: TLS handshake,
+ * then SASL, then (with apiversions) one ApiVersions round trip. *ssl gets
+ * the TLS session (caller owns; NULL on plaintext). -1 with errstr. */
+static int secure_conn(run_t *r, int fd, const char *host, bool apiversions,
+                       SSL **ssl, char *errstr, size_t errstr_size) {
+  uint64_t deadline = now_ns() + SETUP_TIMEOUT_NS;
+  *ssl = NULL;
+  if (r->tls) {
+    *ssl = lg_tls_connect(r->tls, fd, host, deadline, errstr, errstr_size);
+    if (!*ssl)
+      return -1;
+  }
+  if ((r->cfg.sasl.mechanism &&
+       lg_sasl_authenticate(fd, *ssl, &r->cfg.sasl, deadline, errstr,
+                            errstr_size)) ||
+      (apiversions && lg_apiversions(fd, *ssl, deadline, errstr,
+                                     errstr_size))) {
+    lg_tls_close(*ssl);
+    *ssl = NULL;
+    return -1;
+  }
+  if (*ssl && !r->tls_desc[0])
+    lg_tls_describe(*ssl, r->tls_desc, sizeof(r->tls_desc));
+  return 0;
+}
+
+/* --setup: connections one after another, each set up, checked with one
+ * ApiVersions round trip, and closed. The histogram gets each set-up time
+ * (connect() to the ApiVersions answer); r->done counts the successes.
+ * Stops after 10 failures: by then the cause is clear. */
+static int run_setup(run_t *r, const char *target, uint64_t *elapsed_ns) {
+  char host[256], port[32], why[512];
+  if (split_hostport(target, host, sizeof(host), port, sizeof(port))) {
+    fprintf(stderr, "loadgen: bad target \"%s\" (want HOST:PORT)\n", target);
+    return -1;
+  }
+  double cpu0 = process_cpu_s(); /* leaves out start-up (TLS init etc.) */
+  uint64_t start = now_ns();
+  uint64_t deadline = r->cfg.duration_set
+                          ? start + (uint64_t)(r->cfg.duration_s * 1e9)
+                          : 0;
+  for (uint64_t i = 0; i < r->cfg.setup_count && !g_interrupted; i++) {
+    if (deadline && now_ns() >= deadline)
+      break;
+    r->sent++;
+    uint64_t t0 = now_ns();
+    int fd = connect_to(target);
+    SSL *ssl = NULL;
+    if (fd < 0 || secure_conn(r, fd, host, true, &ssl, why, sizeof(why))) {
+      if (fd >= 0)
+        log_problem(r, "connection set-up failed: %s", why);
+      r->errors++;
+      r->conn_failures++;
+    } else {
+      h_record(r->hist, now_ns() - t0);
+      r->done++;
+    }
+    lg_tls_close(ssl);
+    if (fd >= 0)
+      close(fd);
+    if (r->errors >= 10)
+      break;
+  }
+  *elapsed_ns = now_ns() - start;
+  r->setup_cpu_s = process_cpu_s() - cpu0;
+  return 0;
+}
+
 /* ---- main loop ---------------------------------------------------------- */
 static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
   const cfg_t *cfg = &r->cfg;
@@ -567,6 +730,14 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
       goto out;
     if ((c->fd = connect_to(target)) < 0)
       goto out;
+    if (r->tls || cfg->sasl.mechanism) {
+      char host[256], port[32], why[512];
+      split_hostport(target, host, sizeof(host), port, sizeof(port));
+      if (secure_conn(r, c->fd, host, false, &c->ssl, why, sizeof(why))) {
+        fprintf(stderr, "loadgen: connection %d to %s: %s\n", i, target, why);
+        goto out;
+      }
+    }
     /* Edge-triggered: reads drain to EAGAIN, writes stop at EAGAIN. */
     struct epoll_event ev = {
         .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
@@ -582,7 +753,7 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
                           : start + (uint64_t)(cfg->duration_s * 1e9);
   for (int i = 0; i < cfg->connections; i++)
     if (conn_fill_and_flush(r, &r->conns[i]))
-      conn_fail(r, &r->conns[i], strerror(errno));
+      conn_fail(r, &r->conns[i], errno_str(errno));
 
   struct epoll_event evs[64];
   for (;;) {
@@ -624,7 +795,7 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
       if (r->done != before)
         last = now_ns();
       if (!c->dead && conn_fill_and_flush(r, c))
-        conn_fail(r, c, strerror(errno));
+        conn_fail(r, c, errno_str(errno));
     }
   }
   /* Throughput window: start to the last response received. */
@@ -639,6 +810,7 @@ static void free_run(run_t *r) {
   if (r->conns) {
     for (int i = 0; i < r->cfg.connections; i++) {
       conn_t *c = &r->conns[i];
+      lg_tls_close(c->ssl);
       if (c->fd >= 0)
         close(c->fd);
       dc_buf_free(&c->in);
@@ -650,6 +822,50 @@ static void free_run(run_t *r) {
   dc_buf_free(&r->tmpl);
   dc_arena_free(&r->arena);
   free(r->hist);
+  lg_tls_destroy(r->tls);
+}
+
+/* --setup's summary and RESULT line; the exit status. */
+static int report_setup(const run_t *r, const char *target, double secs,
+                        double cpu) {
+  const cfg_t *c = &r->cfg;
+  double cps = secs > 0 ? (double)r->done / secs : 0;
+  double p50 = (double)h_percentile(r->hist, 50) / 1e3;
+  double p99 = (double)h_percentile(r->hist, 99) / 1e3;
+  double p999 = (double)h_percentile(r->hist, 99.9) / 1e3;
+  double mx = (double)r->hist->max / 1e3;
+  const char *mech = c->sasl.mechanism ? c->sasl.mechanism : "-";
+  if (!c->quiet) {
+    printf("loadgen: connection set-up against %s: %s%s%s%s, then "
+           "ApiVersions v3, one connection at a time\n",
+           target, security_protocol(c), c->sasl.mechanism ? " " : "",
+           c->sasl.mechanism ? mech : "",
+           c->tls_cert ? " with a client certificate" : "");
+    if (r->tls_desc[0])
+      printf("  tls       %s, full handshake every time (no resumption)\n",
+             r->tls_desc);
+    printf("  set-ups   %llu completed in %.2f s = %.0f connections/s\n",
+           (unsigned long long)r->done, secs, cps);
+    printf("  cpu       %.3f s in this process during the loop (%.0f us "
+           "per connection)\n",
+           cpu, r->done ? 1e6 * cpu / (double)r->done : 0);
+    printf("  latency   p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
+           p50, p99, p999, mx);
+    printf("  errors    %llu failed set-ups\n",
+           (unsigned long long)r->errors);
+  }
+  char ver[96] = "-", cipher[96] = "-";
+  if (r->tls_desc[0])
+    sscanf(r->tls_desc, "%95s %95s", ver, cipher);
+  printf("RESULT mode=setup target=%s security=%s mechanism=%s "
+         "client_cert=%d tls_version=%s tls_cipher=%s attempts=%llu "
+         "connections=%llu seconds=%.3f cps=%.1f p50_us=%.1f p99_us=%.1f "
+         "p999_us=%.1f max_us=%.1f errors=%llu cpu_s=%.4f\n",
+         target, security_protocol(c), mech, c->tls_cert ? 1 : 0, ver, cipher,
+         (unsigned long long)r->sent, (unsigned long long)r->done, secs, cps,
+         p50, p99, p999, mx, (unsigned long long)r->errors, cpu);
+  fflush(stdout);
+  return (r->errors == 0 && r->done > 0) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -669,6 +885,16 @@ int main(int argc, char **argv) {
     free_run(&r);
     return 2;
   }
+  if (r.cfg.tls_ca) {
+    char why[512];
+    r.tls = lg_tls_new(r.cfg.tls_ca, r.cfg.tls_cert, r.cfg.tls_key, why,
+                       sizeof(why));
+    if (!r.tls) {
+      fprintf(stderr, "loadgen: %s\n", why);
+      free_run(&r);
+      return 2;
+    }
+  }
 
   mock_t mock = {0};
   const char *target = r.cfg.target;
@@ -681,7 +907,8 @@ int main(int argc, char **argv) {
   }
 
   uint64_t elapsed = 0;
-  int rc = run_load(&r, target, &elapsed);
+  int rc = r.cfg.setup_count ? run_setup(&r, target, &elapsed)
+                             : run_load(&r, target, &elapsed);
   if (r.cfg.mock)
     mock_stop(&mock);
   if (rc) {
@@ -695,6 +922,11 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  if (r.cfg.setup_count) {
+    int sret = report_setup(&r, target, (double)elapsed / 1e9, r.setup_cpu_s);
+    free_run(&r);
+    return sret;
+  }
   const char *api = r.cfg.api == API_DESCRIBE ? "describe" : "metadata";
   double secs = (double)elapsed / 1e9;
   double rps = secs > 0 ? (double)r.done / secs : 0;
@@ -725,16 +957,22 @@ int main(int argc, char **argv) {
     if (r.cfg.mock)
       printf("  note: the mock cluster's broker thread runs inside this "
              "loadgen process and shares its cores\n");
+    if (r.tls || r.cfg.sasl.mechanism)
+      printf("  security  %s%s%s%s%s (set up before the load started)\n",
+             security_protocol(&r.cfg), r.cfg.sasl.mechanism ? " " : "",
+             r.cfg.sasl.mechanism ? r.cfg.sasl.mechanism : "",
+             r.tls_desc[0] ? ", " : "", r.tls_desc);
   }
   printf("RESULT target=%s api=%s version=%d mock=%d connections=%d "
          "pipeline=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f "
          "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu "
-         "rx_bytes=%llu cpu_s=%.2f\n",
+         "rx_bytes=%llu cpu_s=%.2f security=%s mechanism=%s\n",
          target, api, r.cfg.version, r.cfg.mock ? 1 : 0, r.cfg.connections,
          r.cfg.pipeline, (unsigned long long)r.done, secs, rps, p50, p99, p999,
          mx, (unsigned long long)r.errors,
          (unsigned long long)r.conn_failures,
-         (unsigned long long)r.rx_bytes, cpu);
+         (unsigned long long)r.rx_bytes, cpu, security_protocol(&r.cfg),
+         r.cfg.sasl.mechanism ? r.cfg.sasl.mechanism : "-");
   fflush(stdout);
   int ret = (r.errors == 0 && r.conn_failures == 0 && r.done > 0) ? 0 : 1;
   free_run(&r);

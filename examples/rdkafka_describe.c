@@ -15,6 +15,8 @@ static const char *source_name(rd_kafka_ConfigSource_t s) {
   switch ((int)s) {
   case 7: return "client-id override";
   case 8: return "<default> entity";
+  case 9: return "user override";
+  case 10: return "user + client-id override";
   default: return rd_kafka_ConfigSource_name(s);
   }
 }

@@ -1,0 +1,127 @@
+/*
+ * dynconf-configs internals, shared by its three files:
+ *   configs_main.c      option parsing, entity naming, main()
+ *   configs_requests.c  connecting, the request/response plumbing every
+ *                       command shares, --describe and --alter
+ *   configs_security.c  --command-config and --reload-keystore
+ * Single-threaded; everything reports errors on stderr itself and returns
+ * an exit status (EXIT_*) or -1 as documented per function.
+ */
+#ifndef DYNCONF_TOOLS_CONFIGS_H
+#define DYNCONF_TOOLS_CONFIGS_H
+
+#include "codec/proto.h"
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/entity.h"
+#include "common/kclient.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+enum { ENT_NONE = 0, ENT_CLIENTS, ENT_BROKERS, ENT_USERS };
+
+#define PROG "dynconf-configs"
+#define MAX_ENTITY_NAME 255
+#define DEFAULT_ENTITY "<default>"
+
+typedef struct opts {
+  const char *bootstrap;
+  int entity_type;
+  const char *entity_name; /* argv, DEFAULT_ENTITY, or wire_name */
+  /* --entity-type/--entity-name as given, paired in order like
+   * kafka-configs.sh: "users U" or "users U clients C" (either order). */
+  int types[2], n_types;
+  const char *names[2];
+  int n_names;
+  /* ENT_USERS: the user-principal and client-id (argv; client NULL for
+   * the user entity), and the type-10 name sent (lib/common/entity.h). */
+  const char *user, *client;
+  char wire_name[DC_ENTITY_ENC_NAME_SIZE];
+  bool entity_default;
+  bool describe, alter, all, dry_run, json;
+  int timeout_ms;
+  /* Security and the keystore reload command (strings point into argv or
+   * into `arena`). */
+  const char *command_config;
+  dc_kclient_security_t sec;
+  bool reload;              /* --reload-keystore */
+  const char *listener;     /* --listener NAME, or NULL for all */
+  /* Alter operations. The array is malloc'd (freed by main()); names and
+   * values live in `arena`. */
+  dc_alter_config_t *ops;
+  size_t n_ops, cap_ops;
+  dc_arena_t arena;
+} opts_t;
+
+/* ---- configs_main.c --------------------------------------------------- */
+
+/* "Error: <message> (see dynconf-configs --help)" on stderr. */
+void cli_usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* "Error: <message>" on stderr. */
+void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Strips leading and trailing blanks in place; returns the new start. */
+char *cli_trim(char *s);
+/* The entity as a phrase for messages, into buf: "client-id 'x'", "the
+ * default client-id", "broker 1", "user-principal 'u'",
+ * "user-principal 'u', client-id 'x'". */
+void cli_entity_phrase(const opts_t *o, char *buf, size_t size);
+/* Appends the JSON members naming the entity to b: "entity_type",
+ * "entity_name" (the user-principal for users) and, for a user +
+ * client-id, "client_id". */
+void cli_json_entity(dc_buf_t *b, const opts_t *o);
+
+/* ---- configs_requests.c ----------------------------------------------- */
+
+/* One request type the CLI sends, for cli_call(). */
+typedef struct cli_api {
+  int16_t key;
+  const char *name;        /* "DescribeConfigs", for messages */
+  const char *unsupported; /* ends "the server at P does not support NAME
+                              (API key K)" when no version is common */
+  dc_kclient_encode_fn *encode;
+  int (*decode)(dc_rd_t *rd, int16_t v, void *resp);
+  /* Checks and prints the decoded response; returns an exit status. */
+  int (*report)(const opts_t *o, dc_kclient_t *kc, int16_t v, void *resp);
+} cli_api_t;
+
+/* Milliseconds left until the monotonic deadline, at least 1. */
+int cli_remaining_ms(int64_t deadline);
+/* Kafka error name, or "error N" for a code outside our table. Returns a
+ * static string or one written into buf. */
+const char *cli_err_name(int code, char *buf, size_t size);
+/* Writes the buffer to stdout; EXIT_FAIL (said) if stdout cannot take it. */
+int cli_flush_out(dc_buf_t *b);
+/* EXIT_OK for error code 0; else prints "NAME: message" (the server's
+ * message, or the code's description) and returns EXIT_FAIL. */
+int cli_check_error(int16_t code, const char *message);
+/* Sends req (of api's request type) with the highest version both sides
+ * speak, decodes the response into resp (of api's response type) and
+ * hands it to api->report; the decoded strings live in an arena freed on
+ * return. Returns report's status, or EXIT_FAIL after saying why there
+ * was nothing to report (no common version, transport error, time-out,
+ * malformed response). */
+int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
+             const cli_api_t *api, const void *req, void *resp);
+/* Applies --command-config, connects to --bootstrap-server and learns the
+ * server's versions. Returns -1 when connected, else the exit status
+ * (EXIT_USAGE for a bad address or security setting), said on stderr. */
+int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+/* --describe and --alter: one request for the entity; exit status. */
+int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+
+/* ---- configs_security.c ----------------------------------------------- */
+
+/* --command-config: reads librdkafka-style "key=value" properties ('#'
+ * and '!' comments) into o->sec (values in o->arena). Returns 0, or -1
+ * after printing a usage error naming the file, line and key. */
+int cli_load_command_config(opts_t *o, const char *path);
+/* --reload-keystore: ReloadSecurity (dynconf's API key 20000). One line
+ * per listener; EXIT_FAIL when any listener (or the request) failed. */
+int cli_reload(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+
+#endif

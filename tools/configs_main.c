@@ -1,0 +1,578 @@
+/*
+ * dynconf-configs: operator CLI for dynconfd, modelled on kafka-configs.sh.
+ *
+ *   dynconf-configs --bootstrap-server H:P --entity-type clients \
+ *       --entity-name app-1 --describe [--all] [--json]
+ *   dynconf-configs --bootstrap-server H:P --entity-type clients \
+ *       --entity-default --alter --add-config 'session.timeout.ms=30000'
+ *
+ * Talks the Kafka wire protocol through lib/common/kclient (sockets) and
+ * lib/codec (encoding). Exit status: 0 success, 1 the server refused or
+ * could not be reached, 2 usage error.
+ *
+ * This file: option parsing, entity naming and main(). The requests are
+ * in configs_requests.c, --command-config and --reload-keystore in
+ * configs_security.c (see configs.h).
+ */
+#include "configs.h"
+
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/schema.h"
+#include "dynconf.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void cli_usage_error(const char *fmt, ...) {
+  va_list ap;
+  fputs("Error: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs(" (see " PROG " --help)\n", stderr);
+}
+
+void cli_fail(const char *fmt, ...) {
+  va_list ap;
+  fputs("Error: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+char *cli_trim(char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+    s[--n] = '\0';
+  return s;
+}
+
+/* ---- option parsing --------------------------------------------------- */
+
+static int add_op(opts_t *o, const char *name, int8_t op, const char *value) {
+  for (size_t i = 0; i < o->n_ops; i++)
+    if (!strcmp(o->ops[i].name, name)) {
+      cli_usage_error("config '%s' is given more than once", name);
+      return -1;
+    }
+  if (o->n_ops == o->cap_ops) {
+    size_t cap = o->cap_ops ? o->cap_ops * 2 : 8;
+    dc_alter_config_t *p = realloc(o->ops, cap * sizeof(*p));
+    if (!p) {
+      cli_fail("out of memory");
+      return -1;
+    }
+    o->ops = p;
+    o->cap_ops = cap;
+  }
+  char *n = dc_arena_strdup(&o->arena, name);
+  char *v = value ? dc_arena_strdup(&o->arena, value) : NULL;
+  if (!n || (value && !v)) {
+    cli_fail("out of memory");
+    return -1;
+  }
+  o->ops[o->n_ops++] = (dc_alter_config_t){.name = n, .op = op, .value = v};
+  return 0;
+}
+
+/* Parses kafka-configs "k=v,k2=[a,b]" syntax: commas separate pairs except
+ * inside square brackets, which group a list value (brackets dropped, inner
+ * commas kept). Returns 0, or -1 after printing a usage error. */
+static int parse_pairs(opts_t *o, const char *flag, const char *spec,
+                       int8_t op) {
+  char *copy = dc_arena_strdup(&o->arena, spec);
+  if (!copy) {
+    cli_fail("out of memory");
+    return -1;
+  }
+  int depth = 0;
+  char *start = copy;
+  for (char *p = copy;; p++) {
+    if (*p == '[') {
+      if (++depth > 1) {
+        cli_usage_error("nested '[' in %s '%s'", flag, spec);
+        return -1;
+      }
+    } else if (*p == ']') {
+      if (--depth < 0) {
+        cli_usage_error("unbalanced ']' in %s '%s'", flag, spec);
+        return -1;
+      }
+    } else if (*p == '\0' && depth) {
+      cli_usage_error("missing ']' in %s '%s'", flag, spec);
+      return -1;
+    }
+    if (*p != '\0' && !(*p == ',' && depth == 0))
+      continue;
+    bool last = *p == '\0';
+    *p = '\0';
+    char *pair = cli_trim(start);
+    char *eq = strchr(pair, '=');
+    if (!eq) {
+      cli_usage_error("%s entry '%s' is not KEY=VALUE", flag, pair);
+      return -1;
+    }
+    *eq = '\0';
+    char *key = cli_trim(pair), *val = cli_trim(eq + 1);
+    if (!*key) {
+      cli_usage_error("%s entry '=%s' has an empty key", flag, val);
+      return -1;
+    }
+    size_t vl = strlen(val);
+    if (vl && val[0] == '[') {
+      if (val[vl - 1] != ']') {
+        cli_usage_error("%s value '%s' has text after ']'", flag, val);
+        return -1;
+      }
+      val[vl - 1] = '\0';
+      val = cli_trim(val + 1);
+    } else if (strchr(val, '[') || strchr(val, ']')) {
+      cli_usage_error("%s value '%s': '[' must start the value", flag, val);
+      return -1;
+    }
+    if (add_op(o, key, op, val))
+      return -1;
+    if (last)
+      break;
+    start = p + 1;
+  }
+  return 0;
+}
+
+static int parse_delete(opts_t *o, const char *spec) {
+  char *copy = dc_arena_strdup(&o->arena, spec);
+  if (!copy) {
+    cli_fail("out of memory");
+    return -1;
+  }
+  char *save = NULL;
+  int n = 0;
+  for (char *tok = strtok_r(copy, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *key = cli_trim(tok);
+    if (!*key)
+      continue;
+    if (strchr(key, '=')) {
+      cli_usage_error("--delete-config takes key names, not '%s'", key);
+      return -1;
+    }
+    if (add_op(o, key, DC_OP_DELETE, NULL))
+      return -1;
+    n++;
+  }
+  if (!n) {
+    cli_usage_error("--delete-config needs at least one key name");
+    return -1;
+  }
+  return 0;
+}
+
+static void print_help(void) {
+  printf(
+      "Usage: " PROG " --bootstrap-server HOST:PORT[,HOST:PORT]\n"
+      "         --entity-type clients|users|brokers (--entity-name NAME | --entity-default)\n"
+      "         [--entity-type clients --entity-name CLIENT_ID]  (after users)\n"
+      "         (--describe [--all] | --alter CHANGES [--dry-run])\n"
+      "         [--json] [--timeout-ms N] [--command-config FILE]\n"
+      "       " PROG " --bootstrap-server HOST:PORT --reload-keystore\n"
+      "         [--listener NAME] [--command-config FILE]\n"
+      "\n"
+      "Describe or change the dynamic configuration dynconfd serves to\n"
+      "librdkafka clients (KIP-649), like kafka-configs.sh.\n"
+      "\n"
+      "  --bootstrap-server LIST  dynconfd address(es), tried in turn\n"
+      "  --entity-type TYPE       clients (client-ids), users (user-principals:\n"
+      "                           overrides for every client a principal runs)\n"
+      "                           or brokers (the server); users then clients,\n"
+      "                           each with its --entity-name, names one\n"
+      "                           principal's overrides for one client-id\n"
+      "  --entity-name NAME       client-id, user-principal (the principal\n"
+      "                           without \"User:\"), or broker node id\n"
+      "  --entity-default         the default client-id entity (<default>),\n"
+      "                           inherited by every client without an override\n"
+      "  --describe               show the entity's configs\n"
+      "  --all                    with --describe: include inherited values\n"
+      "  --alter                  change configs (one IncrementalAlterConfigs)\n"
+      "  --add-config 'k=v,...'   set keys; k=[a,b] gives a list value \"a,b\"\n"
+      "  --delete-config 'k,...'  remove overrides (revert to the default)\n"
+      "  --append-config 'k=v'    add items to a list key\n"
+      "  --subtract-config 'k=v'  remove items from a list key\n"
+      "  --dry-run                validate on the server, change nothing\n"
+      "  --json                   machine-readable output\n"
+      "  --timeout-ms N           give up after N ms (default 10000)\n"
+      "  --command-config FILE    connection properties, one KEY=VALUE a line:\n"
+      "                           security.protocol (PLAINTEXT, SSL,\n"
+      "                           SASL_PLAINTEXT, SASL_SSL), ssl.ca.location,\n"
+      "                           ssl.certificate.location, ssl.key.location,\n"
+      "                           sasl.mechanism (PLAIN, SCRAM-SHA-256,\n"
+      "                           SCRAM-SHA-512), sasl.username, sasl.password,\n"
+      "                           enable.ssl.certificate.verification (true),\n"
+      "                           ssl.endpoint.identification.algorithm\n"
+      "                           (https, or none: no host name check)\n"
+      "  --reload-keystore        make dynconfd reload its TLS certificate, key\n"
+      "                           and CA from the same files (needs alter on\n"
+      "                           broker); one line per listener\n"
+      "  --listener NAME          with --reload-keystore: only this listener\n"
+      "  --help, --version\n"
+      "\n"
+      "Exit status: 0 success, 1 server error or unreachable, 2 usage error.\n"
+      "\n"
+      "Examples:\n"
+      "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
+      "      --entity-default --alter --add-config session.timeout.ms=30000\n"
+      "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
+      "      --entity-name app-1 --alter \\\n"
+      "      --add-config 'acks=1,partition.assignment.strategy=[range,roundrobin]'\n"
+      "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
+      "      --entity-name app-1 --describe --all\n"
+      "  " PROG " --bootstrap-server localhost:9092 --entity-type users \\\n"
+      "      --entity-name alice --entity-type clients --entity-name app-1 \\\n"
+      "      --alter --add-config acks=all\n");
+}
+
+enum {
+  O_BOOTSTRAP = 256, O_ENTITY_TYPE, O_ENTITY_NAME, O_ENTITY_DEFAULT,
+  O_DESCRIBE, O_ALL, O_ALTER, O_ADD, O_DELETE, O_APPEND, O_SUBTRACT,
+  O_DRY_RUN, O_JSON, O_TIMEOUT, O_HELP, O_VERSION,
+  O_COMMAND_CONFIG, O_RELOAD_KEYSTORE, O_LISTENER
+};
+
+/* Pairs the --entity-type and --entity-name values in the order given
+ * (kafka-configs.sh style), checks them, and sets entity_type and
+ * entity_name (the name sent). 0, or -1 after printing a usage error. */
+static int resolve_entities(opts_t *o) {
+  if (o->n_types == 0) {
+    cli_usage_error("--entity-type is required");
+    return -1;
+  }
+  if (o->n_types == 2) {
+    int ui = o->types[0] == ENT_USERS ? 0 : 1;
+    if (o->types[ui] != ENT_USERS || o->types[1 - ui] != ENT_CLIENTS) {
+      cli_usage_error("two --entity-type values go together only as users "
+                      "and clients (a user-principal's overrides for one "
+                      "client-id)");
+      return -1;
+    }
+    if (o->entity_default) {
+      cli_usage_error("--entity-default does not combine users and clients: "
+                      "the user entity alone applies to all its client-ids");
+      return -1;
+    }
+    if (o->n_names != 2) {
+      cli_usage_error("--entity-type users --entity-type clients needs two "
+                      "--entity-name values, in the same order");
+      return -1;
+    }
+    o->user = o->names[ui];
+    o->client = o->names[1 - ui];
+    o->entity_type = ENT_USERS;
+  } else {
+    o->entity_type = o->types[0];
+    if (o->n_names > 1) {
+      cli_usage_error("--entity-name given more than once");
+      return -1;
+    }
+    o->entity_name = o->n_names ? o->names[0] : NULL;
+    if (o->entity_name && o->entity_default) {
+      cli_usage_error("--entity-name and --entity-default cannot be used "
+                      "together");
+      return -1;
+    }
+    if (!o->entity_name && !o->entity_default) {
+      cli_usage_error("--entity-name or --entity-default is required");
+      return -1;
+    }
+    if (o->entity_default) {
+      if (o->entity_type == ENT_BROKERS) {
+        cli_usage_error("--entity-default is for clients; dynconfd has no "
+                        "cluster-wide broker defaults (use --entity-name "
+                        "NODE_ID)");
+        return -1;
+      }
+      if (o->entity_type == ENT_USERS) {
+        cli_usage_error("dynconfd has no default user entity; use "
+                        "--entity-type clients --entity-default for defaults "
+                        "every client inherits");
+        return -1;
+      }
+      o->entity_name = DEFAULT_ENTITY;
+    } else if (o->entity_type == ENT_CLIENTS) {
+      size_t n = strlen(o->entity_name);
+      if (n == 0 || n > MAX_ENTITY_NAME) {
+        cli_usage_error("--entity-name must be 1..%d bytes", MAX_ENTITY_NAME);
+        return -1;
+      }
+    } else if (o->entity_type == ENT_BROKERS) {
+      int64_t id;
+      if (!dc_parse_int64(o->entity_name, &id) || id < 0 ||
+          id > 0x7fffffff) {
+        cli_usage_error("--entity-name for brokers is a node id, not '%s'",
+                        o->entity_name);
+        return -1;
+      }
+    } else {
+      o->user = o->entity_name;
+    }
+  }
+  if (o->entity_type != ENT_USERS)
+    return 0;
+  if (!strcmp(o->user, DEFAULT_ENTITY)) {
+    cli_usage_error("dynconfd has no default user entity");
+    return -1;
+  }
+  if (o->client && !strcmp(o->client, DEFAULT_ENTITY)) {
+    cli_usage_error("a user-principal with the default client-id is the user "
+                    "entity itself: drop --entity-type clients");
+    return -1;
+  }
+  char why[128];
+  if (dc_entity_user_name(o->user, o->client, o->wire_name,
+                          sizeof(o->wire_name), why, sizeof(why))) {
+    cli_usage_error("--entity-name: %s", why);
+    return -1;
+  }
+  o->entity_name = o->wire_name;
+  return 0;
+}
+
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(opts_t *o, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"bootstrap-server", required_argument, NULL, O_BOOTSTRAP},
+      {"entity-type", required_argument, NULL, O_ENTITY_TYPE},
+      {"entity-name", required_argument, NULL, O_ENTITY_NAME},
+      {"entity-default", no_argument, NULL, O_ENTITY_DEFAULT},
+      {"describe", no_argument, NULL, O_DESCRIBE},
+      {"all", no_argument, NULL, O_ALL},
+      {"alter", no_argument, NULL, O_ALTER},
+      {"add-config", required_argument, NULL, O_ADD},
+      {"delete-config", required_argument, NULL, O_DELETE},
+      {"append-config", required_argument, NULL, O_APPEND},
+      {"subtract-config", required_argument, NULL, O_SUBTRACT},
+      {"dry-run", no_argument, NULL, O_DRY_RUN},
+      {"json", no_argument, NULL, O_JSON},
+      {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+      {"help", no_argument, NULL, O_HELP},
+      {"version", no_argument, NULL, O_VERSION},
+      {"command-config", required_argument, NULL, O_COMMAND_CONFIG},
+      {"reload-keystore", no_argument, NULL, O_RELOAD_KEYSTORE},
+      {"listener", required_argument, NULL, O_LISTENER},
+      {NULL, 0, NULL, 0}};
+  opterr = 0; /* we print our own one-line reasons */
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+    case O_BOOTSTRAP:
+      o->bootstrap = optarg;
+      break;
+    case O_ENTITY_TYPE: {
+      int t = !strcmp(optarg, "clients")   ? ENT_CLIENTS
+              : !strcmp(optarg, "brokers") ? ENT_BROKERS
+              : !strcmp(optarg, "users")   ? ENT_USERS
+                                           : ENT_NONE;
+      if (t == ENT_NONE) {
+        cli_usage_error("--entity-type must be clients, users or brokers, not "
+                        "'%s'",
+                        optarg);
+        return EXIT_USAGE;
+      }
+      if (o->n_types == 2) {
+        cli_usage_error("--entity-type given more than twice");
+        return EXIT_USAGE;
+      }
+      o->types[o->n_types++] = t;
+      o->entity_type = o->types[0]; /* final value: resolve_entities() */
+      break;
+    }
+    case O_ENTITY_NAME:
+      if (o->n_names == 2) {
+        cli_usage_error("--entity-name given more than twice");
+        return EXIT_USAGE;
+      }
+      o->names[o->n_names++] = optarg;
+      o->entity_name = o->names[0]; /* final value: resolve_entities() */
+      break;
+    case O_ENTITY_DEFAULT:
+      o->entity_default = true;
+      break;
+    case O_DESCRIBE:
+      o->describe = true;
+      break;
+    case O_ALL:
+      o->all = true;
+      break;
+    case O_ALTER:
+      o->alter = true;
+      break;
+    case O_ADD:
+      if (parse_pairs(o, "--add-config", optarg, DC_OP_SET))
+        return EXIT_USAGE;
+      break;
+    case O_APPEND:
+      if (parse_pairs(o, "--append-config", optarg, DC_OP_APPEND))
+        return EXIT_USAGE;
+      break;
+    case O_SUBTRACT:
+      if (parse_pairs(o, "--subtract-config", optarg, DC_OP_SUBTRACT))
+        return EXIT_USAGE;
+      break;
+    case O_DELETE:
+      if (parse_delete(o, optarg))
+        return EXIT_USAGE;
+      break;
+    case O_DRY_RUN:
+      o->dry_run = true;
+      break;
+    case O_JSON:
+      o->json = true;
+      break;
+    case O_TIMEOUT: {
+      int64_t v;
+      if (!dc_parse_int64(optarg, &v) || v < 1 || v > 3600000) {
+        cli_usage_error("--timeout-ms must be a whole number of ms in "
+                        "1..3600000, not '%s'", optarg);
+        return EXIT_USAGE;
+      }
+      o->timeout_ms = (int)v;
+      break;
+    }
+    case 'h':
+    case O_HELP:
+      print_help();
+      return EXIT_OK;
+    case O_VERSION:
+      printf(PROG " %s\n", dynconf_version_str());
+      return EXIT_OK;
+    case O_COMMAND_CONFIG:
+      if (cli_load_command_config(o, optarg))
+        return EXIT_USAGE;
+      break;
+    case O_RELOAD_KEYSTORE:
+      o->reload = true;
+      break;
+    case O_LISTENER:
+      if (!*optarg) {
+        cli_usage_error("--listener needs a listener name");
+        return EXIT_USAGE;
+      }
+      o->listener = optarg;
+      break;
+    case ':':
+      cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+      return EXIT_USAGE;
+    default:
+      cli_usage_error("unknown option '%s'", argv[optind - 1]);
+      return EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    cli_usage_error("unexpected argument '%s'", argv[optind]);
+    return EXIT_USAGE;
+  }
+
+  /* Cross-option rules, in the order an operator would fix them. */
+  if (!o->bootstrap || !*o->bootstrap) {
+    cli_usage_error("--bootstrap-server is required");
+    return EXIT_USAGE;
+  }
+  if (o->reload) {
+    if (o->describe || o->alter || o->entity_type != ENT_NONE ||
+        o->entity_name || o->entity_default || o->n_ops || o->all ||
+        o->dry_run) {
+      cli_usage_error("--reload-keystore is a command of its own: no "
+                      "--describe, --alter or --entity-* with it");
+      return EXIT_USAGE;
+    }
+    return -1;
+  }
+  if (o->listener) {
+    cli_usage_error("--listener goes with --reload-keystore");
+    return EXIT_USAGE;
+  }
+  if (o->describe == o->alter) {
+    cli_usage_error("exactly one of --describe or --alter is required");
+    return EXIT_USAGE;
+  }
+  if (resolve_entities(o))
+    return EXIT_USAGE;
+  if (o->describe && (o->n_ops || o->dry_run)) {
+    cli_usage_error("--add-config, --delete-config, --append-config, "
+                    "--subtract-config and --dry-run go with --alter");
+    return EXIT_USAGE;
+  }
+  if (o->alter && o->all) {
+    cli_usage_error("--all goes with --describe");
+    return EXIT_USAGE;
+  }
+  if (o->alter && !o->n_ops) {
+    cli_usage_error("--alter needs --add-config, --delete-config, "
+                    "--append-config or --subtract-config");
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
+/* ---- entity naming ---------------------------------------------------- */
+
+void cli_entity_phrase(const opts_t *o, char *buf, size_t size) {
+  if (o->entity_type == ENT_BROKERS)
+    snprintf(buf, size, "broker %s", o->entity_name);
+  else if (o->entity_type == ENT_USERS && o->client)
+    snprintf(buf, size, "user-principal '%s', client-id '%s'", o->user,
+             o->client);
+  else if (o->entity_type == ENT_USERS)
+    snprintf(buf, size, "user-principal '%s'", o->user);
+  else if (!strcmp(o->entity_name, DEFAULT_ENTITY))
+    snprintf(buf, size, "the default client-id");
+  else
+    snprintf(buf, size, "client-id '%s'", o->entity_name);
+}
+
+void cli_json_entity(dc_buf_t *b, const opts_t *o) {
+  dc_buf_printf(b, "\"entity_type\":\"%s\",\"entity_name\":",
+                o->entity_type == ENT_BROKERS ? "brokers"
+                : o->entity_type == ENT_USERS ? "users"
+                                              : "clients");
+  dc_json_str(b, o->entity_type == ENT_USERS ? o->user : o->entity_name);
+  if (o->entity_type == ENT_USERS && o->client) {
+    dc_buf_printf(b, ",\"client_id\":");
+    dc_json_str(b, o->client);
+  }
+}
+
+int main(int argc, char **argv) {
+  opts_t o = {.timeout_ms = 10000};
+  dc_arena_init(&o.arena);
+  dc_kclient_t *kc = NULL;
+  int rc = parse_args(&o, argc, argv);
+  if (rc >= 0)
+    goto out;
+
+  rc = EXIT_FAIL;
+  int64_t deadline = dc_mono_ms() + o.timeout_ms;
+  kc = dc_kclient_new(PROG);
+  if (!kc) {
+    cli_fail("out of memory");
+    goto out;
+  }
+  rc = cli_connect(&o, kc, deadline);
+  if (rc >= 0)
+    goto out;
+  rc = o.reload     ? cli_reload(&o, kc, deadline)
+       : o.describe ? cli_describe(&o, kc, deadline)
+                    : cli_alter(&o, kc, deadline);
+out:
+  dc_kclient_destroy(kc);
+  free(o.ops);
+  dc_arena_free(&o.arena);
+  return rc;
+}

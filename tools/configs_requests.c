@@ -1,0 +1,409 @@
+/*
+ * dynconf-configs: the requests. cli_call() is the plumbing every command
+ * shares (pick a version, encode, send, decode, report); cli_connect()
+ * the connection and ApiVersions; then --describe and --alter.
+ */
+#include "configs.h"
+
+#include "common/clock.h"
+#include "common/json.h"
+#include "dynconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---------------------------------------------------- */
+
+int cli_remaining_ms(int64_t deadline) {
+  int64_t left = deadline - dc_mono_ms();
+  return left < 1 ? 1 : left > 0x7fffffff ? 0x7fffffff : (int)left;
+}
+
+const char *cli_err_name(int code, char *buf, size_t size) {
+  const char *n = dynconf_err_name((dynconf_err_t)code);
+  if (strcmp(n, "UNKNOWN"))
+    return n;
+  snprintf(buf, size, "error %d", code);
+  return buf;
+}
+
+int cli_flush_out(dc_buf_t *b) {
+  if (b->err) {
+    cli_fail("out of memory");
+    return EXIT_FAIL;
+  }
+  if ((b->len && fwrite(b->data, 1, b->len, stdout) != b->len) ||
+      fflush(stdout)) {
+    cli_fail("cannot write to standard output");
+    return EXIT_FAIL;
+  }
+  return EXIT_OK;
+}
+
+/* ---- the plumbing every request shares -------------------------------- */
+
+/* Prints a transport-level failure; a time-out is reported against the
+ * whole --timeout-ms budget rather than the remainder a step was given. */
+static void fail_request(const opts_t *o, dc_kclient_t *kc, dynconf_err_t err,
+                         const char *api, const char *errstr) {
+  if (err == DYNCONF_ERR__TIMED_OUT)
+    cli_fail("no %s response from %s within %d ms (--timeout-ms)", api,
+             dc_kclient_peer(kc)[0] ? dc_kclient_peer(kc) : o->bootstrap,
+             o->timeout_ms);
+  else if (err == DYNCONF_ERR__TRANSPORT &&
+           !(o->sec.protocol && strcasestr(o->sec.protocol, "SASL")))
+    /* What a SASL listener does to an unauthenticated request. */
+    cli_fail("%s (if it is a SASL listener, authenticate with "
+             "--command-config)", errstr);
+  else
+    cli_fail("%s", errstr);
+}
+
+int cli_check_error(int16_t code, const char *message) {
+  if (!code)
+    return EXIT_OK;
+  char nb[32];
+  cli_fail("%s: %s", cli_err_name(code, nb, sizeof(nb)),
+           message && *message ? message
+                               : dynconf_err_str((dynconf_err_t)code));
+  return EXIT_FAIL;
+}
+
+int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
+             const cli_api_t *api, const void *req, void *resp) {
+  int16_t v = dc_kclient_pick_version(kc, api->key);
+  if (v < 0) {
+    cli_fail("the server at %s does not support %s (API key %d)%s",
+             dc_kclient_peer(kc), api->name, api->key, api->unsupported);
+    return EXIT_FAIL;
+  }
+  dc_arena_t arena; /* the response body and what decoding allocates */
+  dc_arena_init(&arena);
+  char errstr[512];
+  dc_rd_t rd;
+  int rc = EXIT_FAIL;
+  dynconf_err_t err =
+      dc_kclient_request(kc, api->key, v, api->encode, req,
+                         cli_remaining_ms(deadline), &rd, &arena, errstr,
+                         sizeof(errstr));
+  if (err)
+    fail_request(o, kc, err, api->name, errstr);
+  else if (api->decode(&rd, v, resp))
+    cli_fail("malformed %s v%d response from %s: %s", api->name, v,
+             dc_kclient_peer(kc), dynconf_err_str((dynconf_err_t)rd.err));
+  else
+    rc = api->report(o, kc, v, resp);
+  dc_arena_free(&arena);
+  return rc;
+}
+
+int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  char errstr[1024];
+  if (o->command_config &&
+      dc_kclient_set_security(kc, &o->sec, errstr, sizeof(errstr))) {
+    cli_usage_error("--command-config %s: %s", o->command_config, errstr);
+    return EXIT_USAGE;
+  }
+  dynconf_err_t err =
+      dc_kclient_connect(kc, o->bootstrap, cli_remaining_ms(deadline), errstr,
+                         sizeof(errstr));
+  if (err == DYNCONF_ERR__TIMED_OUT) {
+    cli_fail("cannot connect to %s within %d ms (--timeout-ms)", o->bootstrap,
+             o->timeout_ms);
+    return EXIT_FAIL;
+  }
+  if (err == DYNCONF_ERR__INVALID_ARG) {
+    cli_usage_error("%s", errstr);
+    return EXIT_USAGE;
+  }
+  if (err) {
+    cli_fail("%s", errstr);
+    return EXIT_FAIL;
+  }
+  err = dc_kclient_api_versions(kc, cli_remaining_ms(deadline), errstr,
+                                sizeof(errstr));
+  if (err == DYNCONF_ERR__TRANSPORT &&
+      !(o->sec.protocol && strcasestr(o->sec.protocol, "SSL"))) {
+    /* A TLS listener drops a plaintext request without a word. */
+    cli_fail("%s (if it is a TLS listener, set security.protocol=SSL or "
+             "SASL_SSL with --command-config)", errstr);
+    return EXIT_FAIL;
+  }
+  if (err) {
+    fail_request(o, kc, err, "ApiVersions", errstr);
+    return EXIT_FAIL;
+  }
+  return -1;
+}
+
+/* ---- the entity's result ---------------------------------------------- */
+
+static int8_t wire_type(const opts_t *o) {
+  return o->entity_type == ENT_BROKERS ? DC_RES_BROKER
+         : o->entity_type == ENT_USERS ? DC_RES_USER
+                                       : DC_RES_CLIENT;
+}
+
+/* Whether a per-resource result is the entity's. */
+static bool is_entity(const opts_t *o, int8_t type, const char *name) {
+  return type == wire_type(o) && name && !strcmp(name, o->entity_name);
+}
+
+/* EXIT_OK when the response had a result for the entity (found) without
+ * an error; else EXIT_FAIL after saying which. `tail` ends the sentence
+ * saying the response does not mention the entity. */
+static int entity_outcome(const opts_t *o, dc_kclient_t *kc, const char *api,
+                          const char *tail, bool found, int16_t code,
+                          const char *message) {
+  if (!found) {
+    char who[600];
+    cli_entity_phrase(o, who, sizeof(who));
+    cli_fail("the %s response from %s does not mention %s%s", api,
+             dc_kclient_peer(kc), who, tail);
+    return EXIT_FAIL;
+  }
+  return cli_check_error(code, message);
+}
+
+/* ---- --describe ------------------------------------------------------- */
+
+static const char *source_name(int src, char *buf, size_t size) {
+  switch (src) {
+  case 0: return "UNKNOWN";
+  case 1: return "DYNAMIC_TOPIC_CONFIG";
+  case 2: return "DYNAMIC_BROKER_CONFIG";
+  case 3: return "DYNAMIC_DEFAULT_BROKER_CONFIG";
+  case DC_SRC_STATIC_BROKER: return "STATIC_BROKER_CONFIG";
+  case DC_SRC_DEFAULT: return "DEFAULT_CONFIG";
+  case 6: return "DYNAMIC_BROKER_LOGGER_CONFIG";
+  case DC_SRC_DYNAMIC_CLIENT: return "DYNAMIC_CLIENT_CONFIG";
+  case DC_SRC_DYNAMIC_DEFAULT: return "DYNAMIC_DEFAULT_CLIENT_CONFIG";
+  case DC_SRC_DYNAMIC_USER: return "DYNAMIC_USER_CONFIG";
+  case DC_SRC_DYNAMIC_USER_CLIENT: return "DYNAMIC_USER_CLIENT_CONFIG";
+  }
+  snprintf(buf, size, "SOURCE_%d", src);
+  return buf;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  const dc_describe_configs_entry_t *x = *(dc_describe_configs_entry_t *const *)a;
+  const dc_describe_configs_entry_t *y = *(dc_describe_configs_entry_t *const *)b;
+  return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+/* Prints the entity's configs (its own, or with --all every one that
+ * applies) as text or JSON; v0 responses have no source: derived. */
+static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
+                          int16_t v) {
+  bool is_default_entity =
+      o->entity_type == ENT_CLIENTS && !strcmp(o->entity_name, DEFAULT_ENTITY);
+  /* The source of the entity's own values (the others are inherited). */
+  int own_src = is_default_entity           ? DC_SRC_DYNAMIC_DEFAULT
+                : o->entity_type != ENT_USERS ? DC_SRC_DYNAMIC_CLIENT
+                : o->client                   ? DC_SRC_DYNAMIC_USER_CLIENT
+                                              : DC_SRC_DYNAMIC_USER;
+  /* Select and sort. v0 has no source byte: derive it from is_default. */
+  dc_describe_configs_entry_t **sel =
+      calloc(res->n_configs > 0 ? (size_t)res->n_configs : 1, sizeof(*sel));
+  if (!sel) {
+    cli_fail("out of memory");
+    return EXIT_FAIL;
+  }
+  size_t n = 0;
+  for (int32_t i = 0; i < res->n_configs; i++) {
+    dc_describe_configs_entry_t *e = &res->configs[i];
+    if (!e->name)
+      continue; /* a nameless config cannot be shown or sorted */
+    if (v == 0) {
+      if (o->entity_type == ENT_BROKERS)
+        e->config_source = e->is_default ? DC_SRC_DEFAULT : DC_SRC_STATIC_BROKER;
+      else
+        e->config_source = e->is_default ? DC_SRC_DYNAMIC_DEFAULT : own_src;
+    }
+    if (o->entity_type != ENT_BROKERS && !o->all &&
+        e->config_source != own_src) {
+      /* A level above the entity (the caller's user) may shadow its own
+       * value: show the entity's value from its synonym then. */
+      int32_t j = 0;
+      while (j < e->n_synonyms && e->synonyms[j].source != own_src)
+        j++;
+      if (j == e->n_synonyms)
+        continue; /* inherited, not the entity's own */
+      e->value = e->synonyms[j].value;
+      e->config_source = (int8_t)own_src;
+      e->synonyms += j;
+      e->n_synonyms -= j;
+    }
+    sel[n++] = e;
+  }
+  qsort(sel, n, sizeof(*sel), cmp_entry);
+
+  dc_buf_t b;
+  dc_buf_init(&b);
+  char sbuf[32];
+  if (o->json) {
+    dc_buf_printf(&b, "{");
+    cli_json_entity(&b, o);
+    dc_buf_printf(&b, ",\"configs\":[");
+    for (size_t i = 0; i < n; i++) {
+      const dc_describe_configs_entry_t *e = sel[i];
+      dc_buf_printf(&b, "%s{\"name\":", i ? "," : "");
+      dc_json_str(&b, e->name);
+      dc_buf_printf(&b, ",\"value\":");
+      dc_json_str(&b, e->value);
+      dc_buf_printf(&b, ",\"source\":");
+      dc_json_str(&b, source_name(e->config_source, sbuf, sizeof(sbuf)));
+      dc_buf_printf(&b, ",\"read_only\":%s,\"sensitive\":%s,\"synonyms\":[",
+                    e->read_only ? "true" : "false",
+                    e->is_sensitive ? "true" : "false");
+      for (int32_t j = 0; j < e->n_synonyms; j++) {
+        const dc_describe_configs_synonym_t *s = &e->synonyms[j];
+        dc_buf_printf(&b, "%s{\"name\":", j ? "," : "");
+        dc_json_str(&b, s->name);
+        dc_buf_printf(&b, ",\"value\":");
+        dc_json_str(&b, s->value);
+        dc_buf_printf(&b, ",\"source\":");
+        dc_json_str(&b, source_name(s->source, sbuf, sizeof(sbuf)));
+        dc_buf_printf(&b, "}");
+      }
+      dc_buf_printf(&b, "]}");
+    }
+    dc_buf_printf(&b, "]}\n");
+  } else {
+    char who[600];
+    cli_entity_phrase(o, who, sizeof(who));
+    const char *kind = o->all ? "All configs"
+                       : o->entity_type == ENT_BROKERS ? "Configs"
+                                                       : "Dynamic configs";
+    dc_buf_printf(&b, "%s for %s are:\n", kind, who);
+    for (size_t i = 0; i < n; i++) {
+      const dc_describe_configs_entry_t *e = sel[i];
+      dc_buf_printf(&b, "  %s=%s", e->name, e->value ? e->value : "null");
+      if (o->all)
+        dc_buf_printf(&b, " source=%s",
+                      source_name(e->config_source, sbuf, sizeof(sbuf)));
+      dc_buf_printf(&b, " sensitive=%s synonyms={",
+                    e->is_sensitive ? "true" : "false");
+      for (int32_t j = 0; j < e->n_synonyms; j++) {
+        const dc_describe_configs_synonym_t *s = &e->synonyms[j];
+        dc_buf_printf(&b, "%s%s:%s=%s", j ? ", " : "",
+                      source_name(s->source, sbuf, sizeof(sbuf)),
+                      s->name ? s->name : "", s->value ? s->value : "null");
+      }
+      dc_buf_printf(&b, "}\n");
+    }
+  }
+  free(sel);
+  int rc = cli_flush_out(&b);
+  dc_buf_free(&b);
+  return rc;
+}
+
+
+static int enc_describe(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_describe_configs_req_encode(b, v, req);
+}
+
+static int dec_describe(dc_rd_t *rd, int16_t v, void *resp) {
+  return dc_describe_configs_resp_decode(rd, v, resp);
+}
+
+static int report_describe(const opts_t *o, dc_kclient_t *kc, int16_t v,
+                           void *resp) {
+  dc_describe_configs_resp_t *r = resp;
+  dc_describe_configs_result_t *res = NULL;
+  for (int32_t i = 0; i < r->n_results && !res; i++)
+    if (is_entity(o, r->results[i].resource_type, r->results[i].resource_name))
+      res = &r->results[i];
+  int rc = entity_outcome(o, kc, "DescribeConfigs", "", res != NULL,
+                          res ? res->error_code : 0,
+                          res ? res->error_message : NULL);
+  return rc == EXIT_OK ? print_describe(o, res, v) : rc;
+}
+
+int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  static const cli_api_t api = {
+      .key = DC_API_DESCRIBE_CONFIGS,
+      .name = "DescribeConfigs",
+      .unsupported = " in any version this tool speaks",
+      .encode = enc_describe,
+      .decode = dec_describe,
+      .report = report_describe,
+  };
+  dc_describe_configs_req_resource_t r = {
+      .resource_type = wire_type(o),
+      .resource_name = (char *)o->entity_name,
+      .n_configuration_keys = -1,
+  };
+  dc_describe_configs_req_t req = {
+      .n_resources = 1, .resources = &r, .include_synonyms = true};
+  dc_describe_configs_resp_t resp;
+  return cli_call(o, kc, deadline, &api, &req, &resp);
+}
+
+/* ---- --alter ---------------------------------------------------------- */
+
+static int enc_incremental(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_incremental_alter_configs_req_encode(b, v, req);
+}
+
+static int dec_incremental(dc_rd_t *rd, int16_t v, void *resp) {
+  return dc_incremental_alter_configs_resp_decode(rd, v, resp);
+}
+
+static int report_alter(const opts_t *o, dc_kclient_t *kc, int16_t v,
+                        void *resp) {
+  (void)v;
+  dc_alter_configs_resp_t *r = resp;
+  dc_alter_result_t *res = NULL;
+  for (int32_t i = 0; i < r->n_responses && !res; i++)
+    if (is_entity(o, r->responses[i].resource_type,
+                  r->responses[i].resource_name))
+      res = &r->responses[i];
+  int rc = entity_outcome(o, kc, "IncrementalAlterConfigs",
+                          "; the change may or may not have been applied",
+                          res != NULL, res ? res->error_code : 0,
+                          res ? res->error_message : NULL);
+  if (rc != EXIT_OK)
+    return rc;
+  char who[600];
+  cli_entity_phrase(o, who, sizeof(who));
+  dc_buf_t b;
+  dc_buf_init(&b);
+  if (o->json) {
+    dc_buf_printf(&b, "{");
+    cli_json_entity(&b, o);
+    dc_buf_printf(&b, ",\"dry_run\":%s,\"result\":\"ok\"}\n",
+                  o->dry_run ? "true" : "false");
+  } else if (o->dry_run) {
+    dc_buf_printf(&b, "Validated config for %s (dry run, nothing changed).\n",
+                  who);
+  } else {
+    dc_buf_printf(&b, "Completed updating config for %s.\n", who);
+  }
+  rc = cli_flush_out(&b);
+  dc_buf_free(&b);
+  return rc;
+}
+
+int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  static const cli_api_t api = {
+      .key = DC_API_INCREMENTAL_ALTER_CONFIGS,
+      .name = "IncrementalAlterConfigs",
+      .unsupported = ", which --alter needs; is it a dynconfd?",
+      .encode = enc_incremental,
+      .decode = dec_incremental,
+      .report = report_alter,
+  };
+  dc_alter_resource_t r = {
+      .resource_type = wire_type(o),
+      .resource_name = (char *)o->entity_name,
+      .n_configs = (int32_t)o->n_ops,
+      .configs = o->ops,
+  };
+  dc_alter_configs_req_t req = {
+      .n_resources = 1, .resources = &r, .validate_only = o->dry_run};
+  dc_alter_configs_resp_t resp;
+  return cli_call(o, kc, deadline, &api, &req, &resp);
+}
