@@ -57,6 +57,7 @@ typedef struct conn {
   SSL *ssl;             /* owned; NULL on plaintext listeners */
   bool tls_ready;       /* handshake finished */
   bool tls_want_write;  /* a read needs the socket writable first */
+  bool tls_write_wants_read; /* a write waits for the peer (key update) */
   int64_t auth_deadline; /* TLS handshake / SASL must finish by then; 0 = done */
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
   char principal[512];  /* TLS principal ("" = none) */
@@ -280,8 +281,11 @@ int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
 }
 
 static void set_events(dc_server_t *s, conn_t *c) {
-  uint32_t ev = (c->paused || c->closing ? 0 : EPOLLIN) |
-                (c->out.len > c->out_off || c->tls_want_write ? EPOLLOUT : 0);
+  bool want_out = (c->out.len > c->out_off && !c->tls_write_wants_read) ||
+                  c->tls_want_write;
+  /* A TLS write waiting for the peer needs input even when paused. */
+  bool want_in = !(c->paused || c->closing) || c->tls_write_wants_read;
+  uint32_t ev = (want_in ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0);
   if (ev == c->events)
     return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -449,7 +453,13 @@ static ssize_t io_send(conn_t *c, const void *buf, size_t n) {
   if (r > 0)
     return r;
   int e = SSL_get_error(c->ssl, r);
-  if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+  if (e == SSL_ERROR_WANT_READ) {
+    /* Not writable until the peer sends (TLS 1.3 key update): wait for
+     * input instead of spinning on EPOLLOUT. */
+    c->tls_write_wants_read = true;
+    return 0;
+  }
+  if (e == SSL_ERROR_WANT_WRITE)
     return 0;
   tls_failed(c, "write");
   return -1;
@@ -530,6 +540,7 @@ static void conn_process(dc_server_t *s, conn_t *c) {
 }
 
 static void conn_readable(dc_server_t *s, conn_t *c) {
+  c->tls_write_wants_read = false; /* input arrived: writes may go on */
   /* Bounded: never hold more than one maximal frame plus a chunk. */
   size_t limit = s->opts.max_request_size + 4 + READ_CHUNK;
   for (int i = 0; i < 16 && c->in.len < limit; i++) {
