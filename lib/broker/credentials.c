@@ -3,6 +3,7 @@
  * add/replace a user by rewriting the file atomically.
  */
 #include "broker/credentials.h"
+#include "common/text.h"
 
 #include <openssl/crypto.h>
 
@@ -27,16 +28,6 @@ struct dc_credentials {
   int common_iterations[2]; /* by dc_scram_hash_t */
 };
 
-static void seterr(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- user name encoding ---------------------------------------------- */
 
@@ -62,15 +53,6 @@ static char *pct_encode(const char *user) {
   return s;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /* Decodes in place; false on a bad %XX or a decoded NUL. */
 static bool pct_decode(char *s) {
@@ -80,7 +62,7 @@ static bool pct_decode(char *s) {
       *w++ = *p;
       continue;
     }
-    int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+    int hi = dc_hexval(p[1]), lo = hi < 0 ? -1 : dc_hexval(p[2]);
     if (hi < 0 || lo < 0 || (hi | lo) == 0)
       return false;
     *w++ = (char)(hi << 4 | lo);
@@ -258,7 +240,7 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
                                       size_t errstr_size) {
   FILE *f = fopen(path, "r");
   if (!f) {
-    seterr(errstr, errstr_size, "cannot open credentials file %s: %s", path,
+    dc_seterr(errstr, errstr_size, "cannot open credentials file %s: %s", path,
            strerror(errno));
     return NULL;
   }
@@ -273,7 +255,7 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
   while ((got = getline(&line, &lcap, f)) != -1) {
     lineno++;
     if (memchr(line, '\0', (size_t)got)) {
-      seterr(errstr, errstr_size, "credentials file %s line %ld: NUL byte",
+      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: NUL byte",
              path, lineno);
       goto fail;
     }
@@ -290,14 +272,14 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
     }
     const char *why = NULL;
     if (parse_line(line, &c->v[c->n], &why)) {
-      seterr(errstr, errstr_size, "credentials file %s line %ld: %s", path,
+      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: %s", path,
              lineno, why);
       goto fail;
     }
     c->n++;
   }
   if (ferror(f)) {
-    seterr(errstr, errstr_size, "cannot read credentials file %s: %s", path,
+    dc_seterr(errstr, errstr_size, "cannot read credentials file %s: %s", path,
            strerror(errno));
     goto fail;
   }
@@ -307,7 +289,7 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
     goto oom;
   for (size_t i = 1; i < c->n; i++)
     if (!cmp_entry(&c->v[i - 1], &c->v[i])) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "credentials file %s: user '%s' has %s twice", path,
              c->v[i].user, dc_scram_mechanism_name(c->v[i].cred.hash));
       goto fail;
@@ -316,7 +298,7 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
   fclose(f);
   return c;
 oom:
-  seterr(errstr, errstr_size, "out of memory reading credentials file %s",
+  dc_seterr(errstr, errstr_size, "out of memory reading credentials file %s",
          path);
 fail:
   if (line)
@@ -395,11 +377,11 @@ static void sync_dir(const char *path) {
 int dc_credentials_add(const char *path, const char *user, const char *password,
                        int iterations, char *errstr, size_t errstr_size) {
   if (!user || !*user || strlen(user) > 255) {
-    seterr(errstr, errstr_size, "the user name must be 1..255 bytes");
+    dc_seterr(errstr, errstr_size, "the user name must be 1..255 bytes");
     return -1;
   }
   if (!password || !*password) {
-    seterr(errstr, errstr_size, "the password must not be empty");
+    dc_seterr(errstr, errstr_size, "the password must not be empty");
     return -1;
   }
   if (iterations == 0)
@@ -415,7 +397,7 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
    * something we do not understand. */
   FILE *in = fopen(path, "r");
   if (!in && errno != ENOENT) {
-    seterr(errstr, errstr_size, "cannot open credentials file %s: %s", path,
+    dc_seterr(errstr, errstr_size, "cannot open credentials file %s: %s", path,
            strerror(errno));
     return -1;
   }
@@ -436,13 +418,13 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
   FILE *out = NULL;
   int rc = -1;
   if (!tmp || !enc) {
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     goto out;
   }
   snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || !(out = fdopen(fd, "w"))) {
-    seterr(errstr, errstr_size, "cannot create %s: %s", tmp, strerror(errno));
+    dc_seterr(errstr, errstr_size, "cannot create %s: %s", tmp, strerror(errno));
     if (fd >= 0)
       close(fd);
     goto out;
@@ -465,17 +447,17 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
   }
   if (write_entry(out, enc, &creds[0]) || write_entry(out, enc, &creds[1]) ||
       fflush(out) || fsync(fileno(out)) || ferror(out)) {
-    seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
+    dc_seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
     goto out;
   }
   int cr = fclose(out);
   out = NULL;
   if (cr) {
-    seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
+    dc_seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
     goto out;
   }
   if (rename(tmp, path)) {
-    seterr(errstr, errstr_size, "cannot rename %s to %s: %s", tmp, path,
+    dc_seterr(errstr, errstr_size, "cannot rename %s to %s: %s", tmp, path,
            strerror(errno));
     goto out;
   }

@@ -10,6 +10,7 @@
  *   server-final  = "v=" b64(ServerSignature)
  */
 #include "broker/sasl_server.h"
+#include "common/text.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -45,16 +46,6 @@ struct dc_sasl_server {
   "Authentication failed: Client requested an authorization id that is "       \
   "different from username"
 
-static void seterr(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
-  va_end(ap);
-}
 
 bool dc_sasl_mechanism_known(const char *mech) {
   dc_scram_hash_t h;
@@ -156,26 +147,26 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
     int tokens = 1;
     for (size_t i = 0; i < inlen; i++)
       tokens += p[i] == '\0';
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Invalid SASL/PLAIN response: expected 3 tokens, got %d", tokens);
     return DC_SASL_FAILED;
   }
   const char *authzid = p, *user = nul1 + 1, *pass = nul2 + 1;
   size_t passlen = inlen - (size_t)(pass - p);
   if (!*user) {
-    seterr(errstr, errstr_size, "Authentication failed: username not specified");
+    dc_seterr(errstr, errstr_size, "Authentication failed: username not specified");
     return DC_SASL_FAILED;
   }
   if (!passlen) {
-    seterr(errstr, errstr_size, "Authentication failed: password not specified");
+    dc_seterr(errstr, errstr_size, "Authentication failed: password not specified");
     return DC_SASL_FAILED;
   }
   if (*authzid && strcmp(authzid, user)) {
-    seterr(errstr, errstr_size, MSG_AUTHZID);
+    dc_seterr(errstr, errstr_size, MSG_AUTHZID);
     return DC_SASL_FAILED;
   }
   if (strlen(user) > DC_SASL_MAX_USER) {
-    seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+    dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
     return DC_SASL_FAILED;
   }
   const dc_scram_cred_t *c = dc_credentials_find(creds, user, "SCRAM-SHA-256");
@@ -186,7 +177,7 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
   if (!known) {
     /* Spend the same PBKDF2 work as for a real user. */
     if (make_fake(s, creds, user, &fake)) {
-      seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+      dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
       return DC_SASL_FAILED;
     }
     c = &fake;
@@ -194,12 +185,12 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
   bool match = dc_scram_cred_check(c, pass, passlen);
   OPENSSL_cleanse(&fake, sizeof(fake));
   if (!known || !match) {
-    seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+    dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
     return DC_SASL_FAILED;
   }
   s->user = strdup(user);
   if (!s->user) {
-    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
     return DC_SASL_FAILED;
   }
   return DC_SASL_DONE;
@@ -231,7 +222,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   const char *end = m + n;
   /* gs2-cbind-flag */
   if (n >= 2 && m[0] == 'p' && m[1] == '=') {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: channel binding is not supported "
            "(%s-PLUS is not offered)", s->mech);
     return DC_SASL_FAILED;
@@ -255,7 +246,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   size_t bl = (size_t)(end - bare);
   if (bl >= 2 && bare[0] == 'm' && bare[1] == '=') {
     free(authzid);
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: unsupported mandatory SCRAM extension");
     return DC_SASL_FAILED;
   }
@@ -285,7 +276,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
     }
     if (token) {
       free(authzid);
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "Authentication failed: delegation tokens are not supported");
       return DC_SASL_FAILED;
     }
@@ -303,7 +294,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   if (authzid && strcmp(authzid, user)) {
     free(user);
     free(authzid);
-    seterr(errstr, errstr_size, MSG_AUTHZID);
+    dc_seterr(errstr, errstr_size, MSG_AUTHZID);
     return DC_SASL_FAILED;
   }
   free(authzid);
@@ -317,7 +308,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   } else {
     s->fake = true;
     if (make_fake(s, creds, user, &s->cred)) {
-      seterr(errstr, errstr_size, "Authentication failed: internal error");
+      dc_seterr(errstr, errstr_size, "Authentication failed: internal error");
       return DC_SASL_FAILED;
     }
   }
@@ -326,7 +317,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   if (s->fixed_snonce[0])
     snprintf(snonce, sizeof(snonce), "%s", s->fixed_snonce);
   else if (dc_scram_nonce(snonce, 32)) {
-    seterr(errstr, errstr_size, "Authentication failed: internal error");
+    dc_seterr(errstr, errstr_size, "Authentication failed: internal error");
     return DC_SASL_FAILED;
   }
   size_t cnl = (size_t)(cnend - cn), snl = strlen(snonce);
@@ -338,7 +329,7 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   s->server_first = malloc(sfl + 1);
   if (!salt || !s->nonce || !s->gs2 || !s->first_bare || !s->server_first) {
     free(salt);
-    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
     return DC_SASL_FAILED;
   }
   s->gs2_len = (size_t)(bare - m);
@@ -351,14 +342,14 @@ static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
   free(salt);
   *out = (uint8_t *)memdup0(s->server_first, s->server_first_len);
   if (!*out) {
-    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
     return DC_SASL_FAILED;
   }
   *outlen = s->server_first_len;
   return DC_SASL_CONTINUE;
 
 malformed:
-  seterr(errstr, errstr_size,
+  dc_seterr(errstr, errstr_size,
          "Authentication failed: malformed %s client-first message", s->mech);
   return DC_SASL_FAILED;
 }
@@ -385,7 +376,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   uint8_t gs2[512];
   long gl = cb == m + 2 ? dc_b64_decode(cb, cl, gs2, sizeof(gs2)) : -1;
   if (gl < 0 || (size_t)gl != s->gs2_len || memcmp(gs2, s->gs2, s->gs2_len)) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: channel binding data does not match the "
            "%s client-first message", s->mech);
     return DC_SASL_FAILED;
@@ -398,7 +389,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
    * the message as sent, so accepting the longer form is safe. */
   size_t nl = strlen(s->nonce);
   if (!r || rl < nl || memcmp(r + (rl - nl), s->nonce, nl)) {
-    seterr(errstr, errstr_size, "Authentication failed: Invalid %s nonce",
+    dc_seterr(errstr, errstr_size, "Authentication failed: Invalid %s nonce",
            s->mech);
     return DC_SASL_FAILED;
   }
@@ -411,7 +402,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   size_t al = s->first_bare_len + 1 + s->server_first_len + 1 + wl;
   char *auth = malloc(al);
   if (!auth) {
-    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
     return DC_SASL_FAILED;
   }
   memcpy(auth, s->first_bare, s->first_bare_len);
@@ -433,7 +424,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   free(auth);
   OPENSSL_cleanse(cproof, sizeof(cproof));
   if (bad || s->fake) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed during authentication due to invalid "
            "credentials with SASL mechanism %s", s->mech);
     return DC_SASL_FAILED;
@@ -443,7 +434,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   char *o = v ? malloc(ol + 1) : NULL;
   if (!o) {
     free(v);
-    seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
     return DC_SASL_FAILED;
   }
   snprintf(o, ol + 1, "v=%s", v);
@@ -453,7 +444,7 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   return DC_SASL_DONE;
 
 malformed:
-  seterr(errstr, errstr_size,
+  dc_seterr(errstr, errstr_size,
          "Authentication failed: malformed %s client-final message", s->mech);
   return DC_SASL_FAILED;
 }
@@ -464,25 +455,25 @@ int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
   *out = NULL;
   *outlen = 0;
   if (s->state == S_DONE || s->state == S_FAILED) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: the %s exchange is already over", s->mech);
     s->state = S_FAILED;
     return DC_SASL_FAILED;
   }
   int rc;
   if (inlen > DC_SASL_MAX_TOKEN) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: %s token of %zu bytes exceeds %d", s->mech,
            inlen, DC_SASL_MAX_TOKEN);
     rc = DC_SASL_FAILED;
   } else if (!in && inlen) {
-    seterr(errstr, errstr_size, "Authentication failed: no token");
+    dc_seterr(errstr, errstr_size, "Authentication failed: no token");
     rc = DC_SASL_FAILED;
   } else if (s->plain) {
     rc = plain_step(s, creds, in ? in : (const uint8_t *)"", inlen, errstr,
                     errstr_size);
   } else if (memchr(in ? in : (const uint8_t *)"", '\0', inlen)) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "Authentication failed: NUL byte in %s message", s->mech);
     rc = DC_SASL_FAILED;
   } else if (s->state == S_START) {

@@ -1,5 +1,6 @@
 /* Percent-encoding of type-10 entity names (see entity.h for the rules). */
 #include "common/entity.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -67,15 +68,6 @@ small:
   return -1;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /* Decodes [p, end) into out (DC_ENTITY_PART_MAX + 1 bytes). */
 static int decode_part(const char *p, const char *end, char *out,
@@ -88,8 +80,8 @@ static int decode_part(const char *p, const char *end, char *out,
   while (p < end) {
     unsigned char c = (unsigned char)*p++;
     if (c == '%') {
-      int hi = p < end ? hexval(p[0]) : -1;
-      int lo = p + 1 < end ? hexval(p[1]) : -1;
+      int hi = p < end ? dc_hexval(p[0]) : -1;
+      int lo = p + 1 < end ? dc_hexval(p[1]) : -1;
       if (hi < 0 || lo < 0) {
         snprintf(errstr, errstr_size,
                  "bad escape in the %s part: '%%' must be followed by two "

@@ -6,6 +6,7 @@
  * past the caller's timeout.
  */
 #include "common/clock.h"
+#include "common/text.h"
 #include "common/scram.h"
 #include "common/tls_client.h"
 #include "kclient.h"
@@ -55,16 +56,6 @@ static void free_secret(char *s) {
   }
 }
 
-static void seterr(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
-  va_end(ap);
-}
 
 /* Milliseconds left until deadline, never negative, capped for poll(). */
 static int remaining_ms(int64_t deadline) {
@@ -167,7 +158,7 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
   else if (!strcasecmp(proto, "SASL_SSL"))
     tls = true, sasl = true;
   else {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "unknown security protocol '%s' (expected PLAINTEXT, SSL, "
            "SASL_PLAINTEXT or SASL_SSL)", proto);
     return DYNCONF_ERR__INVALID_ARG;
@@ -175,25 +166,25 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
   if (sasl) {
     const char *m = sec->sasl_mechanism;
     if (!m || !*m) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "security protocol %s needs a SASL mechanism (PLAIN, "
              "SCRAM-SHA-256 or SCRAM-SHA-512)", proto);
       return DYNCONF_ERR__INVALID_ARG;
     }
     dc_scram_hash_t h;
     if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256 "
              "or SCRAM-SHA-512)", m);
       return DYNCONF_ERR__INVALID_ARG;
     }
     if (!sec->sasl_username || !*sec->sasl_username) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "SASL mechanism %s needs a user name", m);
       return DYNCONF_ERR__INVALID_ARG;
     }
     if (!sec->sasl_password) {
-      seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
+      dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
       return DYNCONF_ERR__INVALID_ARG;
     }
   }
@@ -216,7 +207,7 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
     free(u);
     free_secret(pw);
     dc_tls_client_ctx_destroy(ctx);
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return DYNCONF_ERR__NOMEM;
   }
   dc_tls_client_ctx_destroy(kc->tls_ctx);
@@ -324,7 +315,7 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
                                  size_t errstr_size) {
   dc_kclient_close(kc);
   if (!bootstrap || !*bootstrap) {
-    seterr(errstr, errstr_size, "empty bootstrap server list");
+    dc_seterr(errstr, errstr_size, "empty bootstrap server list");
     return DYNCONF_ERR__INVALID_ARG;
   }
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -345,7 +336,7 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
       n--;
     char host[256], port[8];
     if (!split_hostport(s, n, host, sizeof(host), port, sizeof(port))) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "invalid bootstrap server '%.*s' (expected HOST:PORT)", (int)n, s);
       return DYNCONF_ERR__INVALID_ARG;
     }
@@ -396,11 +387,11 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
     s = comma + 1;
   }
   if (timed_out && remaining_ms(deadline) == 0) {
-    seterr(errstr, errstr_size, "cannot connect to %s within %d ms (%s)",
+    dc_seterr(errstr, errstr_size, "cannot connect to %s within %d ms (%s)",
            bootstrap, timeout_ms, why);
     return DYNCONF_ERR__TIMED_OUT;
   }
-  seterr(errstr, errstr_size, "cannot connect to %s", why);
+  dc_seterr(errstr, errstr_size, "cannot connect to %s", why);
   return DYNCONF_ERR__TRANSPORT;
 }
 
@@ -438,11 +429,11 @@ static dynconf_err_t send_all(dc_kclient_t *kc, const uint8_t *p, size_t n,
       if (r > 0)
         continue;
       if (r == 0) {
-        seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
+        dc_seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
                timeout_ms);
         return DYNCONF_ERR__TIMED_OUT;
       }
-      seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
+      dc_seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
              strerror(errno));
       return DYNCONF_ERR__TRANSPORT;
     }
@@ -459,12 +450,12 @@ static dynconf_err_t send_all(dc_kclient_t *kc, const uint8_t *p, size_t n,
       if (r > 0)
         continue;
       if (r == 0) {
-        seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
+        dc_seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
                timeout_ms);
         return DYNCONF_ERR__TIMED_OUT;
       }
     }
-    seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
+    dc_seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
            strerror(errno));
     return DYNCONF_ERR__TRANSPORT;
   }
@@ -485,7 +476,7 @@ static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
         continue;
       }
       if (r == 0) {
-        seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
+        dc_seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
         return DYNCONF_ERR__TRANSPORT;
       }
       if (r == -2)
@@ -494,11 +485,11 @@ static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
       if (w > 0)
         continue;
       if (w == 0) {
-        seterr(errstr, errstr_size, "no response from %s within %d ms",
+        dc_seterr(errstr, errstr_size, "no response from %s within %d ms",
                kc->peer, timeout_ms);
         return DYNCONF_ERR__TIMED_OUT;
       }
-      seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
+      dc_seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
              strerror(errno));
       return DYNCONF_ERR__TRANSPORT;
     }
@@ -509,7 +500,7 @@ static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
       continue;
     }
     if (r == 0) {
-      seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
+      dc_seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
       return DYNCONF_ERR__TRANSPORT;
     }
     if (errno == EINTR)
@@ -519,12 +510,12 @@ static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
       if (w > 0)
         continue;
       if (w == 0) {
-        seterr(errstr, errstr_size, "no response from %s within %d ms",
+        dc_seterr(errstr, errstr_size, "no response from %s within %d ms",
                kc->peer, timeout_ms);
         return DYNCONF_ERR__TIMED_OUT;
       }
     }
-    seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
+    dc_seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
            strerror(errno));
     return DYNCONF_ERR__TRANSPORT;
   }
@@ -537,7 +528,7 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                                  dc_rd_t *rd, dc_arena_t *arena, char *errstr,
                                  size_t errstr_size) {
   if (kc->fd < 0) {
-    seterr(errstr, errstr_size, "not connected");
+    dc_seterr(errstr, errstr_size, "not connected");
     return DYNCONF_ERR__TRANSPORT;
   }
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -558,7 +549,7 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     e = kc->out.err;
   if (e) {
     const dc_api_info_t *ai = dc_api_info(api_key);
-    seterr(errstr, errstr_size, "cannot encode %s v%d request: %s",
+    dc_seterr(errstr, errstr_size, "cannot encode %s v%d request: %s",
            ai ? ai->name : "unknown", api_version,
            dynconf_err_str((dynconf_err_t)e));
     return (dynconf_err_t)e;
@@ -578,14 +569,14 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                            ((uint32_t)szb[2] << 8) | szb[3]);
   if (!kc->tls && szb[0] == 0x15 && szb[1] == 0x03) {
     /* A TLS alert record: we spoke plaintext to a TLS listener. */
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "%s answered with a TLS alert: it is a TLS listener (use security "
            "protocol SSL or SASL_SSL)", kc->peer);
     dc_kclient_close(kc);
     return DYNCONF_ERR__BAD_RESPONSE;
   }
   if (size < 4 || size > DC_KCLIENT_MAX_FRAME) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "bad response from %s: frame size %d outside 4..%d", kc->peer,
            (int)size, DC_KCLIENT_MAX_FRAME);
     dc_kclient_close(kc);
@@ -594,7 +585,7 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   if ((size_t)size > kc->in_cap) {
     uint8_t *p = realloc(kc->in, (size_t)size);
     if (!p) {
-      seterr(errstr, errstr_size, "out of memory for a %d-byte response",
+      dc_seterr(errstr, errstr_size, "out of memory for a %d-byte response",
              (int)size);
       dc_kclient_close(kc);
       return DYNCONF_ERR__NOMEM;
@@ -611,13 +602,13 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   dc_rd_init(rd, kc->in, (size_t)size, arena);
   int32_t got = 0;
   if (dc_resp_header_decode(rd, api_key, api_version, &got)) {
-    seterr(errstr, errstr_size, "bad response header from %s: %s", kc->peer,
+    dc_seterr(errstr, errstr_size, "bad response header from %s: %s", kc->peer,
            dynconf_err_str((dynconf_err_t)rd->err));
     dc_kclient_close(kc);
     return DYNCONF_ERR__BAD_RESPONSE;
   }
   if (got != corr) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "bad response from %s: correlation id %d, expected %d", kc->peer,
            (int)got, (int)corr);
     dc_kclient_close(kc);
@@ -657,7 +648,7 @@ dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
       continue;
     }
     if (dc_apiversions_resp_decode(&rd, v, &resp)) {
-      seterr(errstr, errstr_size, "malformed ApiVersions v%d response from %s: %s",
+      dc_seterr(errstr, errstr_size, "malformed ApiVersions v%d response from %s: %s",
              v, kc->peer, dynconf_err_str((dynconf_err_t)rd.err));
       err = DYNCONF_ERR__BAD_RESPONSE;
       goto out;
@@ -666,7 +657,7 @@ dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
   }
   if (resp.error_code) {
     err = (dynconf_err_t)resp.error_code;
-    seterr(errstr, errstr_size, "%s refused ApiVersions v%d: %s", kc->peer, v,
+    dc_seterr(errstr, errstr_size, "%s refused ApiVersions v%d: %s", kc->peer, v,
            dynconf_err_name(err));
     goto out;
   }
@@ -675,7 +666,7 @@ dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
     r = malloc((size_t)resp.n_api_keys * sizeof(*r));
     if (!r) {
       err = DYNCONF_ERR__NOMEM;
-      seterr(errstr, errstr_size, "out of memory");
+      dc_seterr(errstr, errstr_size, "out of memory");
       goto out;
     }
     memcpy(r, resp.api_keys, (size_t)resp.n_api_keys * sizeof(*r));
@@ -728,7 +719,7 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
   int16_t lo, hi;
   if (!dc_kclient_api_range(kc, DC_API_SASL_HANDSHAKE, &lo, &hi) || lo > 1 ||
       hi < 1) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "SASL authentication failed: %s does not offer SaslHandshake v1",
            kc->peer);
     return DYNCONF_ERR_UNSUPPORTED_VERSION;
@@ -744,10 +735,10 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
                          sizeof(why));
   dc_sasl_handshake_resp_t resp;
   if (err) {
-    seterr(errstr, errstr_size, "SASL handshake with %s failed: %s", kc->peer,
+    dc_seterr(errstr, errstr_size, "SASL handshake with %s failed: %s", kc->peer,
            why);
   } else if (dc_sasl_handshake_resp_decode(&rd, 1, &resp)) {
-    seterr(errstr, errstr_size, "malformed SaslHandshake response from %s",
+    dc_seterr(errstr, errstr_size, "malformed SaslHandshake response from %s",
            kc->peer);
     err = DYNCONF_ERR__BAD_RESPONSE;
   } else if (resp.error_code == DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM) {
@@ -756,13 +747,13 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
     for (int32_t i = 0; i < resp.n_mechanisms && l < sizeof(list); i++)
       l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%s", i ? ", " : "",
                             resp.mechanisms[i] ? resp.mechanisms[i] : "");
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "SASL mechanism %s is not enabled on %s (enabled: %s)",
            kc->sasl_mech, kc->peer, l ? list : "none");
     err = DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM;
   } else if (resp.error_code) {
     err = (dynconf_err_t)resp.error_code;
-    seterr(errstr, errstr_size, "SASL handshake with %s failed: %s%s",
+    dc_seterr(errstr, errstr_size, "SASL handshake with %s failed: %s%s",
            kc->peer, dynconf_err_name(err),
            err == DYNCONF_ERR_ILLEGAL_SASL_STATE
                ? " (is it a SASL listener?)"
@@ -791,21 +782,21 @@ static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
       remaining_ms(deadline), &rd, &arena, why, sizeof(why));
   dc_sasl_authenticate_resp_t resp;
   if (err) {
-    seterr(errstr, errstr_size, "SASL authentication failed: %s", why);
+    dc_seterr(errstr, errstr_size, "SASL authentication failed: %s", why);
   } else if (dc_sasl_authenticate_resp_decode(&rd, v, &resp)) {
-    seterr(errstr, errstr_size, "malformed SaslAuthenticate response from %s",
+    dc_seterr(errstr, errstr_size, "malformed SaslAuthenticate response from %s",
            kc->peer);
     err = DYNCONF_ERR__BAD_RESPONSE;
   } else if (resp.error_code) {
     err = (dynconf_err_t)resp.error_code;
-    seterr(errstr, errstr_size, "SASL authentication failed: %s",
+    dc_seterr(errstr, errstr_size, "SASL authentication failed: %s",
            resp.error_message && *resp.error_message
                ? resp.error_message
                : dynconf_err_str(err));
   } else if (resp.n_auth_bytes > 0) {
     *out = malloc((size_t)resp.n_auth_bytes);
     if (!*out) {
-      seterr(errstr, errstr_size, "out of memory");
+      dc_seterr(errstr, errstr_size, "out of memory");
       err = DYNCONF_ERR__NOMEM;
     } else {
       memcpy(*out, resp.auth_bytes, (size_t)resp.n_auth_bytes);
@@ -822,7 +813,7 @@ static dynconf_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
   size_t ul = strlen(kc->sasl_user), pl = strlen(kc->sasl_pass);
   uint8_t *tok = malloc(ul + pl + 2);
   if (!tok) {
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return DYNCONF_ERR__NOMEM;
   }
   tok[0] = 0;
@@ -851,7 +842,7 @@ static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
   char why[300];
   dynconf_err_t err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
   if (!c) {
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return DYNCONF_ERR__NOMEM;
   }
   if (dc_scram_client_first(c, &msg, &ml, why, sizeof(why)))
@@ -875,7 +866,7 @@ static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
   err = DYNCONF_ERR_NO_ERROR;
   goto out;
 client_error:
-  seterr(errstr, errstr_size, "SASL authentication with %s failed: %s",
+  dc_seterr(errstr, errstr_size, "SASL authentication with %s failed: %s",
          kc->peer, why);
 out:
   if (msg) {
@@ -910,7 +901,7 @@ static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
     return err;
   int16_t v = dc_kclient_pick_version(kc, DC_API_SASL_AUTHENTICATE);
   if (v < 0) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "SASL authentication failed: %s does not offer SaslAuthenticate "
            "v0-2", kc->peer);
     return DYNCONF_ERR_UNSUPPORTED_VERSION;

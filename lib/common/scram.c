@@ -2,6 +2,7 @@
  * SCRAM primitives and client state machine (see scram.h).
  */
 #include "common/scram.h"
+#include "common/text.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -14,16 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void seterr(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
-  va_end(ap);
-}
 
 static const EVP_MD *md_of(dc_scram_hash_t h) {
   return h == DC_SCRAM_SHA512 ? EVP_sha512() : EVP_sha256();
@@ -108,7 +99,7 @@ int dc_scram_cred_make(dc_scram_hash_t h, const char *password, int iterations,
   memset(out, 0, sizeof(*out));
   if (iterations < DC_SCRAM_MIN_ITERATIONS ||
       iterations > DC_SCRAM_MAX_ITERATIONS) {
-    seterr(errstr, errstr_size, "iterations must be in %d..%d, not %d",
+    dc_seterr(errstr, errstr_size, "iterations must be in %d..%d, not %d",
            DC_SCRAM_MIN_ITERATIONS, DC_SCRAM_MAX_ITERATIONS, iterations);
     return -1;
   }
@@ -117,7 +108,7 @@ int dc_scram_cred_make(dc_scram_hash_t h, const char *password, int iterations,
   out->key_len = dc_scram_digest_len(h);
   if (salt) {
     if (salt_len == 0 || salt_len > DC_SCRAM_MAX_SALT) {
-      seterr(errstr, errstr_size, "salt must be 1..%d bytes",
+      dc_seterr(errstr, errstr_size, "salt must be 1..%d bytes",
              DC_SCRAM_MAX_SALT);
       return -1;
     }
@@ -125,7 +116,7 @@ int dc_scram_cred_make(dc_scram_hash_t h, const char *password, int iterations,
     out->salt_len = salt_len;
   } else {
     if (RAND_bytes(out->salt, DC_SCRAM_SALT_LEN) != 1) {
-      seterr(errstr, errstr_size, "cannot get random bytes for a salt");
+      dc_seterr(errstr, errstr_size, "cannot get random bytes for a salt");
       return -1;
     }
     out->salt_len = DC_SCRAM_SALT_LEN;
@@ -137,7 +128,7 @@ int dc_scram_cred_make(dc_scram_hash_t h, const char *password, int iterations,
     rc = derive_keys(h, salted, NULL, out->stored_key, out->server_key);
   OPENSSL_cleanse(salted, sizeof(salted));
   if (rc)
-    seterr(errstr, errstr_size, "cannot derive %s keys (OpenSSL error)",
+    dc_seterr(errstr, errstr_size, "cannot derive %s keys (OpenSSL error)",
            dc_scram_mechanism_name(h));
   return rc;
 }
@@ -346,7 +337,7 @@ int dc_scram_client_first(dc_scram_client_t *c, char **out, size_t *outlen,
   *out = NULL;
   *outlen = 0;
   if (c->state != C_INIT) {
-    seterr(errstr, errstr_size, "SCRAM client-first already sent");
+    dc_seterr(errstr, errstr_size, "SCRAM client-first already sent");
     return -1;
   }
   size_t n = strlen(c->user) + strlen(c->nonce) + 6;
@@ -354,7 +345,7 @@ int dc_scram_client_first(dc_scram_client_t *c, char **out, size_t *outlen,
   char *msg = malloc(n + 3 + 1);
   if (!c->first_bare || !msg) {
     free(msg);
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   snprintf(c->first_bare, n + 1, "n=%s,r=%s", c->user, c->nonce);
@@ -372,7 +363,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
   const char *sf = (const char *)server_first;
   const char *mech = dc_scram_mechanism_name(c->hash);
   if (c->state != C_SENT_FIRST) {
-    seterr(errstr, errstr_size, "%s: server-first message out of order", mech);
+    dc_seterr(errstr, errstr_size, "%s: server-first message out of order", mech);
     return -1;
   }
   c->state = C_FAILED;
@@ -384,23 +375,23 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
     i = dc_scram_attr(sf, n, 'i', &il);
   }
   if (n >= 2 && sf[0] == 'e' && sf[1] == '=') {
-    seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
+    dc_seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
            (int)(n - 2 > 200 ? 200 : n - 2), sf + 2);
     return -1;
   }
   if (!r || r != sf + 2 || !s || !i) {
-    seterr(errstr, errstr_size, "%s: malformed server-first message", mech);
+    dc_seterr(errstr, errstr_size, "%s: malformed server-first message", mech);
     return -1;
   }
   size_t cn = strlen(c->nonce);
   if (rl <= cn || memcmp(r, c->nonce, cn)) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "%s: the server's nonce does not extend ours", mech);
     return -1;
   }
   for (size_t k = 0; k < rl; k++)
     if (r[k] < 0x21 || r[k] > 0x7e) {
-      seterr(errstr, errstr_size, "%s: bad character in server nonce", mech);
+      dc_seterr(errstr, errstr_size, "%s: bad character in server nonce", mech);
       return -1;
     }
   long iters = 0;
@@ -413,7 +404,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
   }
   if (il == 0 || iters < DC_SCRAM_MIN_ITERATIONS ||
       iters > DC_SCRAM_MAX_ITERATIONS) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "%s: server asked for %.*s iterations (accepted: %d..%d)", mech,
            (int)(il > 20 ? 20 : il), i, DC_SCRAM_MIN_ITERATIONS,
            DC_SCRAM_MAX_ITERATIONS);
@@ -422,7 +413,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
   uint8_t salt[DC_SCRAM_MAX_SALT];
   long saltn = dc_b64_decode(s, sl, salt, sizeof(salt));
   if (saltn <= 0) {
-    seterr(errstr, errstr_size, "%s: bad salt in server-first message", mech);
+    dc_seterr(errstr, errstr_size, "%s: bad salt in server-first message", mech);
     return -1;
   }
 
@@ -435,7 +426,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
   if (!without || !auth) {
     free(without);
     free(auth);
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   snprintf(without, wl + 1, "c=biws,r=%.*s", (int)rl, r);
@@ -452,7 +443,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
       derive_keys(c->hash, salted, ck, stored, sk) ||
       dc_scram_hmac(c->hash, stored, dl, auth, al, sig) ||
       dc_scram_hmac(c->hash, sk, dl, auth, al, c->server_sig)) {
-    seterr(errstr, errstr_size, "%s: key derivation failed (OpenSSL error)",
+    dc_seterr(errstr, errstr_size, "%s: key derivation failed (OpenSSL error)",
            mech);
     goto out;
   }
@@ -462,7 +453,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
   size_t ol = wl + 3 + (proof_b64 ? strlen(proof_b64) : 0);
   char *msg = proof_b64 ? malloc(ol + 1) : NULL;
   if (!msg) {
-    seterr(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     goto out;
   }
   snprintf(msg, ol + 1, "%s,p=%s", without, proof_b64);
@@ -485,12 +476,12 @@ int dc_scram_client_verify(dc_scram_client_t *c, const uint8_t *server_final,
   const char *m = (const char *)server_final;
   const char *mech = dc_scram_mechanism_name(c->hash);
   if (c->state != C_SENT_FINAL) {
-    seterr(errstr, errstr_size, "%s: server-final message out of order", mech);
+    dc_seterr(errstr, errstr_size, "%s: server-final message out of order", mech);
     return -1;
   }
   c->state = C_FAILED;
   if (m && n >= 2 && m[0] == 'e' && m[1] == '=') {
-    seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
+    dc_seterr(errstr, errstr_size, "%s: server error: %.*s", mech,
            (int)(n - 2 > 200 ? 200 : n - 2), m + 2);
     return -1;
   }
@@ -500,11 +491,11 @@ int dc_scram_client_verify(dc_scram_client_t *c, const uint8_t *server_final,
   uint8_t sig[DC_SCRAM_MAX_DIGEST];
   size_t dl = dc_scram_digest_len(c->hash);
   if (!v || v != m + 2 || dc_b64_decode(v, vl, sig, sizeof(sig)) != (long)dl) {
-    seterr(errstr, errstr_size, "%s: malformed server-final message", mech);
+    dc_seterr(errstr, errstr_size, "%s: malformed server-final message", mech);
     return -1;
   }
   if (CRYPTO_memcmp(sig, c->server_sig, dl)) {
-    seterr(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
            "%s: the server's signature is wrong (it does not know the "
            "password: not the server we meant to reach?)",
            mech);

@@ -2,6 +2,7 @@
  * TLS client context and connections (see tls_client.h).
  */
 #include "common/tls_client.h"
+#include "common/text.h"
 #include "common/clock.h"
 
 #include <openssl/err.h>
@@ -28,16 +29,6 @@ struct dc_tls_conn {
   char peer[300];
 };
 
-static void seterr(char *errstr, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
-  va_end(ap);
-}
 
 /* The most specific reason on OpenSSL's error queue (then cleared), or
  * fallback. *code (nullable) gets its reason code, 0 if none. */
@@ -63,7 +54,7 @@ static bool readable(const char *what, const char *path, char *errstr,
                      size_t errstr_size) {
   FILE *f = fopen(path, "r");
   if (!f) {
-    seterr(errstr, errstr_size, "cannot load %s %s: %s", what, path,
+    dc_seterr(errstr, errstr_size, "cannot load %s %s: %s", what, path,
            strerror(errno));
     return false;
   }
@@ -84,7 +75,7 @@ dc_tls_client_ctx_t *dc_tls_client_ctx_new(const dc_tls_client_conf_t *conf,
   ERR_clear_error();
   dc_tls_client_ctx_t *c = calloc(1, sizeof(*c));
   if (!c || !(c->ctx = SSL_CTX_new(TLS_client_method()))) {
-    seterr(errstr, errstr_size, "cannot create a TLS context: %s",
+    dc_seterr(errstr, errstr_size, "cannot create a TLS context: %s",
            ssl_reason(why, sizeof(why), "out of memory"));
     free(c);
     return NULL;
@@ -97,34 +88,34 @@ dc_tls_client_ctx_t *dc_tls_client_ctx_new(const dc_tls_client_conf_t *conf,
                      NULL);
   if (conf->ca_file) {
     if (SSL_CTX_load_verify_locations(c->ctx, conf->ca_file, NULL) != 1) {
-      seterr(errstr, errstr_size, "cannot load CA file %s: %s", conf->ca_file,
+      dc_seterr(errstr, errstr_size, "cannot load CA file %s: %s", conf->ca_file,
              ssl_reason(why, sizeof(why), "unreadable"));
       goto fail;
     }
   } else if (SSL_CTX_set_default_verify_paths(c->ctx) != 1) {
-    seterr(errstr, errstr_size, "cannot load the system trust store: %s",
+    dc_seterr(errstr, errstr_size, "cannot load the system trust store: %s",
            ssl_reason(why, sizeof(why), "unknown error"));
     goto fail;
   }
   if (conf->cert_file || conf->key_file) {
     if (!conf->cert_file || !conf->key_file) {
-      seterr(errstr, errstr_size, "a client certificate needs both a "
+      dc_seterr(errstr, errstr_size, "a client certificate needs both a "
                                   "certificate file and a key file");
       goto fail;
     }
     if (SSL_CTX_use_certificate_chain_file(c->ctx, conf->cert_file) != 1) {
-      seterr(errstr, errstr_size, "cannot load client certificate %s: %s",
+      dc_seterr(errstr, errstr_size, "cannot load client certificate %s: %s",
              conf->cert_file, ssl_reason(why, sizeof(why), "unreadable"));
       goto fail;
     }
     if (SSL_CTX_use_PrivateKey_file(c->ctx, conf->key_file,
                                     SSL_FILETYPE_PEM) != 1) {
-      seterr(errstr, errstr_size, "cannot load client key %s: %s",
+      dc_seterr(errstr, errstr_size, "cannot load client key %s: %s",
              conf->key_file, ssl_reason(why, sizeof(why), "unreadable"));
       goto fail;
     }
     if (SSL_CTX_check_private_key(c->ctx) != 1) {
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "client key %s does not match certificate %s", conf->key_file,
              conf->cert_file);
       goto fail;
@@ -200,7 +191,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
   ERR_clear_error();
   dc_tls_conn_t *t = calloc(1, sizeof(*t));
   if (!t || !(t->ssl = SSL_new(ctx->ctx)) || SSL_set_fd(t->ssl, fd) != 1) {
-    seterr(errstr, errstr_size, "TLS setup for %s failed: %s", peer,
+    dc_seterr(errstr, errstr_size, "TLS setup for %s failed: %s", peer,
            ssl_reason(why, sizeof(why), "out of memory"));
     dc_tls_conn_destroy(t);
     return DYNCONF_ERR__NOMEM;
@@ -213,7 +204,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
     int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), host)
                 : SSL_set1_host(t->ssl, host);
     if (ok != 1) {
-      seterr(errstr, errstr_size, "TLS setup for %s failed: cannot check "
+      dc_seterr(errstr, errstr_size, "TLS setup for %s failed: cannot check "
                                   "host name '%s'", peer, host);
       dc_tls_conn_destroy(t);
       return DYNCONF_ERR__TRANSPORT;
@@ -237,7 +228,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
       if (w > 0)
         continue;
       if (w == 0) {
-        seterr(errstr, errstr_size, "TLS handshake with %s timed out", peer);
+        dc_seterr(errstr, errstr_size, "TLS handshake with %s timed out", peer);
         dc_tls_conn_destroy(t);
         return DYNCONF_ERR__TIMED_OUT;
       }
@@ -248,17 +239,17 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
     if (code == SSL_R_UNEXPECTED_EOF_WHILE_READING)
       why[0] = '\0', saved_errno = 0; /* closed: say so below */
     if (vr != X509_V_OK)
-      seterr(errstr, errstr_size, "TLS handshake with %s failed: %s (%s)",
+      dc_seterr(errstr, errstr_size, "TLS handshake with %s failed: %s (%s)",
              peer, why[0] ? why : "certificate verify failed",
              X509_verify_cert_error_string(vr));
     else if (why[0])
-      seterr(errstr, errstr_size, "TLS handshake with %s failed: %s", peer,
+      dc_seterr(errstr, errstr_size, "TLS handshake with %s failed: %s", peer,
              why);
     else if (e == SSL_ERROR_SYSCALL && saved_errno)
-      seterr(errstr, errstr_size, "TLS handshake with %s failed: %s", peer,
+      dc_seterr(errstr, errstr_size, "TLS handshake with %s failed: %s", peer,
              strerror(saved_errno));
     else
-      seterr(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
              "TLS handshake with %s failed: connection closed by the server "
              "(is it a TLS listener?)", peer);
     dc_tls_conn_destroy(t);
@@ -307,14 +298,14 @@ static ssize_t io_result(dc_tls_conn_t *t, int r, const char *what,
       break;
     if (saved_errno == 0) /* EOF without close_notify */
       return 0;
-    seterr(errstr, errstr_size, "cannot %s %s: %s", what, t->peer,
+    dc_seterr(errstr, errstr_size, "cannot %s %s: %s", what, t->peer,
            strerror(saved_errno));
     return -2;
   default:
     ssl_reason(why, sizeof(why), "TLS error");
     break;
   }
-  seterr(errstr, errstr_size, "cannot %s %s: %s", what, t->peer, why);
+  dc_seterr(errstr, errstr_size, "cannot %s %s: %s", what, t->peer, why);
   return -2;
 }
 
@@ -352,7 +343,7 @@ ssize_t dc_tls_write(dc_tls_conn_t *t, const void *p, size_t n, short *wait,
      * client certificate after our side of the handshake is done). */
     char alert[256] = "";
     if (pending_alert(t, alert, sizeof(alert))) {
-      seterr(errstr, errstr_size, "cannot send to %s: the server ended the "
+      dc_seterr(errstr, errstr_size, "cannot send to %s: the server ended the "
              "TLS session: %s", t->peer, alert);
       return -2;
     }
@@ -360,7 +351,7 @@ ssize_t dc_tls_write(dc_tls_conn_t *t, const void *p, size_t n, short *wait,
   }
   ssize_t x = io_result(t, r, "send to", wait, errstr, errstr_size);
   if (x == 0) {
-    seterr(errstr, errstr_size, "connection closed by %s", t->peer);
+    dc_seterr(errstr, errstr_size, "connection closed by %s", t->peer);
     return -2;
   }
   return x;
