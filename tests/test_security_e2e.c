@@ -602,7 +602,8 @@ static void test_authorization(void) {
   snprintf(acl, sizeof(acl), "%s/acl", g_dir);
   FILE *f = fopen(acl, "w");
   fputs("# alice runs the app-* clients\n"
-        "allow User:alice alter client:app-*\n", f);
+        "allow User:alice alter client:app-*\n"
+        "deny User:bob describe client:bob-locked\n", f);
   fclose(f);
   char data[PATH_MAX + 8];
   snprintf(data, sizeof(data), "%s/data2", g_dir);
@@ -682,6 +683,33 @@ static void test_authorization(void) {
     rd_kafka_conf_destroy(app);
   }
 
+  /* An agent the ACLs refuse: it says so and keeps the app's config. */
+  {
+    rd_kafka_conf_t *app = rd_kafka_conf_new();
+    char bs[64];
+    snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+    const char *kv[] = {"bootstrap.servers", bs, "client.id", "bob-locked",
+                        "security.protocol", "sasl_plaintext",
+                        "sasl.mechanisms", "SCRAM-SHA-256",
+                        "sasl.username", "bob", "sasl.password", "bob-secret",
+                        NULL};
+    for (size_t i = 0; kv[i]; i += 2)
+      rd_kafka_conf_set(app, kv[i], kv[i + 1], NULL, 0);
+    char errstr[512] = "";
+    dynconf_t *dc = dynconf_new(RD_KAFKA_PRODUCER, app, NULL, errstr,
+                                sizeof(errstr));
+    ok(dc != NULL, "an agent refused by the ACLs still starts (fail-open)");
+    char *js = dc ? dynconf_stats_json(dc) : NULL;
+    ok(dc && dynconf_state(dc) == DYNCONF_STATE_DEGRADED,
+       "... in state DEGRADED");
+    ok(js && strstr(js, "CLUSTER_AUTHORIZATION_FAILED") &&
+           strstr(js, "not authorized to describe client 'bob-locked'"),
+       "... and its stats carry the server's reason");
+    free(js);
+    dynconf_destroy(dc);
+    rd_kafka_conf_destroy(app);
+  }
+
   /* ReloadSecurity needs alter on the broker. */
   dc_arena_t a;
   dc_arena_init(&a);
@@ -713,7 +741,7 @@ static void test_authorization(void) {
   dc_tu_sleep_ms(500);
   is_int(admin(bob, true, "app-1", "linger.ms", "7", what, sizeof(what)), 0,
          "a broken ACL file on reload keeps the previous rules");
-  ok(log_has("old rules kept") && log_has("acl:4: unknown operation 'fly-a-kite'"),
+  ok(log_has("old rules kept") && log_has("acl:5: unknown operation 'fly-a-kite'"),
      "... and the reload error is logged with its line");
   is_int(admin(bob, true, "app-2", "acks", "0", what, sizeof(what)), ERR_AUTHZ,
          "... including the denials");
