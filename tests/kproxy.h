@@ -1,9 +1,12 @@
 /*
  * kproxy: a small threaded TCP proxy for tests, placed in front of ONE
  * Kafka broker (e.g. a librdkafka mock broker). It forwards bytes both ways
- * and sniffs request frames with our codec:
- *   - JoinGroup (key 11) requests: records client_id, version and
- *     session_timeout_ms, so a test can check what went on the wire;
+ * and sniffs frames with our codec:
+ *   - group requests (OffsetCommit, JoinGroup, Heartbeat, LeaveGroup,
+ *     SyncGroup) go into a log with their client id and version; a
+ *     JoinGroup also with its group id, session and rebalance timeouts,
+ *     member id and group.instance.id, so a test can check what went on
+ *     the wire. Every request is also counted per api key;
  *   - Metadata (3) and FindCoordinator (10) responses: rewrites every
  *     advertised broker/coordinator address to the proxy's own, so the
  *     client keeps talking through the proxy after bootstrapping.
@@ -13,8 +16,10 @@
  * connection with poll(); writes are blocking, which is fine on loopback
  * with peers (librdkafka, its mock broker) that always read.
  *
- * Ownership: the caller owns the kproxy_t (stack or static); kproxy_start()
- * allocates sockets, buffers and the thread, kproxy_stop() frees them all.
+ * Ownership: the caller owns the kproxy_t (static storage: it is large);
+ * kproxy_start() allocates sockets, buffers and the thread, kproxy_stop()
+ * frees them all. The log and counters are read under the lock through
+ * the query functions, from any thread; after kproxy_stop() directly.
  *
  * TLS: tests/tlsproxy.h puts a TLS-terminating front in front of a kproxy;
  * kproxy_start_advertising() then makes the rewritten addresses name the
@@ -23,37 +28,34 @@
 #ifndef DC_KPROXY_H
 #define DC_KPROXY_H
 
+#include "testutil.h"
+
 #include "codec/proto.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#define KP_MAX_CONNS 32
-#define KP_MAX_JOINS 128
+#define KP_MAX_CONNS 64
+#define KP_MAX_LOG 8192
 #define KP_MAX_FRAME (64 * 1024 * 1024)
+#define KP_API_OFFSET_COMMIT 8
 #define KP_API_FIND_COORDINATOR 10
 #define KP_API_JOIN_GROUP 11
+#define KP_API_HEARTBEAT 12
+#define KP_API_LEAVE_GROUP 13
+#define KP_API_SYNC_GROUP 14
 
-/* One JoinGroup request as seen on the wire. */
-typedef struct kp_join {
+/* One group request as seen on the wire. */
+typedef struct kp_req {
+  int16_t key, version;
   char client_id[128];
+  /* JoinGroup only (when it decoded) */
   char group_id[128];
-  int16_t version;
-  int32_t session_timeout_ms;
+  char member_id[128];
+  char instance_id[96]; /* "" when absent (v < 5) or null */
+  bool has_instance_id;
+  int32_t session_timeout_ms;   /* -1 when not a JoinGroup */
   int32_t rebalance_timeout_ms; /* v1+; -1 for v0 */
-} kp_join_t;
+} kp_req_t;
 
 /* A request waiting for its response (what to decode it as). */
 typedef struct kp_inflight {
@@ -62,42 +64,28 @@ typedef struct kp_inflight {
 } kp_inflight_t;
 
 typedef struct kp_conn {
-  int cfd, sfd;     /* client side, upstream side; -1 = free slot */
-  dc_buf_t cin, sin; /* bytes read and not yet forwarded (owned) */
+  int cfd, sfd;       /* client side, upstream side; -1 = free slot */
+  dc_buf_t cin, sin;  /* bytes read and not yet forwarded (owned) */
   kp_inflight_t *inf; /* owned, n_inf used of cap_inf */
   size_t n_inf, cap_inf;
 } kp_conn_t;
 
 typedef struct kproxy {
-  int lfd, port;       /* our listening socket and its port */
-  int upstream_port;   /* the broker we front (127.0.0.1) */
-  int advertise_port;  /* what rewritten addresses name (default: port) */
-  int wake[2];         /* self-pipe: kproxy_stop() ends the thread */
+  int lfd, port;      /* our listening socket and its port */
+  int upstream_port;  /* the broker we front (127.0.0.1) */
+  int advertise_port; /* what rewritten addresses name (default: port) */
+  int wake[2];        /* self-pipe: kproxy_stop() ends the thread */
   pthread_t thread;
   bool started;
   kp_conn_t conns[KP_MAX_CONNS]; /* proxy thread only */
 
   pthread_mutex_t lock; /* guards everything below */
-  kp_join_t joins[KP_MAX_JOINS];
-  int n_joins;
+  kp_req_t log[KP_MAX_LOG];
+  int n_log, n_log_dropped;
   int n_accepted, n_metadata_rewritten, n_findcoord_rewritten;
   int n_rewrite_errors; /* responses we could not decode (forwarded as-is) */
   int n_api_requests[64]; /* requests seen per api key (keys < 64) */
 } kproxy_t;
-
-static inline int kp_write_all(int fd, const void *p, size_t n) {
-  const uint8_t *q = p;
-  while (n) {
-    ssize_t w = send(fd, q, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    q += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
 
 static inline void kp_conn_close(kp_conn_t *c) {
   if (c->cfd >= 0)
@@ -112,26 +100,32 @@ static inline void kp_conn_close(kp_conn_t *c) {
   c->n_inf = c->cap_inf = 0;
 }
 
-static inline int kp_connect_upstream(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
-  struct sockaddr_in sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons((uint16_t)port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-    close(fd);
-    return -1;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
+/* JoinGroup's body after the header: group_id, session_timeout_ms,
+ * rebalance_timeout_ms (v1+), member_id, group_instance_id (v5+,
+ * nullable), ... into r (left as it was when it does not decode). */
+static inline void kp_sniff_join(dc_rd_t *rd, int16_t ver, kp_req_t *r) {
+  /* Our codec does not know key 11, so it read the v1 header; from v6
+   * (flexible) a tag section follows the client id. */
+  bool flex = ver >= 6;
+  if (flex)
+    dc_rd_tags(rd);
+  char *gid = dc_rd_str(rd, flex, false);
+  int32_t session = dc_rd_i32(rd);
+  int32_t rebalance = ver >= 1 ? dc_rd_i32(rd) : -1;
+  char *member = dc_rd_str(rd, flex, false);
+  char *inst = ver >= 5 ? dc_rd_str(rd, flex, true) : NULL;
+  if (rd->err)
+    return;
+  snprintf(r->group_id, sizeof(r->group_id), "%s", gid);
+  snprintf(r->member_id, sizeof(r->member_id), "%s", member);
+  r->has_instance_id = inst != NULL;
+  snprintf(r->instance_id, sizeof(r->instance_id), "%s", inst ? inst : "");
+  r->session_timeout_ms = session;
+  r->rebalance_timeout_ms = rebalance;
 }
 
-/* A client request frame (payload without the size field): note what it
- * is, and record JoinGroup's session timeout. */
+/* A client request frame (payload without the size field): remember its
+ * key for the response, count it, and log it when it is a group request. */
 static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
                                     const uint8_t *p, size_t n) {
   dc_arena_t a;
@@ -152,35 +146,29 @@ static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
     }
   }
   if (c->n_inf < c->cap_inf)
-    c->inf[c->n_inf++] = (kp_inflight_t){h.correlation_id, h.api_key,
-                                         h.api_version};
-  kp_join_t j;
-  bool join = false;
-  if (h.api_key == KP_API_JOIN_GROUP) {
-    /* Our codec does not know key 11, so it read the v1 header; from v6
-     * (flexible) a tag section follows the client id. */
-    bool flex = h.api_version >= 6;
-    if (flex)
-      dc_rd_tags(&rd);
-    char *group = dc_rd_str(&rd, flex, false);
-    int32_t session = dc_rd_i32(&rd);
-    int32_t rebalance = h.api_version >= 1 ? dc_rd_i32(&rd) : -1;
-    if (!rd.err) {
-      memset(&j, 0, sizeof(j));
-      snprintf(j.client_id, sizeof(j.client_id), "%s",
-               h.client_id ? h.client_id : "");
-      snprintf(j.group_id, sizeof(j.group_id), "%s", group);
-      j.version = h.api_version;
-      j.session_timeout_ms = session;
-      j.rebalance_timeout_ms = rebalance;
-      join = true;
-    }
+    c->inf[c->n_inf++] =
+        (kp_inflight_t){h.correlation_id, h.api_key, h.api_version};
+  bool group =
+      h.api_key == KP_API_OFFSET_COMMIT ||
+      (h.api_key >= KP_API_JOIN_GROUP && h.api_key <= KP_API_SYNC_GROUP);
+  kp_req_t r;
+  if (group) {
+    memset(&r, 0, sizeof(r));
+    r.key = h.api_key;
+    r.version = h.api_version;
+    r.session_timeout_ms = r.rebalance_timeout_ms = -1;
+    snprintf(r.client_id, sizeof(r.client_id), "%s",
+             h.client_id ? h.client_id : "");
+    if (h.api_key == KP_API_JOIN_GROUP)
+      kp_sniff_join(&rd, h.api_version, &r);
   }
   pthread_mutex_lock(&kp->lock);
   if (h.api_key >= 0 && h.api_key < 64)
     kp->n_api_requests[h.api_key]++;
-  if (join && kp->n_joins < KP_MAX_JOINS)
-    kp->joins[kp->n_joins++] = j;
+  if (group && kp->n_log < KP_MAX_LOG)
+    kp->log[kp->n_log++] = r;
+  else if (group)
+    kp->n_log_dropped++;
   pthread_mutex_unlock(&kp->lock);
   dc_arena_free(&a);
 }
@@ -283,13 +271,13 @@ static inline int kp_forward_response(kproxy_t *kp, kp_conn_t *c,
       kp->n_findcoord_rewritten++;
     pthread_mutex_unlock(&kp->lock);
     if (!r) {
-      int w = kp_write_all(c->cfd, out.data, out.len);
+      int w = dc_tu_write_all(c->cfd, out.data, out.len);
       dc_buf_free(&out);
       return w;
     }
     dc_buf_free(&out);
   }
-  return kp_write_all(c->cfd, frame, n + 4);
+  return dc_tu_write_all(c->cfd, frame, n + 4);
 }
 
 /* Reads what is available on one side and forwards complete frames.
@@ -315,13 +303,38 @@ static inline int kp_pump(kproxy_t *kp, kp_conn_t *c, bool from_client) {
     size_t flen = 4 + (size_t)size;
     if (from_client) {
       kp_sniff_request(kp, c, in->data + 4, (size_t)size);
-      if (kp_write_all(c->sfd, in->data, flen))
+      if (dc_tu_write_all(c->sfd, in->data, flen))
         return -1;
     } else if (kp_forward_response(kp, c, in->data, (size_t)size)) {
       return -1;
     }
     dc_buf_consume(in, flen);
   }
+}
+
+static inline void kp_accept(kproxy_t *kp) {
+  int cfd = accept4(kp->lfd, NULL, NULL, SOCK_CLOEXEC);
+  if (cfd < 0)
+    return;
+  int slot = -1;
+  for (int i = 0; i < KP_MAX_CONNS && slot < 0; i++)
+    if (kp->conns[i].cfd < 0)
+      slot = i;
+  int sfd = slot >= 0 ? dc_tu_connect(kp->upstream_port) : -1;
+  if (sfd < 0) {
+    close(cfd);
+    return;
+  }
+  int one = 1;
+  setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  kp_conn_t *c = &kp->conns[slot];
+  c->cfd = cfd;
+  c->sfd = sfd;
+  dc_buf_init(&c->cin);
+  dc_buf_init(&c->sin);
+  pthread_mutex_lock(&kp->lock);
+  kp->n_accepted++;
+  pthread_mutex_unlock(&kp->lock);
 }
 
 static inline void *kp_thread(void *arg) {
@@ -348,30 +361,8 @@ static inline void *kp_thread(void *arg) {
     }
     if (pfd[0].revents)
       break; /* kproxy_stop() */
-    if (pfd[1].revents & POLLIN) {
-      int cfd = accept4(kp->lfd, NULL, NULL, SOCK_CLOEXEC);
-      if (cfd >= 0) {
-        int slot = -1;
-        for (int i = 0; i < KP_MAX_CONNS && slot < 0; i++)
-          if (kp->conns[i].cfd < 0)
-            slot = i;
-        int sfd = slot >= 0 ? kp_connect_upstream(kp->upstream_port) : -1;
-        if (sfd < 0) {
-          close(cfd);
-        } else {
-          int one = 1;
-          setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          kp_conn_t *c = &kp->conns[slot];
-          c->cfd = cfd;
-          c->sfd = sfd;
-          dc_buf_init(&c->cin);
-          dc_buf_init(&c->sin);
-          pthread_mutex_lock(&kp->lock);
-          kp->n_accepted++;
-          pthread_mutex_unlock(&kp->lock);
-        }
-      }
-    }
+    if (pfd[1].revents & POLLIN)
+      kp_accept(kp);
     for (int k = 2; k < n; k++) {
       kp_conn_t *c = &kp->conns[owner[k]];
       if (!pfd[k].revents || c->cfd < 0)
@@ -394,42 +385,23 @@ static inline int kproxy_start_advertising(kproxy_t *kp, int upstream_port,
                                            int advertise_port, char *errstr,
                                            size_t errstr_size) {
   memset(kp, 0, sizeof(*kp));
-  kp->lfd = kp->wake[0] = kp->wake[1] = -1;
   for (int i = 0; i < KP_MAX_CONNS; i++)
     kp->conns[i].cfd = kp->conns[i].sfd = -1;
   kp->upstream_port = upstream_port;
-  pthread_mutex_init(&kp->lock, NULL);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  kp->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (kp->lfd < 0 || bind(kp->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(kp->lfd, 64) ||
-      getsockname(kp->lfd, (struct sockaddr *)&sa, &sl) ||
-      pipe2(kp->wake, O_CLOEXEC)) {
+  if (dc_tu_listen(&kp->lfd, &kp->port, kp->wake)) {
     snprintf(errstr, errstr_size, "kproxy: %s", strerror(errno));
-    goto fail;
+    return -1;
   }
-  kp->port = ntohs(sa.sin_port);
   kp->advertise_port = advertise_port ? advertise_port : kp->port;
+  pthread_mutex_init(&kp->lock, NULL);
   if (pthread_create(&kp->thread, NULL, kp_thread, kp)) {
     snprintf(errstr, errstr_size, "kproxy: cannot start its thread");
-    goto fail;
+    dc_tu_unlisten(&kp->lfd, kp->wake);
+    pthread_mutex_destroy(&kp->lock);
+    return -1;
   }
   kp->started = true;
   return 0;
-fail:
-  if (kp->lfd >= 0)
-    close(kp->lfd);
-  if (kp->wake[0] >= 0)
-    close(kp->wake[0]);
-  if (kp->wake[1] >= 0)
-    close(kp->wake[1]);
-  pthread_mutex_destroy(&kp->lock);
-  kp->lfd = -1;
-  return -1;
 }
 
 /* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
@@ -443,49 +415,46 @@ static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
 static inline void kproxy_stop(kproxy_t *kp) {
   if (!kp->started)
     return;
-  ssize_t w;
-  do
-    w = write(kp->wake[1], "x", 1);
-  while (w < 0 && errno == EINTR);
+  dc_tu_wake(kp->wake[1]);
   pthread_join(kp->thread, NULL);
-  close(kp->lfd);
-  close(kp->wake[0]);
-  close(kp->wake[1]);
+  dc_tu_unlisten(&kp->lfd, kp->wake);
   pthread_mutex_destroy(&kp->lock);
   kp->started = false;
 }
 
-/* The latest JoinGroup sent by client_id: 1 and *out, or 0 if none. */
-static inline int kproxy_last_join(kproxy_t *kp, const char *client_id,
-                                   kp_join_t *out) {
-  int found = 0;
-  pthread_mutex_lock(&kp->lock);
-  for (int i = kp->n_joins - 1; i >= 0 && !found; i--)
-    if (!strcmp(kp->joins[i].client_id, client_id)) {
-      *out = kp->joins[i];
-      found = 1;
-    }
-  pthread_mutex_unlock(&kp->lock);
-  return found;
-}
+/* ---- queries (any thread) ------------------------------------------------ */
 
-/* How many JoinGroup requests have been recorded so far. */
-static inline int kproxy_join_total(kproxy_t *kp) {
+/* Number of log records so far: a position for the queries below. */
+static inline int kproxy_mark(kproxy_t *kp) {
   pthread_mutex_lock(&kp->lock);
-  int n = kp->n_joins;
+  int n = kp->n_log;
   pthread_mutex_unlock(&kp->lock);
   return n;
 }
 
-/* The first JoinGroup sent by client_id at or after record index `from`
- * (see kproxy_join_total): 1 and *out, or 0 if none. */
+/* How many requests of api `key` client_id sent at or after mark `from`
+ * (group requests only: those are the ones logged). */
+static inline int kproxy_requests(kproxy_t *kp, const char *client_id,
+                                  int16_t key, int from) {
+  int cnt = 0;
+  pthread_mutex_lock(&kp->lock);
+  for (int i = from < 0 ? 0 : from; i < kp->n_log; i++)
+    if (kp->log[i].key == key && !strcmp(kp->log[i].client_id, client_id))
+      cnt++;
+  pthread_mutex_unlock(&kp->lock);
+  return cnt;
+}
+
+/* The first JoinGroup sent by client_id at or after mark `from`: 1 and
+ * *out, or 0 if none. */
 static inline int kproxy_first_join(kproxy_t *kp, const char *client_id,
-                                    int from, kp_join_t *out) {
+                                    int from, kp_req_t *out) {
   int found = 0;
   pthread_mutex_lock(&kp->lock);
-  for (int i = from < 0 ? 0 : from; i < kp->n_joins && !found; i++)
-    if (!strcmp(kp->joins[i].client_id, client_id)) {
-      *out = kp->joins[i];
+  for (int i = from < 0 ? 0 : from; i < kp->n_log && !found; i++)
+    if (kp->log[i].key == KP_API_JOIN_GROUP &&
+        !strcmp(kp->log[i].client_id, client_id)) {
+      *out = kp->log[i];
       found = 1;
     }
   pthread_mutex_unlock(&kp->lock);

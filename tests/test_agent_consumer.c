@@ -5,7 +5,7 @@
  * id; the agent fetches them synchronously in dynconf_new(); the
  * application builds its consumer from dynconf_effective_conf() and joins a
  * group on librdkafka's mock cluster. A kproxy (tests/kproxy.h) sits in
- * front of the mock broker and records every JoinGroup request, so the
+ * front of the mock broker and records every group request, so the
  * test sees the session timeout that actually went on the wire.
  *
  * Control case: a client id with no dynamic values joins with the
@@ -140,7 +140,7 @@ static void run_consumer(const char *cid, const char *group,
   is_str(v, want_session, "%s: agent's effective session.timeout.ms", cid);
   is_int(src, want_src, "%s: its source is %s", cid, dynconf_source_name(want_src));
 
-  int from = kproxy_join_total(&g_proxy); /* joins before this consumer */
+  int from = kproxy_mark(&g_proxy); /* requests before this consumer */
   rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, eff, e, sizeof(e));
   if (!ok(rk, "%s: consumer created from dynconf_effective_conf()", cid)) {
@@ -162,7 +162,7 @@ static void run_consumer(const char *cid, const char *group,
   rd_kafka_topic_partition_list_add(topics, TOPIC, RD_KAFKA_PARTITION_UA);
   is_int(rd_kafka_subscribe(rk, topics), 0, "%s: subscribe", cid);
   rd_kafka_topic_partition_list_destroy(topics);
-  kp_join_t j;
+  kp_req_t j;
   int64_t deadline = dc_tu_now_ms() + WAIT_MS;
   int seen = 0;
   /* The FIRST JoinGroup matters: the agent fetched before rd_kafka_new. */
@@ -190,19 +190,12 @@ static void run_consumer(const char *cid, const char *group,
 }
 
 int main(void) {
-  char dir[256], log[512], data[512], errstr[512];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
-    return done_testing();
-  }
-  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
-  snprintf(data, sizeof(data), "%s/data", dir);
-  mkdir(data, 0700);
+  char dir[256], errstr[512];
   dc_tu_daemon_t d;
-  if (!ok(!dc_tu_daemon_start(&d, data, log, NULL, errstr, sizeof(errstr)),
+  if (!ok(!dc_tu_daemon_start_tmp(&d, dir, sizeof(dir), NULL, errstr,
+                                  sizeof(errstr)),
           "dynconfd started")) {
     diag("%s", errstr);
-    dc_tu_rmrf(dir);
     return done_testing();
   }
   g_port = d.port;

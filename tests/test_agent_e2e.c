@@ -10,16 +10,7 @@
  * statistics tells when a fetch after an alter has certainly completed
  * (two more successful fetches), which makes "exactly N events" exact.
  */
-#include "tap.h"
-#include "testutil.h"
-
-#include "common/kclient.h"
-#include "dynconf.h"
-
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
-#include <pthread.h>
-#include <stdarg.h>
+#include "agentutil.h"
 
 #define WAIT_MS 15000 /* deadline for any condition */
 #define REFRESH_MS "300"
@@ -31,68 +22,10 @@ static int g_cb_calls, g_cb_wrong_thread;
 
 /* ---- setting configs on dynconfd ----------------------------------------- */
 
-static int enc_incremental(dc_buf_t *b, int16_t v, const void *req) {
-  return dc_incremental_alter_configs_req_encode(b, v, req);
-}
-
 /* Alters one client entity ("<default>" = the default entity) in ONE
- * IncrementalAlterConfigs request. spec: "k=v" sets, "-k" deletes, comma
- * separated. Returns the per-resource error code (0 = done), -1 when the
- * request itself failed. */
+ * IncrementalAlterConfigs request; see au_alter(). */
 static int alter(const char *entity, const char *spec) {
-  char bs[64], errstr[512], buf[1024];
-  dc_alter_config_t ops[16];
-  size_t n = 0;
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", g_port);
-  snprintf(buf, sizeof(buf), "%s", spec);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t && n < 16;
-       t = strtok_r(NULL, ",", &save)) {
-    if (*t == '-') {
-      ops[n++] = (dc_alter_config_t){.name = t + 1, .op = DC_OP_DELETE};
-      continue;
-    }
-    char *eq = strchr(t, '=');
-    if (!eq)
-      return -1;
-    *eq = '\0';
-    ops[n++] = (dc_alter_config_t){.name = t, .op = DC_OP_SET, .value = eq + 1};
-  }
-  dc_alter_resource_t r = {.resource_type = DC_RES_CLIENT,
-                           .resource_name = (char *)entity,
-                           .n_configs = (int32_t)n,
-                           .configs = ops};
-  dc_alter_configs_req_t req = {.n_resources = 1, .resources = &r};
-  dc_kclient_t *kc = dc_kclient_new("agent-e2e-admin"); /* ours, freed below */
-  dc_arena_t arena;
-  dc_arena_init(&arena);
-  int rc = -1;
-  dc_rd_t rd;
-  dc_alter_configs_resp_t resp;
-  int16_t v;
-  if (!kc || dc_kclient_connect(kc, bs, 5000, errstr, sizeof(errstr)) ||
-      dc_kclient_api_versions(kc, 5000, errstr, sizeof(errstr)) ||
-      (v = dc_kclient_pick_version(kc, DC_API_INCREMENTAL_ALTER_CONFIGS)) < 0 ||
-      dc_kclient_request(kc, DC_API_INCREMENTAL_ALTER_CONFIGS, v,
-                         enc_incremental, &req, 5000, &rd, &arena, errstr,
-                         sizeof(errstr))) {
-    diag("alter %s %s: %s", entity, spec, errstr);
-    goto out;
-  }
-  if (dc_incremental_alter_configs_resp_decode(&rd, v, &resp) ||
-      resp.n_responses != 1) {
-    diag("alter %s %s: bad response", entity, spec);
-    goto out;
-  }
-  rc = resp.responses[0].error_code;
-  if (rc)
-    diag("alter %s %s: error %d %s", entity, spec, rc,
-         resp.responses[0].error_message ? resp.responses[0].error_message
-                                         : "");
-out:
-  dc_arena_free(&arena);
-  dc_kclient_destroy(kc);
-  return rc;
+  return au_alter(g_port, entity, spec);
 }
 
 /* ---- recording events and logs ------------------------------------------- */
@@ -195,19 +128,12 @@ static void on_log(const dynconf_t *dc, int level, const char *fac,
 /* ---- agents and waiting ---------------------------------------------------- */
 
 /* Application config: client.id plus NULL-terminated (key, value) pairs;
- * bootstrap.servers is the mock cluster. Caller owns it. */
+ * bootstrap.servers is the mock cluster, log_level librdkafka's default.
+ * Caller owns it. */
 static rd_kafka_conf_t *app_conf(const char *client_id, ...) {
-  char e[256];
-  rd_kafka_conf_t *c = rd_kafka_conf_new();
-  rd_kafka_conf_set(c, "bootstrap.servers", g_mock_bs, e, sizeof(e));
-  rd_kafka_conf_set(c, "client.id", client_id, e, sizeof(e));
   va_list ap;
   va_start(ap, client_id);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (rd_kafka_conf_set(c, k, v, e, sizeof(e)) != RD_KAFKA_CONF_OK)
-      diag("app conf %s=%s: %s", k, v, e);
-  }
+  rd_kafka_conf_t *c = au_app_conf_v(g_mock_bs, client_id, NULL, ap);
   va_end(ap);
   return c;
 }
@@ -216,49 +142,23 @@ static rd_kafka_conf_t *app_conf(const char *client_id, ...) {
  * NULL-terminated extra dynconf.* pairs. app stays the caller's. */
 static dynconf_t *agent_new(rd_kafka_type_t type, rd_kafka_conf_t *app,
                             rec_t *rec, ...) {
-  char e[512], bs[64];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", g_port);
-  dynconf_conf_t *dconf = dynconf_conf_new();
-  dynconf_conf_set(dconf, "dynconf.bootstrap.servers", bs, e, sizeof(e));
-  dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", REFRESH_MS, e,
-                   sizeof(e));
+  static const char *const base[] = {"dynconf.refresh.interval.ms",
+                                     REFRESH_MS, NULL};
   va_list ap;
   va_start(ap, rec);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK)
-      diag("dynconf conf %s=%s: %s", k, v, e);
-  }
+  dynconf_t *dc =
+      au_agent_new_v(type, app, g_port, on_change, on_log, rec, base, ap);
   va_end(ap);
-  dynconf_conf_set_change_cb(dconf, on_change);
-  dynconf_conf_set_log_cb(dconf, on_log);
-  dynconf_conf_set_opaque(dconf, rec);
-  dynconf_t *dc = dynconf_new(type, app, dconf, e, sizeof(e));
-  if (!dc) {
-    diag("dynconf_new: %s", e);
-    dynconf_conf_destroy(dconf);
-  }
   return dc;
-}
-
-/* The number after the first "\"key\":" in the stats document, or -1. */
-static long long stat_ll(dynconf_t *dc, const char *key) {
-  char pat[80];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  char *s = dynconf_stats_json(dc);
-  const char *p = s ? strstr(s, pat) : NULL;
-  long long v = p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-  free(s);
-  return v;
 }
 
 /* Polls until at least nfetch more fetches succeeded (asking for them when
  * kick is set). Two fetches after an alter guarantee one started after
  * it. Returns true when they did before the deadline. */
 static bool settle(dynconf_t *dc, int nfetch, bool kick) {
-  long long base = stat_ll(dc, "ok");
+  long long base = au_fetches(dc);
   int64_t deadline = dc_tu_now_ms() + WAIT_MS;
-  while (stat_ll(dc, "ok") < base + nfetch) {
+  while (au_fetches(dc) < base + nfetch) {
     if (dc_tu_now_ms() > deadline)
       return false;
     if (kick)
@@ -287,25 +187,6 @@ static bool eff_is(dynconf_t *dc, const char *key, const char *want,
     diag("  effective %s = \"%s\" (%s), want \"%s\" (%s)", key, v,
          dynconf_source_name(s), want, dynconf_source_name(want_src));
   return !strcmp(v, want) && s == want_src;
-}
-
-/* Value of a (global or topic-level) property in a librdkafka conf. */
-static void conf_val(const rd_kafka_conf_t *c, const char *name, char *out,
-                     size_t n) {
-  size_t sz = n;
-  if (rd_kafka_conf_get(c, name, out, &sz) == RD_KAFKA_CONF_OK)
-    return;
-  /* Topic-level (acks): the default topic conf, or librdkafka's default
-   * when the conf has none yet. */
-  const rd_kafka_topic_conf_t *tc = rd_kafka_conf_get_default_topic_conf(
-      (rd_kafka_conf_t *)c);
-  rd_kafka_topic_conf_t *tmp = tc ? NULL : rd_kafka_topic_conf_new();
-  sz = n;
-  if (rd_kafka_topic_conf_get(tc ? tc : tmp, name, out, &sz) !=
-      RD_KAFKA_CONF_OK)
-    snprintf(out, n, "(unset)");
-  if (tmp)
-    rd_kafka_topic_conf_destroy(tmp);
 }
 
 /* Checks one recorded entry. */
@@ -530,7 +411,7 @@ static void test_default_vs_override(void) {
   is_int(alter("<default>", "acks=0"), 0, "default entity: acks=0");
   rd_kafka_conf_t *app = app_conf(cid, "acks", "all", NULL);
   char app_acks[32];
-  conf_val(app, "acks", app_acks, sizeof(app_acks));
+  au_conf_val(app, "acks", app_acks, sizeof(app_acks));
   diag("the application's own acks reads \"%s\"", app_acks);
   dynconf_t *dc = agent_new(RD_KAFKA_PRODUCER, app, &rec, NULL);
   rd_kafka_conf_destroy(app);
@@ -591,7 +472,7 @@ static void test_default_vs_override(void) {
      "effective acks is the application's own again");
   rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
   char v[64];
-  conf_val(eff, "acks", v, sizeof(v));
+  au_conf_val(eff, "acks", v, sizeof(v));
   is_str(v, app_acks, "effective conf carries the app's acks again");
   rd_kafka_conf_destroy(eff);
 
@@ -658,9 +539,9 @@ static void test_effective_conf_producer(void) {
   ok(tc && rd_kafka_topic_conf_get(tc, "acks", v, &sz) == RD_KAFKA_CONF_OK,
      "default topic conf has acks");
   is_str(v, "1", "effective conf: acks=1 (default topic conf)");
-  conf_val(app, "acks", v, sizeof(v));
+  au_conf_val(app, "acks", v, sizeof(v));
   is_str(v, "0", "the application's conf is untouched");
-  conf_val(eff, "client.id", v, sizeof(v));
+  au_conf_val(eff, "client.id", v, sizeof(v));
   is_str(v, cid, "effective conf keeps the application's client.id");
   rd_kafka_conf_destroy(app);
 
@@ -699,7 +580,7 @@ static void test_pinned_acks(void) {
   is_int(alter(cid, "acks=1,linger.ms=7"), 0, "acks=1, linger.ms=7 for %s", cid);
   rd_kafka_conf_t *app = app_conf(cid, "enable.idempotence", "true", NULL);
   char app_acks[32];
-  conf_val(app, "acks", app_acks, sizeof(app_acks));
+  au_conf_val(app, "acks", app_acks, sizeof(app_acks));
   dynconf_t *dc = agent_new(RD_KAFKA_PRODUCER, app, &rec, "dynconf.allow.keys",
                             "acks,linger.ms", NULL);
   rd_kafka_conf_destroy(app);
@@ -716,9 +597,9 @@ static void test_pinned_acks(void) {
     ok(eff_is(dc, "acks", app_acks, DYNCONF_SOURCE_APP),
        "idempotence: acks stays the application's");
     rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
-    conf_val(eff, "acks", v, sizeof(v));
+    au_conf_val(eff, "acks", v, sizeof(v));
     is_str(v, app_acks, "idempotence: effective conf acks not 1");
-    conf_val(eff, "linger.ms", v, sizeof(v));
+    au_conf_val(eff, "linger.ms", v, sizeof(v));
     is_str(v, "7", "idempotence: effective conf linger.ms=7");
     rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, eff, e, sizeof(e));
     if (!ok(p, "idempotence: rd_kafka_new accepts the effective conf")) {
@@ -738,7 +619,7 @@ static void test_pinned_acks(void) {
   rec_register(&rec, cid);
   is_int(alter(cid, "acks=0"), 0, "acks=0 for %s", cid);
   app = app_conf(cid, "transactional.id", "e2e-tx-1", NULL);
-  conf_val(app, "acks", app_acks, sizeof(app_acks));
+  au_conf_val(app, "acks", app_acks, sizeof(app_acks));
   dc = agent_new(RD_KAFKA_PRODUCER, app, &rec, NULL);
   rd_kafka_conf_destroy(app);
   if (ok(dc, "transactional producer agent")) {
@@ -751,7 +632,7 @@ static void test_pinned_acks(void) {
     is_int(ev->generation, 0, "transactional: generation stays 0");
     is_int(dynconf_generation(dc), 0, "transactional: agent generation 0");
     rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
-    conf_val(eff, "acks", v, sizeof(v));
+    au_conf_val(eff, "acks", v, sizeof(v));
     is_str(v, app_acks, "transactional: effective acks is the app's");
     rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, eff, e, sizeof(e));
     if (!ok(p, "transactional: rd_kafka_new accepts the effective conf")) {
@@ -793,7 +674,7 @@ static void test_rejections(void) {
   rd_kafka_conf_t *app = app_conf(cid, "group.id", "g-e2e",
                                   "heartbeat.interval.ms", "10000", NULL);
   char app_session[32];
-  conf_val(app, "session.timeout.ms", app_session, sizeof(app_session));
+  au_conf_val(app, "session.timeout.ms", app_session, sizeof(app_session));
   dynconf_t *dc = agent_new(RD_KAFKA_CONSUMER, app, &rec, NULL);
   rd_kafka_conf_destroy(app);
   if (ok(dc, "consumer agent %s", cid)) {
@@ -812,7 +693,7 @@ static void test_rejections(void) {
        "heartbeat rule: session.timeout.ms stays the app's");
     is_int(dynconf_generation(dc), 0, "heartbeat rule: generation 0");
     rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
-    conf_val(eff, "session.timeout.ms", v, sizeof(v));
+    au_conf_val(eff, "session.timeout.ms", v, sizeof(v));
     is_str(v, app_session, "heartbeat rule: effective conf keeps the app's");
     rd_kafka_conf_destroy(eff);
     ok(rec.n_warn >= 1, "heartbeat rule: the rejection was logged as a warning");
@@ -849,9 +730,9 @@ static void test_rejections(void) {
     ok(eff_is(dc, "heartbeat.interval.ms", "2000", DYNCONF_SOURCE_CLIENT),
        "heartbeat.interval.ms=2000 effective");
     eff = dynconf_effective_conf(dc);
-    conf_val(eff, "session.timeout.ms", v, sizeof(v));
+    au_conf_val(eff, "session.timeout.ms", v, sizeof(v));
     is_str(v, "8000", "effective conf session.timeout.ms=8000");
-    conf_val(eff, "heartbeat.interval.ms", v, sizeof(v));
+    au_conf_val(eff, "heartbeat.interval.ms", v, sizeof(v));
     is_str(v, "2000", "effective conf heartbeat.interval.ms=2000");
     rd_kafka_conf_destroy(eff);
     /* The event must tell the application every key whose effective value
@@ -989,9 +870,9 @@ static void test_allow_keys(void) {
     is_entry(ev, 2, "session.timeout.ms", NULL, "20000", DYNCONF_SOURCE_CLIENT,
              DYNCONF_OUTCOME_IGNORED, "producer", "default allow list");
     rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
-    conf_val(eff, "linger.ms", v, sizeof(v));
+    au_conf_val(eff, "linger.ms", v, sizeof(v));
     is_str(v, "3", "linger.ms stays the app's 3");
-    conf_val(eff, "acks", v, sizeof(v));
+    au_conf_val(eff, "acks", v, sizeof(v));
     is_str(v, "1", "acks=1 applied");
     rd_kafka_conf_destroy(eff);
     is_int(dynconf_effective_get(dc, "linger.ms", v, sizeof(v), NULL), -1,
@@ -1012,7 +893,7 @@ static void test_allow_keys(void) {
     ok(eff_is(dc, "linger.ms", "9", DYNCONF_SOURCE_CLIENT),
        "effective linger.ms=9 (client)");
     rd_kafka_conf_t *eff = dynconf_effective_conf(dc);
-    conf_val(eff, "linger.ms", v, sizeof(v));
+    au_conf_val(eff, "linger.ms", v, sizeof(v));
     is_str(v, "9", "effective conf linger.ms=9");
     rd_kafka_conf_destroy(eff);
     char *st = dynconf_stats_json(dc);
@@ -1030,41 +911,25 @@ static void test_allow_keys(void) {
 
 int main(void) {
   g_main = pthread_self();
-  char dir[256], log[512], errstr[512];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
-    return done_testing();
-  }
-  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
-  char data[512];
-  snprintf(data, sizeof(data), "%s/data", dir);
-  mkdir(data, 0700);
+  char dir[256], errstr[512];
   dc_tu_daemon_t d;
-  if (!ok(!dc_tu_daemon_start(&d, data, log, NULL, errstr, sizeof(errstr)),
+  if (!ok(!dc_tu_daemon_start_tmp(&d, dir, sizeof(dir), NULL, errstr,
+                                  sizeof(errstr)),
           "dynconfd started")) {
     diag("%s", errstr);
-    dc_tu_rmrf(dir);
     return done_testing();
   }
   g_port = d.port;
 
   /* The mock cluster lives on its own handle. */
-  rd_kafka_conf_t *mc = rd_kafka_conf_new();
-  rd_kafka_conf_set(mc, "log_level", "0", errstr, sizeof(errstr));
-  rd_kafka_t *mrk = rd_kafka_new(RD_KAFKA_PRODUCER, mc, errstr, sizeof(errstr));
-  rd_kafka_mock_cluster_t *mcluster = mrk ? rd_kafka_mock_cluster_new(mrk, 1)
-                                          : NULL;
+  rd_kafka_t *mrk = NULL;
+  rd_kafka_mock_cluster_t *mcluster =
+      au_mock_new(1, &mrk, g_mock_bs, sizeof(g_mock_bs));
   if (!ok(mcluster, "mock cluster")) {
-    if (mrk)
-      rd_kafka_destroy(mrk);
-    else
-      rd_kafka_conf_destroy(mc);
     dc_tu_daemon_stop(&d);
     dc_tu_rmrf(dir);
     return done_testing();
   }
-  snprintf(g_mock_bs, sizeof(g_mock_bs), "%s",
-           rd_kafka_mock_cluster_bootstraps(mcluster));
   rd_kafka_mock_topic_create(mcluster, "e2e-topic", 1, 1);
 
   test_json_checker();

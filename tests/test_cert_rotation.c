@@ -185,24 +185,10 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
  * checking the ssl files every check_ms. The caller owns the agent. */
 static dynconf_t *agent_new(rd_kafka_type_t type, const rd_kafka_conf_t *app,
                             int port, agent_rec_t *rec, const char *check_ms) {
-  char e[512], bs[64];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
-  dynconf_conf_t *dconf = dynconf_conf_new();
-  dynconf_conf_set(dconf, "dynconf.bootstrap.servers", bs, e, sizeof(e));
-  dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", "200", e, sizeof(e));
-  dynconf_conf_set(dconf, "dynconf.startup.required", "true", e, sizeof(e));
-  if (dynconf_conf_set(dconf, "dynconf.ssl.check.interval.ms", check_ms, e,
-                       sizeof(e)) != DYNCONF_CONF_OK)
-    diag("dynconf.ssl.check.interval.ms: %s", e);
-  dynconf_conf_set_change_cb(dconf, on_change);
-  dynconf_conf_set_log_cb(dconf, au_on_log);
-  dynconf_conf_set_opaque(dconf, rec);
-  dynconf_t *dc = dynconf_new(type, app, dconf, e, sizeof(e));
-  if (!dc) {
-    diag("dynconf_new: %s", e);
-    dynconf_conf_destroy(dconf);
-  }
-  return dc;
+  return au_agent_new_with(type, app, port, on_change, au_on_log, rec,
+                           "dynconf.refresh.interval.ms", "200",
+                           "dynconf.startup.required", "true",
+                           "dynconf.ssl.check.interval.ms", check_ms, NULL);
 }
 
 /* A JSON number that follows `after` in the agent's statistics, or -1. */
@@ -320,7 +306,7 @@ static bool wait_for(bool (*cond)(void), const char *what) {
 }
 
 static rd_kafka_conf_t *ssl_app_conf(const char *cid, ...) {
-  char bs[64], e[256];
+  char bs[64];
   snprintf(bs, sizeof(bs), "127.0.0.1:%d", g_data.port);
   rd_kafka_conf_t *c = au_app_conf(
       bs, cid, "security.protocol", "ssl", "ssl.ca.location", g_ca,
@@ -328,11 +314,7 @@ static rd_kafka_conf_t *ssl_app_conf(const char *cid, ...) {
       "reconnect.backoff.max.ms", "500", NULL);
   va_list ap;
   va_start(ap, cid);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (rd_kafka_conf_set(c, k, v, e, sizeof(e)) != RD_KAFKA_CONF_OK)
-      diag("app conf %s=%s: %s", k, v, e);
-  }
+  au_conf_set_pairs(c, ap);
   va_end(ap);
   return c;
 }

@@ -1,7 +1,7 @@
 /*
  * End-to-end tests of the managed consumer (dynconf_consumer_*): a real
  * dynconfd as the config server, librdkafka's mock cluster as the data
- * plane, reached through au_proxy (tests/agentutil.h), which records every
+ * plane, reached through a kproxy (tests/kproxy.h), which records every
  * group request per client id (JoinGroup with its session timeout, member
  * id and group.instance.id; LeaveGroup; ...).
  *
@@ -18,6 +18,7 @@
  * same window tells what the mock does on its own.
  */
 #include "agentutil.h"
+#include "kproxy.h"
 
 #define WAIT_MS                                                                \
   90000 /* deadline for any condition (mock rebalances are slow) */
@@ -30,7 +31,7 @@ static int g_port;          /* dynconfd */
 static char g_mock_bs[256]; /* the mock broker itself (producers) */
 static char g_proxy_bs[64]; /* the proxy in front of it (consumers) */
 static rd_kafka_mock_cluster_t *g_mcl;
-static au_proxy_t g_px;
+static kproxy_t g_px;
 static pthread_t g_main;
 
 /* ---- the application's rebalance callback -------------------------------- */
@@ -295,7 +296,7 @@ static void test_rebuilds(void) {
   if (!ok(dc, "%s: agent created", what))
     return;
   char e[512], v[64];
-  int mark0 = au_proxy_mark(&g_px);
+  int mark0 = kproxy_mark(&g_px);
   dynconf_consumer_t *c = dynconf_consumer_new(dc, e, sizeof(e));
   if (!ok(c, "%s: managed consumer created", what)) {
     diag("%s", e);
@@ -352,7 +353,7 @@ static void test_rebuilds(void) {
     }
     if (!pending && assigned_now(m) && since >= 50) {
       ev_at[step] = m->n_ev;
-      join_mark[step + 1] = au_proxy_mark(&g_px);
+      join_mark[step + 1] = kproxy_mark(&g_px);
       is_int(au_alter(g_port, cid, changes[step].spec), 0, "%s: change %d: %s",
              what, step + 1, changes[step].spec);
       dynconf_refresh_now(dc);
@@ -441,15 +442,15 @@ static void test_rebuilds(void) {
          what);
 
   /* The wire: each handle's first JoinGroup carries its session timeout. */
-  au_req_t j;
+  kp_req_t j;
   memset(&j, 0, sizeof(j));
-  bool seen = au_proxy_join(&g_px, cid, mark0, false, &j);
+  bool seen = kproxy_first_join(&g_px, cid, mark0, &j);
   ok(seen && j.session_timeout_ms == 3000,
      "%s: the very first JoinGroup carries session_timeout_ms 3000 (%d)", what,
      j.session_timeout_ms);
   for (int i = 0; i < step; i++) {
     memset(&j, 0, sizeof(j));
-    seen = au_proxy_join(&g_px, cid, join_mark[i + 1], false, &j);
+    seen = kproxy_first_join(&g_px, cid, join_mark[i + 1], &j);
     ok(seen && j.session_timeout_ms == atoi(changes[i].session),
        "%s: after change %d the JoinGroup carries session_timeout_ms %s (%d)",
        what, i + 1, changes[i].session, j.session_timeout_ms);
@@ -615,7 +616,7 @@ static bool wait_settled(member_t *a, rd_kafka_t *pa, member_t *b,
 typedef struct static_result {
   int b_revokes, b_assigns, b_joins;
   int a_leaves, a_joins;
-  au_req_t a_join;
+  kp_req_t a_join;
   bool a_join_seen;
 } static_result_t;
 
@@ -623,10 +624,10 @@ static void static_collect(static_result_t *r, member_t *a, member_t *b,
                            int ev_b, int mark) {
   r->b_revokes = count_ev(b, ev_b, RB_REVOKE);
   r->b_assigns = count_ev(b, ev_b, RB_ASSIGN);
-  r->b_joins = au_proxy_count(&g_px, b->cid, AU_API_JOIN_GROUP, mark);
-  r->a_leaves = au_proxy_count(&g_px, a->cid, AU_API_LEAVE_GROUP, mark);
-  r->a_joins = au_proxy_count(&g_px, a->cid, AU_API_JOIN_GROUP, mark);
-  r->a_join_seen = au_proxy_join(&g_px, a->cid, mark, false, &r->a_join);
+  r->b_joins = kproxy_requests(&g_px, b->cid, KP_API_JOIN_GROUP, mark);
+  r->a_leaves = kproxy_requests(&g_px, a->cid, KP_API_LEAVE_GROUP, mark);
+  r->a_joins = kproxy_requests(&g_px, a->cid, KP_API_JOIN_GROUP, mark);
+  r->a_join_seen = kproxy_first_join(&g_px, a->cid, mark, &r->a_join);
 }
 
 /* Control: the same restart done by hand with plain librdkafka consumers,
@@ -667,7 +668,7 @@ static void static_control(static_result_t *r) {
   rd_kafka_subscribe(ra, t);
   rd_kafka_subscribe(rb, t);
   ok(wait_settled(a, ra, b, rb), "control: both members assigned");
-  int ev_b = b->n_ev, mark = au_proxy_mark(&g_px);
+  int ev_b = b->n_ev, mark = kproxy_mark(&g_px);
   /* The restart a managed rebuild does: close (no LeaveGroup for a static
    * member), new handle with the same group.instance.id, subscribe. */
   rd_kafka_consumer_close(ra);
@@ -738,7 +739,7 @@ static void test_static_membership(void) {
      "%s: both members assigned two "
      "partitions",
      what);
-  int ev_b = b->n_ev, mark = au_proxy_mark(&g_px);
+  int ev_b = b->n_ev, mark = kproxy_mark(&g_px);
   char old_a[64];
   snprintf(old_a, sizeof(old_a), "%s",
            rd_kafka_name(dynconf_consumer_handle(a->c)));
@@ -822,20 +823,13 @@ static void test_static_membership(void) {
 
 int main(void) {
   g_main = pthread_self();
-  char dir[256], log[512], data[512], errstr[512];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
-    return done_testing();
-  }
-  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
-  snprintf(data, sizeof(data), "%s/data", dir);
-  mkdir(data, 0700);
+  char dir[256], errstr[512];
   dc_tu_daemon_t d;
   static const char *const extra[] = {"--session-timeout-min-ms", "2000", NULL};
-  if (!ok(!dc_tu_daemon_start(&d, data, log, extra, errstr, sizeof(errstr)),
+  if (!ok(!dc_tu_daemon_start_tmp(&d, dir, sizeof(dir), extra, errstr,
+                                  sizeof(errstr)),
           "dynconfd started")) {
     diag("%s", errstr);
-    dc_tu_rmrf(dir);
     return done_testing();
   }
   g_port = d.port;
@@ -843,7 +837,7 @@ int main(void) {
   g_mcl = au_mock_new(1, &mrk, g_mock_bs, sizeof(g_mock_bs));
   const char *colon = g_mcl ? strrchr(g_mock_bs, ':') : NULL;
   if (!ok(colon &&
-              !au_proxy_start(&g_px, atoi(colon + 1), errstr, sizeof(errstr)),
+              !kproxy_start(&g_px, atoi(colon + 1), errstr, sizeof(errstr)),
           "mock cluster and the proxy in front of it")) {
     diag("%s", errstr);
     if (g_mcl) {
@@ -860,7 +854,7 @@ int main(void) {
     test_rebuilds();
   if (!only || !strcmp(only, "static"))
     test_static_membership();
-  au_proxy_stop(&g_px); /* joins its thread: its counters are ours now */
+  kproxy_stop(&g_px); /* joins its thread: its counters are ours now */
   is_int(g_px.n_rewrite_errors, 0,
          "the proxy decoded every response it "
          "rewrote");

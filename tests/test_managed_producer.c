@@ -331,17 +331,41 @@ static rd_kafka_conf_t *producer_app_conf(const char *cid, ...) {
                                    "reconnect.backoff.max.ms", "200", NULL);
   va_list ap;
   va_start(ap, cid);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (rd_kafka_conf_set(c, k, v, e, sizeof(e)) != RD_KAFKA_CONF_OK)
-      diag("app conf %s=%s: %s", k, v, e);
-  }
+  au_conf_set_pairs(c, ap);
   va_end(ap);
   if (getenv("MP_DEBUG")) /* librdkafka debug contexts, while debugging */
     rd_kafka_conf_set(c, "debug", getenv("MP_DEBUG"), e, sizeof(e));
   rd_kafka_conf_set_dr_msg_cb(c, on_dr);
   rd_kafka_conf_set_opaque(c, &g_app_opaque);
   return c;
+}
+
+/* An agent for app (destroyed here) recording into *rec (cleared; polled by
+ * g_main) with one extra dynconf.* pair, and its managed producer. Test
+ * points "WHAT: agent created" and "WHAT: <made>". The producer, with its
+ * agent in *dcp (the caller destroys both), or NULL with nothing left. */
+static dynconf_producer_t *start_producer(const char *what, const char *made,
+                                          rd_kafka_conf_t *app, au_rec_t *rec,
+                                          dynconf_switch_policy_t policy,
+                                          const char *key, const char *value,
+                                          dynconf_t **dcp) {
+  memset(rec, 0, sizeof(*rec));
+  rec->poller = g_main;
+  dynconf_t *dc =
+      au_agent_new(RD_KAFKA_PRODUCER, app, g_port, rec, key, value, NULL);
+  rd_kafka_conf_destroy(app);
+  *dcp = NULL;
+  if (!ok(dc, "%s: agent created", what))
+    return NULL;
+  char e[512];
+  dynconf_producer_t *p = dynconf_producer_new(dc, policy, e, sizeof(e));
+  if (!ok(p, "%s: %s", what, made)) {
+    diag("%s", e);
+    dynconf_destroy(dc);
+    return NULL;
+  }
+  *dcp = dc;
+  return p;
 }
 
 /* Polls the producer until cond(arg) holds; false at the deadline. */
@@ -443,20 +467,12 @@ static void run_stream(const char *what, const char *cid, const char *topic,
     is_int(au_alter(g_port, cid, initial_spec), 0, "%s: initial %s", what,
            initial_spec);
   au_rec_t rec;
-  memset(&rec, 0, sizeof(rec));
-  rec.poller = g_main;
-  dynconf_t *dc = au_agent_new(RD_KAFKA_PRODUCER, app, g_port, &rec,
-                               "dynconf.allow.keys", allow_keys, NULL);
-  rd_kafka_conf_destroy(app);
-  if (!ok(dc, "%s: agent created", what))
+  dynconf_t *dc;
+  dynconf_producer_t *p =
+      start_producer(what, "managed producer created", app, &rec, policy,
+                     "dynconf.allow.keys", allow_keys, &dc);
+  if (!p)
     return;
-  char e[512];
-  dynconf_producer_t *p = dynconf_producer_new(dc, policy, e, sizeof(e));
-  if (!ok(p, "%s: managed producer created", what)) {
-    diag("%s", e);
-    dynconf_destroy(dc);
-    return;
-  }
   int64_t gen0 = dynconf_generation(dc);
   rd_kafka_t *h = dynconf_producer_handle(p);
   check_handle_conf(h, initial_acks, NULL, what);
@@ -697,23 +713,14 @@ static void test_blocked_produce(void) {
   rd_kafka_mock_topic_create(g_mcl, topic, NPART, 1);
   is_int(au_alter(g_port, cid, "acks=1"), 0, "%s: initial acks=1", what);
   au_rec_t rec;
-  memset(&rec, 0, sizeof(rec));
-  rec.poller = g_main;
+  dynconf_t *dc;
   /* log_level 2: the broker is taken down on purpose. */
-  rd_kafka_conf_t *app = producer_app_conf(cid, "log_level", "2", NULL);
-  dynconf_t *dc = au_agent_new(RD_KAFKA_PRODUCER, app, g_port, &rec,
-                               "dynconf.producer.max.block.ms", "200", NULL);
-  rd_kafka_conf_destroy(app);
-  if (!ok(dc, "%s: agent created", what))
+  dynconf_producer_t *p = start_producer(
+      what, "producer created", producer_app_conf(cid, "log_level", "2", NULL),
+      &rec, DYNCONF_SWITCH_ORDERED, "dynconf.producer.max.block.ms", "200",
+      &dc);
+  if (!p)
     return;
-  char e[512];
-  dynconf_producer_t *p =
-      dynconf_producer_new(dc, DYNCONF_SWITCH_ORDERED, e, sizeof(e));
-  if (!ok(p, "%s: producer created", what)) {
-    diag("%s", e);
-    dynconf_destroy(dc);
-    return;
-  }
   int id_lo = atomic_load(&g_next_id);
   /* Connected and delivering first. */
   int seq = 0;
@@ -835,23 +842,13 @@ static void test_transactional(void) {
   const char *what = "transactional", *cid = "mp-txn", *topic = "mp-txn-topic";
   rd_kafka_mock_topic_create(g_mcl, topic, NPART, 1);
   au_rec_t rec;
-  memset(&rec, 0, sizeof(rec));
-  rec.poller = g_main;
-  rd_kafka_conf_t *app =
-      producer_app_conf(cid, "transactional.id", "mp-txn-tid", NULL);
-  dynconf_t *dc = au_agent_new(RD_KAFKA_PRODUCER, app, g_port, &rec,
-                               "dynconf.allow.keys", "acks,linger.ms", NULL);
-  rd_kafka_conf_destroy(app);
-  if (!ok(dc, "%s: agent created", what))
+  dynconf_t *dc;
+  dynconf_producer_t *p = start_producer(
+      what, "producer created (init_transactions done)",
+      producer_app_conf(cid, "transactional.id", "mp-txn-tid", NULL), &rec,
+      DYNCONF_SWITCH_ORDERED, "dynconf.allow.keys", "acks,linger.ms", &dc);
+  if (!p)
     return;
-  char e[512];
-  dynconf_producer_t *p =
-      dynconf_producer_new(dc, DYNCONF_SWITCH_ORDERED, e, sizeof(e));
-  if (!ok(p, "%s: producer created (init_transactions done)", what)) {
-    diag("%s", e);
-    dynconf_destroy(dc);
-    return;
-  }
   int id_lo = atomic_load(&g_next_id);
   rd_kafka_t *h0 = dynconf_producer_handle(p);
   check_handle_conf(h0, "all", "2", what);
@@ -907,23 +904,13 @@ static void test_destroy_undelivered(void) {
              *topic = "mp-destroy-topic";
   rd_kafka_mock_topic_create(g_mcl, topic, NPART, 1);
   au_rec_t rec;
-  memset(&rec, 0, sizeof(rec));
-  rec.poller = g_main;
-  rd_kafka_conf_t *app = producer_app_conf(cid, "log_level", "2", NULL);
-  dynconf_t *dc =
-      au_agent_new(RD_KAFKA_PRODUCER, app, g_port, &rec,
-                   "dynconf.producer.close.timeout.ms", "300", NULL);
-  rd_kafka_conf_destroy(app);
-  if (!ok(dc, "%s: agent created", what))
+  dynconf_t *dc;
+  dynconf_producer_t *p = start_producer(
+      what, "producer created", producer_app_conf(cid, "log_level", "2", NULL),
+      &rec, DYNCONF_SWITCH_ORDERED, "dynconf.producer.close.timeout.ms", "300",
+      &dc);
+  if (!p)
     return;
-  char e[512];
-  dynconf_producer_t *p =
-      dynconf_producer_new(dc, DYNCONF_SWITCH_ORDERED, e, sizeof(e));
-  if (!ok(p, "%s: producer created", what)) {
-    diag("%s", e);
-    dynconf_destroy(dc);
-    return;
-  }
   int id_lo = atomic_load(&g_next_id);
   int seq = 0;
   for (; seq < 10; seq++)
@@ -964,19 +951,12 @@ static void test_destroy_undelivered(void) {
 
 int main(void) {
   g_main = pthread_self();
-  char dir[256], log[512], data[512], errstr[512];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
-    return done_testing();
-  }
-  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
-  snprintf(data, sizeof(data), "%s/data", dir);
-  mkdir(data, 0700);
+  char dir[256], errstr[512];
   dc_tu_daemon_t d;
-  if (!ok(!dc_tu_daemon_start(&d, data, log, NULL, errstr, sizeof(errstr)),
+  if (!ok(!dc_tu_daemon_start_tmp(&d, dir, sizeof(dir), NULL, errstr,
+                                  sizeof(errstr)),
           "dynconfd started")) {
     diag("%s", errstr);
-    dc_tu_rmrf(dir);
     return done_testing();
   }
   g_port = d.port;

@@ -1,8 +1,9 @@
 /*
  * Helpers for end-to-end C tests that run the real dynconfd: scratch
  * directories, spawning the daemon and learning its port, raw loopback
- * sockets and frame I/O. Header-only; every function is static inline so a
- * test that uses only some of them still builds with -Werror.
+ * sockets and frame I/O, loopback listeners for test proxies. Header-only;
+ * every function is static inline so a test that uses only some of them
+ * still builds with -Werror.
  *
  * The daemon binary is $DC_BUILDDIR/dynconfd (DC_BUILDDIR defaults to ".").
  * $DC_DAEMON_WRAPPER, when set, is split on spaces and put in front of the
@@ -270,6 +271,32 @@ static inline int dc_tu_daemon_start(dc_tu_daemon_t *d, const char *data_dir,
   return -1;
 }
 
+/* The usual set-up of a test: a fresh scratch directory (into dir) with an
+ * empty data/ in it, and dynconfd started with --data-dir DIR/data, its
+ * stderr in DIR/dynconfd.log and extra as for dc_tu_daemon_start(). 0, or
+ * -1 with the reason in errstr and nothing left (the directory removed). */
+static inline int dc_tu_daemon_start_tmp(dc_tu_daemon_t *d, char *dir,
+                                         size_t dir_size,
+                                         const char *const *extra,
+                                         char *errstr, size_t errstr_size) {
+  char log[PATH_MAX], data[PATH_MAX];
+  memset(d, 0, sizeof(*d));
+  d->out_fd = -1;
+  if (dc_tu_tmpdir(dir, dir_size)) {
+    snprintf(errstr, errstr_size, "cannot create a scratch directory: %s",
+             strerror(errno));
+    return -1;
+  }
+  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
+  snprintf(data, sizeof(data), "%s/data", dir);
+  mkdir(data, 0700);
+  if (dc_tu_daemon_start(d, data, log, extra, errstr, errstr_size)) {
+    dc_tu_rmrf(dir);
+    return -1;
+  }
+  return 0;
+}
+
 /* The port of the listener called name, or -1. */
 static inline int dc_tu_daemon_port_of(const dc_tu_daemon_t *d,
                                        const char *name) {
@@ -398,6 +425,19 @@ static inline int dc_tu_write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
+/* Waits until fd has input (or EOF, or an error) before the absolute
+ * deadline (dc_tu_now_ms()): 1 = it has, 0 = the deadline passed. */
+static inline int dc_tu_wait_readable(int fd, int64_t deadline) {
+  for (;;) {
+    int left = (int)(deadline - dc_tu_now_ms());
+    if (left <= 0)
+      return 0;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, left) > 0)
+      return 1; /* else EINTR or a spurious wake-up: the deadline decides */
+  }
+}
+
 /* Reads exactly n bytes before the absolute deadline (dc_tu_now_ms()).
  * 1 = done, 0 = EOF or reset before any byte, -1 = timeout, error or EOF
  * part-way. */
@@ -405,15 +445,8 @@ static inline int dc_tu_read_exact(int fd, void *p, size_t n, int64_t deadline) 
   uint8_t *q = p;
   size_t got = 0;
   while (got < n) {
-    int left = (int)(deadline - dc_tu_now_ms());
-    if (left <= 0)
+    if (!dc_tu_wait_readable(fd, deadline))
       return -1;
-    struct pollfd pfd = {fd, POLLIN, 0};
-    int r = poll(&pfd, 1, left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      continue;
     ssize_t k = recv(fd, q + got, n - got, 0);
     if (k < 0 && errno == EINTR)
       continue;
@@ -458,15 +491,8 @@ static inline int dc_tu_wait_closed(int fd, int timeout_ms, size_t *nbytes) {
   if (nbytes)
     *nbytes = 0;
   for (;;) {
-    int left = (int)(deadline - dc_tu_now_ms());
-    if (left <= 0)
+    if (!dc_tu_wait_readable(fd, deadline))
       return 0;
-    struct pollfd pfd = {fd, POLLIN, 0};
-    int r = poll(&pfd, 1, left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      continue;
     ssize_t k = recv(fd, sink, sizeof(sink), 0);
     if (k < 0 && errno == EINTR)
       continue;
@@ -475,6 +501,51 @@ static inline int dc_tu_wait_closed(int fd, int timeout_ms, size_t *nbytes) {
     if (nbytes)
       *nbytes += (size_t)k;
   }
+}
+
+/* ---- loopback listeners for test servers --------------------------------- */
+
+/* Closes what dc_tu_listen() opened (fds < 0 are skipped) and sets them to
+ * -1. errno is kept. */
+static inline void dc_tu_unlisten(int *lfd, int wake[2]) {
+  int saved = errno;
+  int *fds[3] = {lfd, &wake[0], &wake[1]};
+  for (int i = 0; i < 3; i++) {
+    if (*fds[i] >= 0)
+      close(*fds[i]);
+    *fds[i] = -1;
+  }
+  errno = saved;
+}
+
+/* For a test server run by one thread: a TCP socket listening on
+ * 127.0.0.1:<ephemeral> (*lfd, its *port) and a self-pipe wake[2]; a byte
+ * on wake[1] (dc_tu_wake) tells the thread polling wake[0] to stop. All
+ * close-on-exec. 0, or -1 with errno set and all three fds -1. */
+static inline int dc_tu_listen(int *lfd, int *port, int wake[2]) {
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  wake[0] = wake[1] = -1;
+  *lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+      listen(*lfd, 64) || getsockname(*lfd, (struct sockaddr *)&sa, &sl) ||
+      pipe2(wake, O_CLOEXEC)) {
+    dc_tu_unlisten(lfd, wake);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return 0;
+}
+
+/* Wakes the thread polling wake[0] (see dc_tu_listen). */
+static inline void dc_tu_wake(int wake_fd) {
+  ssize_t w;
+  do
+    w = write(wake_fd, "x", 1);
+  while (w < 0 && errno == EINTR);
 }
 
 #endif

@@ -177,7 +177,7 @@ static inline int tp_from_client(tlsproxy_t *tp, tp_conn_t *c) {
     int n = SSL_read(c->ssl, buf, (int)sizeof(buf));
     if (n > 0) {
       tp_sniff(tp, c, buf, (size_t)n);
-      if (kp_write_all(c->sfd, buf, (size_t)n))
+      if (dc_tu_write_all(c->sfd, buf, (size_t)n))
         return -1;
       continue;
     }
@@ -255,7 +255,7 @@ static inline void tp_accept(tlsproxy_t *tp) {
   for (int i = 0; i < TP_MAX_CONNS && slot < 0; i++)
     if (tp->conns[i].cfd < 0)
       slot = i;
-  int sfd = slot >= 0 ? kp_connect_upstream(tp->upstream_port) : -1;
+  int sfd = slot >= 0 ? dc_tu_connect(tp->upstream_port) : -1;
   SSL *ssl = sfd >= 0 ? SSL_new(tp->ctx) : NULL;
   if (!ssl || !SSL_set_fd(ssl, cfd)) {
     SSL_free(ssl);
@@ -386,6 +386,14 @@ fail:;
   return NULL;
 }
 
+/* Undoes tp_listen(). */
+static inline void tp_unlisten(tlsproxy_t *tp) {
+  dc_tu_unlisten(&tp->lfd, tp->wake);
+  pthread_mutex_destroy(&tp->lock);
+  SSL_CTX_free(tp->ctx);
+  tp->ctx = NULL;
+}
+
 /* Binds the listening socket (the port is known from here on). */
 static inline int tp_listen(tlsproxy_t *tp, const char *cert, const char *key,
                             const char *ca, bool require_client_cert,
@@ -402,34 +410,14 @@ static inline int tp_listen(tlsproxy_t *tp, const char *cert, const char *key,
   if (!(tp->ctx = tp_ctx_new(cert, key, ca, require_client_cert, errstr,
                              errstr_size)))
     return -1;
-  pthread_mutex_init(&tp->lock, NULL);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  tp->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (tp->lfd < 0 || bind(tp->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(tp->lfd, 64) ||
-      getsockname(tp->lfd, (struct sockaddr *)&sa, &sl) ||
-      pipe2(tp->wake, O_CLOEXEC)) {
+  if (dc_tu_listen(&tp->lfd, &tp->port, tp->wake)) {
     snprintf(errstr, errstr_size, "tlsproxy: %s", strerror(errno));
-    goto fail;
+    SSL_CTX_free(tp->ctx);
+    tp->ctx = NULL;
+    return -1;
   }
-  tp->port = ntohs(sa.sin_port);
+  pthread_mutex_init(&tp->lock, NULL);
   return 0;
-fail:
-  if (tp->lfd >= 0)
-    close(tp->lfd);
-  if (tp->wake[0] >= 0)
-    close(tp->wake[0]);
-  if (tp->wake[1] >= 0)
-    close(tp->wake[1]);
-  pthread_mutex_destroy(&tp->lock);
-  SSL_CTX_free(tp->ctx);
-  tp->ctx = NULL;
-  tp->lfd = -1;
-  return -1;
 }
 
 static inline int tp_run(tlsproxy_t *tp, int upstream_port, char *errstr,
@@ -437,12 +425,7 @@ static inline int tp_run(tlsproxy_t *tp, int upstream_port, char *errstr,
   tp->upstream_port = upstream_port;
   if (pthread_create(&tp->thread, NULL, tp_thread, tp)) {
     snprintf(errstr, errstr_size, "tlsproxy: cannot start its thread");
-    close(tp->lfd);
-    close(tp->wake[0]);
-    close(tp->wake[1]);
-    pthread_mutex_destroy(&tp->lock);
-    SSL_CTX_free(tp->ctx);
-    tp->ctx = NULL;
+    tp_unlisten(tp);
     if (tp->with_kp)
       kproxy_stop(&tp->kp);
     return -1;
@@ -474,12 +457,7 @@ static inline int tlsproxy_start_kafka(tlsproxy_t *tp, int broker_port,
     return -1;
   if (kproxy_start_advertising(&tp->kp, broker_port, tp->port, errstr,
                                errstr_size)) {
-    close(tp->lfd);
-    close(tp->wake[0]);
-    close(tp->wake[1]);
-    pthread_mutex_destroy(&tp->lock);
-    SSL_CTX_free(tp->ctx);
-    tp->ctx = NULL;
+    tp_unlisten(tp);
     return -1;
   }
   tp->with_kp = true;
@@ -490,19 +468,11 @@ static inline int tlsproxy_start_kafka(tlsproxy_t *tp, int broker_port,
 static inline void tlsproxy_stop(tlsproxy_t *tp) {
   if (!tp->started)
     return;
-  ssize_t w;
-  do
-    w = write(tp->wake[1], "x", 1);
-  while (w < 0 && errno == EINTR);
+  dc_tu_wake(tp->wake[1]);
   pthread_join(tp->thread, NULL);
-  close(tp->lfd);
-  close(tp->wake[0]);
-  close(tp->wake[1]);
-  SSL_CTX_free(tp->ctx);
-  tp->ctx = NULL;
+  tp_unlisten(tp);
   if (tp->with_kp)
     kproxy_stop(&tp->kp);
-  pthread_mutex_destroy(&tp->lock);
   tp->started = false;
 }
 

@@ -409,114 +409,65 @@ static int wait_fd(int fd, short events, int64_t deadline) {
   }
 }
 
-/* Sends all of p[0..n). 0, or a dynconf error with errstr set; the caller
- * closes the connection on error. */
-static dynconf_err_t send_all(dc_kclient_t *kc, const uint8_t *p, size_t n,
-                              int64_t deadline, int timeout_ms, char *errstr,
-                              size_t errstr_size) {
-  while (n) {
-    if (kc->tls) {
-      short ev = 0;
-      ssize_t w = dc_tls_write(kc->tls, p, n, &ev, errstr, errstr_size);
-      if (w > 0) {
-        p += w;
-        n -= (size_t)w;
-        continue;
-      }
-      if (w == -2)
-        return DYNCONF_ERR__TRANSPORT;
-      int r = wait_fd(kc->fd, ev, deadline);
-      if (r > 0)
-        continue;
-      if (r == 0) {
-        dc_seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
-               timeout_ms);
-        return DYNCONF_ERR__TIMED_OUT;
-      }
-      dc_seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
-             strerror(errno));
-      return DYNCONF_ERR__TRANSPORT;
-    }
-    ssize_t w = send(kc->fd, p, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      p += w;
-      n -= (size_t)w;
+/* One non-blocking attempt to move bytes over the connection, TLS or
+ * plaintext: send p[0..n) when writing, else receive into it. Returns the
+ * bytes moved (> 0); 0 when the peer closed (receiving); -1 when it would
+ * block, with *wait the poll() events to wait for; -2 on a TLS error with
+ * errstr set; -3 on a socket error with errno set. */
+static ssize_t transport_io(dc_kclient_t *kc, bool writing, uint8_t *p,
+                            size_t n, short *wait, char *errstr,
+                            size_t errstr_size) {
+  if (kc->tls)
+    return writing ? dc_tls_write(kc->tls, p, n, wait, errstr, errstr_size)
+                   : dc_tls_read(kc->tls, p, n, wait, errstr, errstr_size);
+  for (;;) {
+    ssize_t k = writing ? send(kc->fd, p, n, MSG_NOSIGNAL)
+                        : recv(kc->fd, p, n, 0);
+    if (k > 0 || (k == 0 && !writing))
+      return k;
+    if (k < 0 && errno == EINTR)
       continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      *wait = writing ? POLLOUT : POLLIN;
+      return -1;
     }
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int r = wait_fd(kc->fd, POLLOUT, deadline);
-      if (r > 0)
-        continue;
-      if (r == 0) {
-        dc_seterr(errstr, errstr_size, "cannot send to %s within %d ms", kc->peer,
-               timeout_ms);
-        return DYNCONF_ERR__TIMED_OUT;
-      }
-    }
-    dc_seterr(errstr, errstr_size, "cannot send to %s: %s", kc->peer,
-           strerror(errno));
-    return DYNCONF_ERR__TRANSPORT;
+    return -3;
   }
-  return DYNCONF_ERR_NO_ERROR;
 }
 
-/* Receives exactly n bytes into p. */
-static dynconf_err_t recv_all(dc_kclient_t *kc, uint8_t *p, size_t n,
-                              int64_t deadline, int timeout_ms, char *errstr,
-                              size_t errstr_size) {
+/* Sends all of p[0..n) (writing) or receives exactly n bytes into p, each
+ * wait bounded by deadline. 0, or a dynconf error with errstr set; the
+ * caller closes the connection on error. */
+static dynconf_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
+                                  size_t n, int64_t deadline, int timeout_ms,
+                                  char *errstr, size_t errstr_size) {
   while (n) {
-    if (kc->tls) {
-      short ev = 0;
-      ssize_t r = dc_tls_read(kc->tls, p, n, &ev, errstr, errstr_size);
-      if (r > 0) {
-        p += r;
-        n -= (size_t)r;
-        continue;
-      }
-      if (r == 0) {
-        dc_seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
-        return DYNCONF_ERR__TRANSPORT;
-      }
-      if (r == -2)
-        return DYNCONF_ERR__TRANSPORT;
-      int w = wait_fd(kc->fd, ev, deadline);
-      if (w > 0)
-        continue;
-      if (w == 0) {
-        dc_seterr(errstr, errstr_size, "no response from %s within %d ms",
-               kc->peer, timeout_ms);
-        return DYNCONF_ERR__TIMED_OUT;
-      }
-      dc_seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
-             strerror(errno));
-      return DYNCONF_ERR__TRANSPORT;
-    }
-    ssize_t r = recv(kc->fd, p, n, 0);
-    if (r > 0) {
-      p += r;
-      n -= (size_t)r;
+    short ev = 0;
+    ssize_t k = transport_io(kc, writing, p, n, &ev, errstr, errstr_size);
+    if (k > 0) {
+      p += k;
+      n -= (size_t)k;
       continue;
     }
-    if (r == 0) {
+    if (k == 0) {
       dc_seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
       return DYNCONF_ERR__TRANSPORT;
     }
-    if (errno == EINTR)
+    if (k == -2)
+      return DYNCONF_ERR__TRANSPORT;
+    int r = k == -1 ? wait_fd(kc->fd, ev, deadline) : -1;
+    if (r > 0)
       continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int w = wait_fd(kc->fd, POLLIN, deadline);
-      if (w > 0)
-        continue;
-      if (w == 0) {
-        dc_seterr(errstr, errstr_size, "no response from %s within %d ms",
-               kc->peer, timeout_ms);
-        return DYNCONF_ERR__TIMED_OUT;
-      }
+    if (r == 0) {
+      dc_seterr(errstr, errstr_size,
+                writing ? "cannot send to %s within %d ms"
+                        : "no response from %s within %d ms",
+                kc->peer, timeout_ms);
+      return DYNCONF_ERR__TIMED_OUT;
     }
-    dc_seterr(errstr, errstr_size, "cannot read from %s: %s", kc->peer,
-           strerror(errno));
+    dc_seterr(errstr, errstr_size,
+              writing ? "cannot send to %s: %s" : "cannot read from %s: %s",
+              kc->peer, strerror(errno));
     return DYNCONF_ERR__TRANSPORT;
   }
   return DYNCONF_ERR_NO_ERROR;
@@ -556,11 +507,12 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   }
   dc_wr_frame_end(&kc->out, off);
 
-  dynconf_err_t err = send_all(kc, kc->out.data, kc->out.len, deadline,
-                               timeout_ms, errstr, errstr_size);
+  dynconf_err_t err = transfer_all(kc, true, kc->out.data, kc->out.len,
+                                   deadline, timeout_ms, errstr, errstr_size);
   uint8_t szb[4];
   if (!err)
-    err = recv_all(kc, szb, 4, deadline, timeout_ms, errstr, errstr_size);
+    err = transfer_all(kc, false, szb, 4, deadline, timeout_ms, errstr,
+                       errstr_size);
   if (err) {
     dc_kclient_close(kc);
     return err;
@@ -593,8 +545,8 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     kc->in = p;
     kc->in_cap = (size_t)size;
   }
-  err = recv_all(kc, kc->in, (size_t)size, deadline, timeout_ms, errstr,
-                 errstr_size);
+  err = transfer_all(kc, false, kc->in, (size_t)size, deadline, timeout_ms,
+                     errstr, errstr_size);
   if (err) {
     dc_kclient_close(kc);
     return err;
