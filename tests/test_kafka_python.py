@@ -12,25 +12,17 @@ _convert_*_config_resource_request in kafka/admin/client.py).
 Prints TAP. Every socket wait is bounded; a global alarm turns any hang
 into a failure.
 """
-import importlib.util
 import os
-import select
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import traceback
 
-# Debian installs kafka-python for the system interpreter; a pyenv or venv
-# python3 first on PATH will not see it, so re-run under /usr/bin/python3.
-if importlib.util.find_spec("kafka") is None:
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    print("Bail out! kafka-python is not installed (Debian package python3-kafka)")
-    sys.exit(1)
+from dcpy import Daemon, free_port, t  # noqa: E402,F401
+import dcpy  # noqa: E402
+
+dcpy.require_kafka_python()
 
 from kafka.admin import ConfigResource, KafkaAdminClient  # noqa: E402
 from kafka.protocol.admin import DescribeConfigsRequest_v0  # noqa: E402
@@ -40,98 +32,6 @@ SRC_CLIENT, SRC_DEFAULT, SRC_STATIC_BROKER = 7, 8, 4
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
 NODE_ID = 3
 TIMEOUT_MS = 10000
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print("%sok %d - %s" % ("" if cond else "not ", self.n, desc), flush=True)
-        return bool(cond)
-
-    def is_(self, got, want, desc):
-        if not self.ok(got == want, desc):
-            self.diag("  got %r, want %r" % (got, want))
-
-    def diag(self, msg):
-        for line in str(msg).splitlines():
-            print("# " + line, flush=True)
-
-    def done(self):
-        print("1..%d" % self.n, flush=True)
-        return 1 if self.failed or self.n == 0 else 0
-
-
-t = Tap()
-
-
-class Daemon:
-    """dynconfd in the background; stdout parsed for the listening line."""
-
-    def __init__(self, tmp, args):
-        builddir = os.environ.get("DC_BUILDDIR", ".")
-        self.log_path = os.path.join(tmp, "dynconfd.log")
-        self.log = open(self.log_path, "ab")
-        wrapper = os.environ.get("DC_DAEMON_WRAPPER", "").split()
-        self.proc = subprocess.Popen(
-            wrapper + [os.path.join(builddir, "dynconfd")] + args,
-            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
-        self.host, self.port = None, None
-        deadline = time.monotonic() + 10
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if r:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    if line.startswith("listening on "):
-                        hp = line[len("listening on "):].split(" ")[0]
-                        self.host, port = hp.rsplit(":", 1)
-                        self.port = int(port)
-                        return
-        self.stop()
-        raise RuntimeError("dynconfd did not print 'listening on' within 10 s")
-
-    def stop(self, sig=signal.SIGTERM):
-        """Returns the exit status (negative for death by signal), or None
-        if it had to be killed after 10 s."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = None
-        self.proc.stdout.close()
-        self.log.close()
-        return rc
-
-    def log_tail(self, n=20):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                lines = f.readlines()[-n:]
-        except OSError:
-            return
-        t.diag("--- dynconfd log ---")
-        for line in lines:
-            t.diag(line.rstrip("\n"))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def client_resource(name, configs=None):

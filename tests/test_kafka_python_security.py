@@ -28,9 +28,7 @@ Cases:
 Prints TAP. Every socket wait is bounded; a global alarm turns any hang
 into a failure.
 """
-import importlib.util
 import os
-import select
 import shutil
 import signal
 import socket
@@ -39,16 +37,12 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 
-# Debian installs kafka-python for the system interpreter; a pyenv or venv
-# python3 first on PATH will not see it, so re-run under /usr/bin/python3.
-if importlib.util.find_spec("kafka") is None:
-    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    print("Bail out! kafka-python is not installed (Debian package python3-kafka)")
-    sys.exit(1)
+from dcpy import Daemon, free_port, t, builddir, dynconfd_path, srcdir  # noqa: E402,F401
+import dcpy  # noqa: E402
+
+dcpy.require_kafka_python()
 
 from kafka.admin import ConfigResource, KafkaAdminClient  # noqa: E402
 from kafka.scram import ScramClient  # noqa: E402
@@ -77,115 +71,6 @@ SECRET_ENTITY, SECRET_KEY, SECRET_VALUE = "py-secret", "session.timeout.ms", "43
 
 def password(user):
     return "pw-%s-%d" % (user, len(user))
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print("%sok %d - %s" % ("" if cond else "not ", self.n, desc), flush=True)
-        return bool(cond)
-
-    def is_(self, got, want, desc):
-        if not self.ok(got == want, desc):
-            self.diag("  got %r, want %r" % (got, want))
-        return got == want
-
-    def diag(self, msg):
-        for line in str(msg).splitlines():
-            print("# " + line, flush=True)
-
-    def done(self):
-        print("1..%d" % self.n, flush=True)
-        return 1 if self.failed or self.n == 0 else 0
-
-
-t = Tap()
-
-
-def builddir():
-    return os.environ.get("DC_BUILDDIR", ".")
-
-
-def srcdir():
-    return os.environ.get("DC_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
-
-
-def dynconfd_path():
-    return os.path.join(builddir(), "dynconfd")
-
-
-class Daemon:
-    """dynconfd in the background. Reads its stdout until it has printed
-    `listening on HOST:PORT (NAME PROTOCOL)` for every expected listener;
-    self.listeners maps NAME -> (host, port, protocol)."""
-
-    def __init__(self, tmp, args, n_listeners):
-        self.log_path = os.path.join(tmp, "dynconfd.log")
-        self.log = open(self.log_path, "ab")
-        wrapper = os.environ.get("DC_DAEMON_WRAPPER", "").split()
-        self.proc = subprocess.Popen(
-            wrapper + [dynconfd_path()] + args,
-            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
-        self.listeners = {}
-        deadline = time.monotonic() + 10
-        buf = b""
-        while time.monotonic() < deadline and len(self.listeners) < n_listeners:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if not r:
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            buf += chunk
-            for line in buf.decode(errors="replace").splitlines():
-                if not line.startswith("listening on "):
-                    continue
-                words = line[len("listening on "):].split(" ")
-                host, port = words[0].rsplit(":", 1)
-                name = words[1].lstrip("(") if len(words) > 1 else "?"
-                proto = words[2].rstrip(")") if len(words) > 2 else "?"
-                self.listeners[name] = (host, int(port), proto)
-        if len(self.listeners) < n_listeners:
-            self.stop()
-            self.log_tail()
-            raise RuntimeError("dynconfd printed %d of %d 'listening on' lines "
-                               "within 10 s: %r" % (len(self.listeners),
-                                                    n_listeners, buf))
-
-    def addr(self, name):
-        host, port, _ = self.listeners[name]
-        return host, port
-
-    def stop(self, sig=signal.SIGTERM):
-        """Exit status (negative for a signal), or None if it had to be
-        killed after 10 s."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = None
-        self.proc.stdout.close()
-        self.log.close()
-        return rc
-
-    def log_tail(self, n=40):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                lines = f.readlines()[-n:]
-        except OSError:
-            return
-        t.diag("--- dynconfd log ---")
-        for line in lines:
-            t.diag(line.rstrip("\n"))
 
 
 # ---- kafka-python helpers ---------------------------------------------
@@ -707,7 +592,7 @@ def main():
             "--ssl-cert", CERTS["server.pem"], "--ssl-key", CERTS["server.key"],
             "--ssl-ca", CERTS["ca"], "--ssl-client-auth", "requested",
             "--credentials", creds, "--node-id", str(NODE_ID),
-            "--data-dir", data_dir], 4)
+            "--data-dir", data_dir], 4, log_lines=40)
         t.is_(sorted((n, p[2]) for n, p in d.listeners.items()),
               [("PLAINTEXT", "PLAINTEXT"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"),
                ("SASL_SSL", "SASL_SSL"), ("SSL", "SSL")],
