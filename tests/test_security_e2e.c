@@ -747,6 +747,8 @@ static void test_authorization(void) {
          "... including the denials");
   ok(history_has("User:alice") && history_has("User:bob"),
      "the audit history records each change's principal");
+  ok(history_has("User:admin") && history_has("user:alice acks SET"),
+     "... and names user entities as user:NAME");
   rd_kafka_destroy(alice);
   rd_kafka_destroy(bob);
   rd_kafka_destroy(admin_rk);

@@ -340,7 +340,9 @@ static int print_row(void *opaque, const dc_audit_row_t *r) {
   printf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ %s %s %s %s:%s %s %s %s -> %s\n",
          tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
          tm.tm_sec, (int)(r->time_ms % 1000), r->principal, r->peer, r->api,
-         r->resource_type == DC_RES_CLIENT ? "client" : "resource",
+         r->resource_type == DC_RES_CLIENT ? "client"
+         : r->resource_type == DC_RES_USER ? "user"
+                                           : "resource",
          r->entity, r->key, op_name(r->op),
          r->old_value ? r->old_value : "(unset)",
          r->new_value ? r->new_value : "(unset)");
