@@ -11,6 +11,7 @@
  *  - out-of-range versions, hostile counts, bad booleans.
  */
 #include "codec/proto.h"
+#include "codectest.h"
 #include "tap.h"
 
 #include <stdint.h>
@@ -34,21 +35,6 @@ static void reset(void) {
   dc_arena_reset(&arena);
 }
 
-/* First mismatch found by a deep compare, for the diagnostic. */
-static const char *mismatch;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      if (!mismatch)                                                           \
-        mismatch = #cond;                                                      \
-      return 0;                                                                \
-    }                                                                          \
-  } while (0)
-
-static int str_eq(const char *a, const char *b) {
-  return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 static int i32s_eq(int32_t na, const int32_t *a, int32_t nb, const int32_t *b) {
   if (na != nb)
     return 0;
@@ -56,29 +42,6 @@ static int i32s_eq(int32_t na, const int32_t *a, int32_t nb, const int32_t *b) {
     if (a[i] != b[i])
       return 0;
   return 1;
-}
-
-/* Decoding every strict prefix of buf.data must fail (negative, never 0).
- * The decode callback gets a fresh reader each time. */
-typedef int (*decode_fn)(dc_rd_t *rd, int16_t v);
-
-static int truncation_failures(decode_fn fn, int16_t v, const uint8_t *p,
-                               size_t len) {
-  int bad = 0;
-  for (size_t n = 0; n < len; n++) {
-    dc_arena_t a;
-    dc_arena_init(&a);
-    dc_rd_t rd;
-    dc_rd_init(&rd, p, n, &a);
-    int rc = fn(&rd, v);
-    if (rc >= 0 || rc != rd.err) {
-      if (!bad)
-        diag("  prefix %zu of %zu decoded with rc %d", n, len, rc);
-      bad++;
-    }
-    dc_arena_free(&a);
-  }
-  return bad;
 }
 
 static int dec_av_req(dc_rd_t *rd, int16_t v) {

@@ -13,6 +13,7 @@
  *  - out-of-range versions, null where not nullable, hostile counts.
  */
 #include "codec/proto.h"
+#include "codectest.h"
 #include "tap.h"
 
 #include <stdint.h>
@@ -29,55 +30,11 @@ static void reset(void) {
   dc_arena_reset(&arena);
 }
 
-/* First mismatch found by a deep compare, for the diagnostic. */
-static const char *mismatch;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      if (!mismatch)                                                           \
-        mismatch = #cond;                                                      \
-      return 0;                                                                \
-    }                                                                          \
-  } while (0)
-
-static int str_eq(const char *a, const char *b) {
-  return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 /* A NULL pointer with length 0 and an empty buffer are the same bytes. */
 static int bytes_eq(const uint8_t *a, int32_t na, const uint8_t *b, int32_t nb) {
   if (na != nb)
     return 0;
   return na <= 0 || (a && b && !memcmp(a, b, (size_t)na));
-}
-
-/* Decoding every strict prefix of p must fail (negative, equal to rd.err,
- * never 0). Each attempt gets a fresh reader and arena, and reads from an
- * exact-size heap copy so that valgrind/ASan flag any read past the end. */
-typedef int (*decode_fn)(dc_rd_t *rd, int16_t v);
-
-static int truncation_failures(decode_fn fn, int16_t v, const uint8_t *p,
-                               size_t len) {
-  int bad = 0;
-  for (size_t n = 0; n < len; n++) {
-    dc_arena_t a;
-    dc_arena_init(&a);
-    uint8_t *copy = malloc(n ? n : 1); /* owned here, freed below */
-    if (!copy)
-      return -1;
-    memcpy(copy, p, n);
-    dc_rd_t rd;
-    dc_rd_init(&rd, copy, n, &a);
-    int rc = fn(&rd, v);
-    if (rc >= 0 || rc != rd.err) {
-      if (!bad)
-        diag("  prefix %zu of %zu decoded with rc %d", n, len, rc);
-      bad++;
-    }
-    free(copy);
-    dc_arena_free(&a);
-  }
-  return bad;
 }
 
 static int dec_hs_req(dc_rd_t *rd, int16_t v) {
