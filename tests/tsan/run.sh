@@ -12,5 +12,5 @@ gcc -shared -fPIC -O1 -o "$build/c11shim.so" "$src/tests/tsan/c11shim.c" -lpthre
 tests="tests/test_agent_e2e tests/test_agent_consumer tests/test_agent_failures"
 make -C "$build" $tests >/dev/null
 cd "$build"
-LD_PRELOAD="$build/c11shim.so" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+LD_PRELOAD="$build/c11shim.so" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$src/tests/tsan/suppressions.txt" \
   DC_SRCDIR="$src" DC_BUILDDIR="$build" prove --exec '' $tests
