@@ -40,12 +40,10 @@ void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev) {
 
 static void vlog_locked(dynconf_t *dc, int level, const char *fac,
                         const char *fmt, va_list ap) {
-  if (level > dc->conf.log_level)
-    return;
+  if (level > dc->conf.log_level || dc->logq_len >= DC_AGENT_MAX_QUEUED)
+    return; /* bounded: an unpolled agent must not grow */
   char msg[512];
   vsnprintf(msg, sizeof(msg), fmt, ap);
-  if (dc->logq_len >= DC_AGENT_MAX_QUEUED)
-    return; /* bounded: an unpolled agent must not grow */
   dc_logmsg_t *m = calloc(1, sizeof(*m));
   if (!m || !(m->fac = strdup(fac)) || !(m->msg = strdup(msg))) {
     if (m)
@@ -210,6 +208,16 @@ static rd_kafka_conf_t *agent_handle_conf(dynconf_t *dc, char *errstr,
     rd_kafka_conf_destroy(c);
     return NULL;
   }
+  /* Bounds what one answer can make librdkafka read and parse for us.
+   * librdkafka only ties it to fetch.max.bytes for consumers; this handle
+   * is a producer. */
+  char rmax[32];
+  snprintf(rmax, sizeof(rmax), "%d", DC_AGENT_MAX_RESPONSE_BYTES);
+  if (rd_kafka_conf_set(c, "receive.message.max.bytes", rmax, errstr,
+                        errstr_size) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(c);
+    return NULL;
+  }
   rd_kafka_conf_set_log_cb(c, rk_log_cb);
   rd_kafka_conf_set_opaque(c, dc);
   return c;
@@ -257,10 +265,6 @@ int dc_agent_handle_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size) {
 
 typedef enum { FETCH_OK, FETCH_UNSUPPORTED, FETCH_ERROR } fetch_res_t;
 
-static int cmp_fetched(const void *a, const void *b) {
-  return strcmp(((const dc_fetched_t *)a)->key, ((const dc_fetched_t *)b)->key);
-}
-
 static dynconf_err_t map_err(rd_kafka_resp_err_t e) {
   switch (e) {
   case RD_KAFKA_RESP_ERR__TIMED_OUT:
@@ -269,6 +273,8 @@ static dynconf_err_t map_err(rd_kafka_resp_err_t e) {
   case RD_KAFKA_RESP_ERR__TRANSPORT:
   case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
     return DYNCONF_ERR__TRANSPORT;
+  case RD_KAFKA_RESP_ERR__BAD_MSG:
+    return DYNCONF_ERR__BAD_RESPONSE;
   default:
     return e > 0 ? (dynconf_err_t)e : DYNCONF_ERR_UNKNOWN_SERVER_ERROR;
   }
@@ -326,8 +332,15 @@ static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
   rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
   if (err) {
     *errp = map_err(err);
-    snprintf(errstr, errstr_size, "DescribeConfigs to %s failed: %s",
-             dc->bootstrap, rd_kafka_event_error_string(ev));
+    /* librdkafka says the same for an answer it cannot parse and for one
+     * over receive.message.max.bytes: name both. */
+    char why[96] = "";
+    if (err == RD_KAFKA_RESP_ERR__BAD_MSG)
+      snprintf(why, sizeof(why), " (a malformed answer, or one over the "
+               "agent's receive limit of %d bytes)",
+               DC_AGENT_MAX_RESPONSE_BYTES);
+    snprintf(errstr, errstr_size, "DescribeConfigs to %s failed: %s%s",
+             dc->bootstrap, rd_kafka_event_error_string(ev), why);
     r = err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE ? FETCH_UNSUPPORTED
                                                        : FETCH_ERROR;
     goto done;
@@ -358,6 +371,12 @@ static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
   }
   size_t nc;
   const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nc);
+  /* Before copying anything: the agent's work stays bounded. */
+  if (dc_fetched_count_check(nc, DC_AGENT_MAX_ENTRIES, errstr, errstr_size)) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    r = FETCH_ERROR;
+    goto done;
+  }
   out->v = calloc(nc ? nc : 1, sizeof(*out->v));
   if (!out->v) {
     *errp = DYNCONF_ERR__NOMEM;
@@ -385,7 +404,12 @@ static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
       goto done;
     }
   }
-  qsort(out->v, out->n, sizeof(*out->v), cmp_fetched);
+  if (dc_fetched_set_normalize(out, DC_AGENT_MAX_ENTRIES, errstr,
+                               errstr_size)) {
+    dc_fetched_set_free(out);
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    r = FETCH_ERROR;
+  }
 done:
   rd_kafka_event_destroy(ev);
   return r;
@@ -401,10 +425,88 @@ static int64_t jittered(dynconf_t *dc, int64_t ms) {
   return ms - (span ? (int64_t)(dc->rng % (uint64_t)(span + 1)) : 0);
 }
 
-/* Records a fetch outcome and decides the next fetch. Caller holds lock;
- * takes ownership of *set. */
+/* A successful fetch judged without the lock: what dc_resolve() made of
+ * it, and what record() swaps in. */
+typedef struct judged {
+  int rc;                    /* dc_resolve()'s: 0, or -1 (out of memory) */
+  dynconf_event_t *ev;       /* NULL: nothing changed */
+  dc_effective_t eff;        /* the effective config after ev */
+  dynconf_event_t *rejected; /* copy of a rejected ev for the statistics */
+} judged_t;
+
+/* The keys, values and reasons of a rejected change set (NULL on OOM). */
+static dynconf_event_t *rejected_copy(const dynconf_event_t *ev) {
+  dynconf_event_t *copy = calloc(1, sizeof(*copy));
+  if (!copy || !(copy->entries = calloc(ev->n ? ev->n : 1,
+                                        sizeof(*copy->entries)))) {
+    free(copy);
+    return NULL;
+  }
+  for (size_t i = 0; i < ev->n; i++) {
+    const dc_event_entry_t *e = &ev->entries[i];
+    dc_event_entry_t *c = &copy->entries[copy->n++];
+    c->key = strdup(e->key);
+    c->new_value = e->new_value ? strdup(e->new_value) : NULL;
+    c->reason = e->reason ? strdup(e->reason) : NULL;
+  }
+  return copy;
+}
+
+/* Runs dc_resolve() on a copy of the effective config, lock not held: only
+ * the fetching thread (dynconf_new(), then the agent thread) writes
+ * dc->fetched, dc->eff and dc->generation, so it reads them unlocked. */
+static void judge(dynconf_t *dc, const dc_fetched_set_t *set, judged_t *j) {
+  memset(j, 0, sizeof(*j));
+  if (dc_effective_copy(&j->eff, &dc->eff)) {
+    j->rc = -1;
+    return;
+  }
+  j->rc = dc_resolve(&dc->app, &dc->allow, &dc->fetched, set, &j->eff,
+                     dc->generation, &j->ev);
+  if (!j->rc && j->ev && !j->ev->accepted)
+    j->rejected = rejected_copy(j->ev);
+}
+
+static void judged_free(judged_t *j) {
+  dc_event_free(j->ev);
+  dc_event_free(j->rejected);
+  dc_effective_free(&j->eff);
+  memset(j, 0, sizeof(*j));
+}
+
+/* Logs a change set's entries and publishes it: swaps (cheap) what
+ * judge() prepared into dc; the old effective config and rejected copy go
+ * back into j for the caller to free. Caller holds the lock. */
+static void publish_locked(dynconf_t *dc, judged_t *j) {
+  dynconf_event_t *ev = j->ev;
+  dc->generation = ev->generation;
+  for (size_t i = 0; i < ev->n; i++) {
+    const dc_event_entry_t *e = &ev->entries[i];
+    log_locked(dc, e->outcome == DYNCONF_OUTCOME_REJECTED ? 4 : 6, "CHANGE",
+               "%s: %s -> %s (%s) %s%s%s", e->key,
+               e->old_value ? e->old_value : "(app)",
+               e->new_value ? e->new_value : "(app)",
+               dynconf_source_name(e->source), dynconf_outcome_name(e->outcome),
+               e->reason ? ": " : "", e->reason ? e->reason : "");
+  }
+  if (ev->accepted) {
+    dc_effective_t old = dc->eff;
+    dc->eff = j->eff;
+    j->eff = old;
+  }
+  dynconf_event_t *old_rejected = dc->last_rejected;
+  dc->last_rejected = j->rejected; /* NULL when accepted */
+  j->rejected = old_rejected;
+  dc_agent_enqueue_locked(dc, ev);
+  j->ev = NULL;
+}
+
+/* Records a fetch outcome and decides the next fetch. Caller holds lock.
+ * On success *set becomes dc->fetched and *set gets the previous one,
+ * which the caller frees (after unlocking). */
 static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
-                   dynconf_err_t err, const char *errstr, int64_t took_us) {
+                   judged_t *j, dynconf_err_t err, const char *errstr,
+                   int64_t took_us) {
   dc->last_fetch_us = took_us;
   dc->sum_fetch_us += took_us;
   if (took_us > dc->max_fetch_us)
@@ -418,53 +520,15 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
                  "reachable again at %s", dc->client_id, dc->bootstrap);
     dc->state = DYNCONF_STATE_UP;
     dc->failures = 0;
-    dynconf_event_t *ev = NULL;
-    if (dc_resolve(&dc->app, &dc->allow, &dc->fetched, set, &dc->eff,
-                   dc->generation, &ev)) {
+    if (j->rc) {
       log_locked(dc, 3, "FETCH", "out of memory applying a change set");
-      dc_fetched_set_free(set);
     } else {
-      dc_fetched_set_free(&dc->fetched);
+      dc_fetched_set_t old = dc->fetched;
       dc->fetched = *set;
-      if (ev) {
-        dc->generation = ev->generation;
-        for (size_t i = 0; i < ev->n; i++)
-          log_locked(dc, ev->entries[i].outcome == DYNCONF_OUTCOME_REJECTED ? 4 : 6,
-                     "CHANGE", "%s: %s -> %s (%s) %s%s%s", ev->entries[i].key,
-                     ev->entries[i].old_value ? ev->entries[i].old_value : "(app)",
-                     ev->entries[i].new_value ? ev->entries[i].new_value : "(app)",
-                     dynconf_source_name(ev->entries[i].source),
-                     dynconf_outcome_name(ev->entries[i].outcome),
-                     ev->entries[i].reason ? ": " : "",
-                     ev->entries[i].reason ? ev->entries[i].reason : "");
-        if (!ev->accepted) {
-          /* Keep a copy for the statistics. */
-          dc_event_free(dc->last_rejected);
-          dc->last_rejected = NULL;
-          dynconf_event_t *copy = calloc(1, sizeof(*copy));
-          if (copy && (copy->entries = calloc(ev->n, sizeof(*copy->entries)))) {
-            for (size_t i = 0; i < ev->n; i++) {
-              copy->entries[i].key = strdup(ev->entries[i].key);
-              copy->entries[i].new_value = ev->entries[i].new_value
-                                               ? strdup(ev->entries[i].new_value)
-                                               : NULL;
-              copy->entries[i].reason = ev->entries[i].reason
-                                            ? strdup(ev->entries[i].reason)
-                                            : NULL;
-              copy->n++;
-            }
-            dc->last_rejected = copy;
-          } else {
-            free(copy);
-          }
-        } else {
-          dc_event_free(dc->last_rejected);
-          dc->last_rejected = NULL;
-        }
-        dc_agent_enqueue_locked(dc, ev);
-      }
+      *set = old;
+      if (j->ev)
+        publish_locked(dc, j);
     }
-    memset(set, 0, sizeof(*set));
     dc->next_fetch_ms = now + jittered(dc, dc->interval_ms);
     return;
   }
@@ -514,15 +578,20 @@ static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
 static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
-  char errstr[256] = "";
+  char errstr[512] = "";
   int64_t t0 = dc_mono_us();
   fetch_res_t r = fetch(dc, timeout_ms, &set, &err, errstr, sizeof(errstr));
   int64_t took = dc_mono_us() - t0;
+  judged_t j = {0};
+  if (r == FETCH_OK)
+    judge(dc, &set, &j);
   pthread_mutex_lock(&dc->lock);
   if (!dc->stop || r == FETCH_OK)
-    record(dc, r, &set, err, errstr, took);
-  dc_fetched_set_free(&set);
+    record(dc, r, &set, &j, err, errstr, took);
   pthread_mutex_unlock(&dc->lock);
+  /* What record() did not take, or handed back, is freed unlocked. */
+  dc_fetched_set_free(&set);
+  judged_free(&j);
 }
 
 static void *agent_thread(void *arg) {

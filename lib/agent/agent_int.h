@@ -42,13 +42,45 @@ typedef struct dc_fetched {
   dynconf_source_t source;
 } dc_fetched_t;
 
-/* A fetched set (sorted by key). Owns its entries. */
+/* A fetched set: sorted by key, each key once (dc_fetched_set_normalize).
+ * Owns its entries. */
 typedef struct dc_fetched_set {
   size_t n;
   dc_fetched_t *v;
 } dc_fetched_set_t;
 void dc_fetched_set_free(dc_fetched_set_t *s);
+/* Binary search in a normalized set; NULL when absent (or s NULL). */
 const dc_fetched_t *dc_fetched_find(const dc_fetched_set_t *s, const char *k);
+
+/* The most config entries the agent accepts in one DescribeConfigs answer.
+ * The schema has about a dozen keys and an operator relaying keys dynconf
+ * does not know might send a few hundred; the limit bounds the agent's
+ * work per fetch (copying, sorting, resolving) so a hostile or broken
+ * server cannot stall the agent or dynconf_new(). A larger answer is a
+ * fetch error (DYNCONF_ERR__BAD_RESPONSE); the last good configuration
+ * stays. */
+#define DC_AGENT_MAX_ENTRIES 10000
+
+/* receive.message.max.bytes of the agent's own librdkafka handle: 16 MiB,
+ * room for DC_AGENT_MAX_ENTRIES entries of 1.6 KB each (librdkafka's
+ * default is 100 MB). librdkafka drops the connection on a larger frame
+ * after reading its 4-byte size, before allocating for it. */
+#define DC_AGENT_MAX_RESPONSE_BYTES (16 * 1024 * 1024)
+
+/* -1 with "server answered N config entries; the agent accepts at most
+ * MAX" in errstr when n > max, else 0. */
+int dc_fetched_count_check(size_t n, size_t max, char *errstr,
+                           size_t errstr_size);
+
+/* Makes a freshly fetched set what dc_resolve() expects: checks its size
+ * against max (as dc_fetched_count_check), sorts it by key, and rejects a
+ * key named twice. Duplicates are malformed, whatever their values: the
+ * answer is refused as a whole ("server answered config 'K' twice") and
+ * the agent keeps its last good configuration, so a server repeating the
+ * same broken answer never produces a CHANGE event. 0, or -1 with errstr
+ * (the set is left to the caller to free). n log n. */
+int dc_fetched_set_normalize(dc_fetched_set_t *s, size_t max, char *errstr,
+                             size_t errstr_size);
 
 /* The application's settings that the rules look at, read once. */
 typedef struct dc_app_settings {
@@ -103,14 +135,16 @@ int dc_allow_index(const dc_allow_t *a, const char *key);
  * false for sources the agent does not apply (static, broker...). */
 bool dc_source_from_wire(int wire, dynconf_source_t *out);
 
-/* Decides what a newly fetched set means. Compares `fetched` with
+/* Decides what a newly fetched set means. Both sets are normalized
+ * (sorted, unique keys). Compares `fetched` with
  * `prev_fetched`; when nothing differs returns 0 and *evp = NULL.
  * Otherwise builds a CHANGE event (caller owns it) listing every key whose
  * fetched value or source changed, validates the complete candidate
  * configuration against the app's settings, and on success replaces *eff
  * with it (accepted = 1). A failing candidate is rejected as a whole and
  * *eff is untouched. generation is the current generation; the event
- * carries the new one. Returns 0 or -1 on OOM. */
+ * carries the new one. Returns 0 or -1 on OOM. O(n log n) in the size of
+ * the sets. */
 int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
                const dc_fetched_set_t *prev_fetched,
                const dc_fetched_set_t *fetched, dc_effective_t *eff,
@@ -223,6 +257,9 @@ struct dynconf_s {
   pthread_cond_t ready; /* dynconf_poll(): events or logs queued */
   bool stop, refresh_requested;
   dynconf_state_t state;
+  /* fetched, eff and generation are written (under the lock) only by the
+   * thread that fetches: dynconf_new() before the agent thread starts,
+   * then the agent thread, which may therefore read them unlocked. */
   dc_fetched_set_t fetched; /* last successful fetch */
   dc_effective_t eff;
   int64_t generation;
@@ -235,7 +272,7 @@ struct dynconf_s {
   int64_t n_fetch_ok, n_fetch_err, n_fetch_unsupported, n_events, n_dropped;
   int64_t last_fetch_us, sum_fetch_us, max_fetch_us;
   dynconf_err_t last_err;
-  char last_errstr[256];
+  char last_errstr[512];
   int64_t last_err_ms; /* wall clock */
   int failures;        /* consecutive */
   int64_t next_fetch_ms; /* monotonic */

@@ -18,11 +18,51 @@ void dc_fetched_set_free(dc_fetched_set_t *s) {
   s->n = 0;
 }
 
+/* Binary search: sets are sorted by key (dc_fetched_set_normalize). */
 const dc_fetched_t *dc_fetched_find(const dc_fetched_set_t *s, const char *k) {
-  for (size_t i = 0; s && i < s->n; i++)
-    if (!strcmp(s->v[i].key, k))
-      return &s->v[i];
+  size_t lo = 0, hi = s ? s->n : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(s->v[mid].key, k);
+    if (!c)
+      return &s->v[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   return NULL;
+}
+
+int dc_fetched_count_check(size_t n, size_t max, char *errstr,
+                           size_t errstr_size) {
+  if (n <= max)
+    return 0;
+  snprintf(errstr, errstr_size,
+           "server answered %zu config entries; the agent accepts at most %zu",
+           n, max);
+  return -1;
+}
+
+static int cmp_fetched(const void *a, const void *b) {
+  return strcmp(((const dc_fetched_t *)a)->key, ((const dc_fetched_t *)b)->key);
+}
+
+int dc_fetched_set_normalize(dc_fetched_set_t *s, size_t max, char *errstr,
+                             size_t errstr_size) {
+  if (dc_fetched_count_check(s->n, max, errstr, errstr_size))
+    return -1;
+  if (s->n > 1)
+    qsort(s->v, s->n, sizeof(*s->v), cmp_fetched);
+  /* Sorted: a key named twice sits next to itself. */
+  for (size_t i = 1; i < s->n; i++) {
+    if (!strcmp(s->v[i - 1].key, s->v[i].key)) {
+      snprintf(errstr, errstr_size, "server answered config '%.100s' twice",
+               s->v[i].key);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 bool dc_source_from_wire(int wire, dynconf_source_t *out) {
@@ -182,12 +222,50 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
   return true;
 }
 
-/* Adds key to the list unless present. */
-static void add_key(const char **keys, size_t *nk, const char *key) {
-  for (size_t k = 0; k < *nk; k++)
-    if (!strcmp(keys[k], key))
-      return;
-  keys[(*nk)++] = key;
+/* The keys whose fetched value or source differ between two sorted sets,
+ * each once and in order: one merge pass. Returns how many. */
+static size_t changed_keys(const dc_fetched_set_t *a,
+                           const dc_fetched_set_t *b, const char **keys) {
+  size_t i = 0, j = 0, n = 0;
+  while (i < a->n || j < b->n) {
+    int c = i == a->n   ? 1
+            : j == b->n ? -1
+                        : strcmp(a->v[i].key, b->v[j].key);
+    if (c < 0) {
+      keys[n++] = a->v[i++].key;
+    } else if (c > 0) {
+      keys[n++] = b->v[j++].key;
+    } else {
+      if (!same(a->v[i].value, b->v[j].value) ||
+          a->v[i].source != b->v[j].source)
+        keys[n++] = b->v[j].key;
+      i++, j++;
+    }
+  }
+  return n;
+}
+
+/* Sorts keys and drops repeats. Returns the new count. */
+static size_t sort_unique(const char **keys, size_t n) {
+  if (n > 1)
+    qsort(keys, n, sizeof(*keys), cmp_str);
+  size_t u = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!u || strcmp(keys[u - 1], keys[k]))
+      keys[u++] = keys[k];
+  return u;
+}
+
+/* Two sorted sets of unique keys are equal iff they are equal entry by
+ * entry. */
+static bool sets_equal(const dc_fetched_set_t *a, const dc_fetched_set_t *b) {
+  if (a->n != b->n)
+    return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp(a->v[i].key, b->v[i].key) ||
+        !same(a->v[i].value, b->v[i].value) || a->v[i].source != b->v[i].source)
+      return false;
+  return true;
 }
 
 /* Whether an allowed key concerns this kind of client at all. */
@@ -209,13 +287,7 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
                dynconf_event_t **evp) {
   *evp = NULL;
   /* Nothing differs from the previous fetch: nothing to say. */
-  bool differs = prev->n != fetched->n;
-  for (size_t i = 0; !differs && i < fetched->n; i++) {
-    const dc_fetched_t *p = dc_fetched_find(prev, fetched->v[i].key);
-    differs = !p || !same(p->value, fetched->v[i].value) ||
-              p->source != fetched->v[i].source;
-  }
-  if (!differs)
+  if (sets_equal(prev, fetched))
     return 0;
 
   /* The candidate: every allowed key that concerns this client, from the
@@ -245,15 +317,7 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
   dynconf_event_t *ev = calloc(1, sizeof(*ev));
   if (!keys || !ev)
     goto oom;
-  for (int pass = 0; pass < 2; pass++) {
-    const dc_fetched_set_t *s = pass ? fetched : prev;
-    const dc_fetched_set_t *o = pass ? prev : fetched;
-    for (size_t i = 0; i < s->n; i++) {
-      const dc_fetched_t *x = &s->v[i], *y = dc_fetched_find(o, x->key);
-      if (!y || !same(x->value, y->value) || x->source != y->source)
-        add_key(keys, &nk, x->key);
-    }
-  }
+  nk = changed_keys(prev, fetched, keys);
   bool value_moves = false;
   for (size_t i = 0; i < allow->n; i++) {
     bool v = !same(cand.value[i], eff->value[i]);
@@ -262,11 +326,11 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
     value_moves |= !same(cand.value[i] ? cand.value[i] : app->values[i],
                          eff->value[i] ? eff->value[i] : app->values[i]);
     if (v || (cand.value[i] && cand.source[i] != eff->source[i]))
-      add_key(keys, &nk, allow->keys[i]);
+      keys[nk++] = allow->keys[i];
   }
   if (!ok)
-    add_key(keys, &nk, bad_key);
-  qsort(keys, nk, sizeof(*keys), cmp_str);
+    keys[nk++] = bad_key;
+  nk = sort_unique(keys, nk);
 
   ev->type = DYNCONF_EVENT_CHANGE;
   ev->entries = calloc(nk ? nk : 1, sizeof(*ev->entries));

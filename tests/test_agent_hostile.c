@@ -1,0 +1,544 @@
+/*
+ * The agent against a hostile config server: a fake Kafka broker in this
+ * test (one thread, a loopback listener) that speaks just enough of the
+ * protocol for librdkafka's admin client (ApiVersions; Metadata naming
+ * itself as broker and controller; DescribeConfigs) with our codec, and
+ * answers DescribeConfigs with whatever the test sets:
+ *   (a) a million entries (past the agent's receive limit) and fifty
+ *       thousand (within it, past DC_AGENT_MAX_ENTRIES): dynconf_new()
+ *       keeps its startup bound, the agent reports an error (naming the
+ *       entry limit when the answer got through), the application's
+ *       dynconf_poll() stays prompt while the agent keeps re-fetching;
+ *   (b) the same key twice on every refresh: one ERROR event naming the
+ *       key, then no event at all however often it refreshes, and never a
+ *       CHANGE event; the last good configuration stays;
+ *   (c) a normal answer after a hostile one applies.
+ *
+ * Waits are "until a condition or a generous deadline". The elapsed-time
+ * checks are API promises with margins of seconds: dynconf_new() within
+ * dynconf.startup.timeout.ms, dynconf_poll(dc, 100) within 100 ms.
+ */
+#include "agentutil.h"
+
+#include "agent/agent_int.h" /* DC_AGENT_MAX_RESPONSE_BYTES */
+
+#define WAIT_MS 30000
+#define STARTUP_MS 3000
+#define MARGIN_MS 5000
+#define FK_MAX_CONNS 16
+
+/* ---- the fake broker ------------------------------------------------------ */
+
+typedef struct fake {
+  int lfd, port, wake[2];
+  pthread_t thread;
+  int fds[FK_MAX_CONNS];
+  dc_buf_t in[FK_MAX_CONNS];
+  pthread_mutex_t lock; /* guards what follows */
+  const dc_describe_configs_entry_t *configs; /* the answer (test's) */
+  int32_t n_configs;
+  int n_describe; /* DescribeConfigs answered */
+} fake_t;
+
+static fake_t fk;
+
+/* The DescribeConfigs answer from now on; configs stays the caller's and
+ * must outlive the answer. */
+static void fake_answer(const dc_describe_configs_entry_t *configs,
+                        int32_t n) {
+  pthread_mutex_lock(&fk.lock);
+  fk.configs = configs;
+  fk.n_configs = n;
+  pthread_mutex_unlock(&fk.lock);
+}
+
+static int fake_api_versions(dc_buf_t *out, int16_t v) {
+  static const int16_t keys[] = {DC_API_API_VERSIONS, DC_API_METADATA,
+                                 DC_API_DESCRIBE_CONFIGS};
+  dc_api_range_t r[3];
+  for (size_t i = 0; i < 3; i++) {
+    const dc_api_info_t *ai = dc_api_info(keys[i]);
+    r[i] = (dc_api_range_t){ai->key, ai->min_version, ai->max_version};
+  }
+  dc_apiversions_resp_t resp = {.n_api_keys = 3, .api_keys = r};
+  return dc_apiversions_resp_encode(out, v, &resp);
+}
+
+/* Names itself as the only broker and the controller; hosts no topics. */
+static int fake_metadata(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
+  dc_metadata_req_t req = {0};
+  if (dc_metadata_req_decode(rd, v, &req))
+    return -1;
+  dc_metadata_broker_t self = {.node_id = 1, .host = "127.0.0.1",
+                               .port = fk.port};
+  dc_metadata_topic_t *t = dc_rd_alloc(rd, (size_t)dc_nn_count(req.n_topics),
+                                       sizeof(*t));
+  for (int32_t i = 0; t && i < req.n_topics; i++) {
+    t[i].error_code = 3; /* UNKNOWN_TOPIC_OR_PARTITION */
+    t[i].name = req.topics[i].name ? req.topics[i].name : "";
+    t[i].topic_authorized_operations = INT32_MIN;
+  }
+  dc_metadata_resp_t resp = {.n_brokers = 1, .brokers = &self,
+                             .cluster_id = "hostile", .controller_id = 1,
+                             .n_topics = dc_nn_count(req.n_topics),
+                             .topics = t,
+                             .cluster_authorized_operations = INT32_MIN};
+  return dc_metadata_resp_encode(out, v, &resp);
+}
+
+/* Every requested resource gets the test's current entries. */
+static int fake_describe(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
+  dc_describe_configs_req_t req = {0};
+  if (dc_describe_configs_req_decode(rd, v, &req) || req.n_resources < 0)
+    return -1;
+  dc_describe_configs_result_t *res =
+      dc_rd_alloc(rd, (size_t)req.n_resources, sizeof(*res));
+  if (!res)
+    return -1;
+  pthread_mutex_lock(&fk.lock);
+  for (int32_t i = 0; i < req.n_resources; i++) {
+    res[i].resource_type = req.resources[i].resource_type;
+    res[i].resource_name = req.resources[i].resource_name;
+    res[i].n_configs = fk.n_configs;
+    res[i].configs = (dc_describe_configs_entry_t *)fk.configs;
+  }
+  dc_describe_configs_resp_t resp = {.n_results = req.n_resources,
+                                     .results = res};
+  int rc = dc_describe_configs_resp_encode(out, v, &resp);
+  fk.n_describe++;
+  pthread_mutex_unlock(&fk.lock);
+  return rc;
+}
+
+/* Answers one request frame; -1 = close the connection. */
+static int fake_request(int fd, const uint8_t *p, size_t n) {
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  dc_rd_init(&rd, p, n, &a);
+  dc_req_header_t h;
+  dc_buf_t out;
+  dc_buf_init(&out);
+  int rc = -1;
+  if (dc_req_header_decode(&rd, &h))
+    goto done;
+  int16_t v = h.api_version;
+  if (h.api_key == DC_API_API_VERSIONS && !dc_api_supported(h.api_key, v))
+    v = 0;
+  size_t frame = dc_wr_frame_begin(&out);
+  dc_resp_header_encode(&out, h.api_key, v, h.correlation_id);
+  switch (h.api_key) {
+  case DC_API_API_VERSIONS: rc = fake_api_versions(&out, v); break;
+  case DC_API_METADATA: rc = fake_metadata(&rd, &out, v); break;
+  case DC_API_DESCRIBE_CONFIGS: rc = fake_describe(&rd, &out, v); break;
+  default: diag("fake broker: unexpected api key %d", h.api_key);
+  }
+  dc_wr_frame_end(&out, frame);
+  if (!rc && !out.err)
+    rc = dc_tu_write_all(fd, out.data, out.len);
+done:
+  dc_buf_free(&out);
+  dc_arena_free(&a);
+  return rc;
+}
+
+static void fake_close(int i) {
+  close(fk.fds[i]);
+  fk.fds[i] = -1;
+  dc_buf_free(&fk.in[i]);
+}
+
+/* Reads what connection i has and answers its complete frames. */
+static void fake_read(int i) {
+  uint8_t chunk[65536];
+  ssize_t k = recv(fk.fds[i], chunk, sizeof(chunk), 0);
+  if (k <= 0) {
+    fake_close(i);
+    return;
+  }
+  dc_buf_append(&fk.in[i], chunk, (size_t)k);
+  int32_t size;
+  int r;
+  while ((r = dc_frame_peek(fk.in[i].data, fk.in[i].len, 1 << 20, &size)) ==
+         1) {
+    if (fake_request(fk.fds[i], fk.in[i].data + 4, (size_t)size)) {
+      fake_close(i); /* also when the agent hung up mid-answer */
+      return;
+    }
+    dc_buf_consume(&fk.in[i], (size_t)size + 4);
+  }
+  if (r < 0)
+    fake_close(i);
+}
+
+static void fake_accept(void) {
+  int fd = accept4(fk.lfd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0)
+    return;
+  /* A client that stops reading must not wedge the server for good. */
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  for (int i = 0; i < FK_MAX_CONNS; i++) {
+    if (fk.fds[i] < 0) {
+      fk.fds[i] = fd;
+      dc_buf_init(&fk.in[i]);
+      return;
+    }
+  }
+  close(fd);
+}
+
+static void *fake_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct pollfd p[FK_MAX_CONNS + 2];
+    int slot[FK_MAX_CONNS + 2], n = 0;
+    p[n++] = (struct pollfd){fk.wake[0], POLLIN, 0};
+    p[n++] = (struct pollfd){fk.lfd, POLLIN, 0};
+    for (int i = 0; i < FK_MAX_CONNS; i++)
+      if (fk.fds[i] >= 0) {
+        slot[n] = i;
+        p[n++] = (struct pollfd){fk.fds[i], POLLIN, 0};
+      }
+    if (poll(p, (nfds_t)n, -1) < 0)
+      continue;
+    if (p[0].revents)
+      break;
+    if (p[1].revents)
+      fake_accept();
+    for (int j = 2; j < n; j++)
+      if (p[j].revents)
+        fake_read(slot[j]);
+  }
+  for (int i = 0; i < FK_MAX_CONNS; i++)
+    if (fk.fds[i] >= 0)
+      fake_close(i);
+  return NULL;
+}
+
+static int fake_start(void) {
+  for (int i = 0; i < FK_MAX_CONNS; i++)
+    fk.fds[i] = -1;
+  pthread_mutex_init(&fk.lock, NULL);
+  if (dc_tu_listen(&fk.lfd, &fk.port, fk.wake))
+    return -1;
+  return pthread_create(&fk.thread, NULL, fake_main, NULL) ? -1 : 0;
+}
+
+static void fake_stop(void) {
+  dc_tu_wake(fk.wake[1]);
+  pthread_join(fk.thread, NULL);
+  dc_tu_unlisten(&fk.lfd, fk.wake);
+  pthread_mutex_destroy(&fk.lock);
+}
+
+/* ---- answers ---------------------------------------------------------------- */
+
+/* n entries "x.NNNNNNN" = "1" from the client-id's own override, in one
+ * allocation each for entries and names (freed with answer_free). */
+typedef struct answer {
+  dc_describe_configs_entry_t *e;
+  char *names;
+  int32_t n;
+} answer_t;
+
+static answer_t answer_many(int32_t n) {
+  answer_t a = {calloc((size_t)n, sizeof(*a.e)), malloc((size_t)n * 12), n};
+  if (!a.e || !a.names)
+    abort();
+  for (int32_t i = 0; i < n; i++) {
+    char *name = a.names + (size_t)i * 12;
+    snprintf(name, 12, "x.%07d", (int)i);
+    a.e[i] = (dc_describe_configs_entry_t){
+        .name = name, .value = "1", .config_source = DC_SRC_DYNAMIC_CLIENT};
+  }
+  return a;
+}
+
+static void answer_free(answer_t *a) {
+  free(a->e);
+  free(a->names);
+}
+
+#define ENTRY(k, v, src) {.name = (k), .value = (v), .config_source = (src)}
+#define CLIENT DC_SRC_DYNAMIC_CLIENT
+#define DEFAULT DC_SRC_DYNAMIC_DEFAULT
+static dc_describe_configs_entry_t good_acks0[] = {ENTRY("acks", "0", CLIENT)};
+/* The same key and value twice, from two sources, in either order: an
+ * agent that let one of them win would see its source flip. */
+static dc_describe_configs_entry_t dup_acks1[] = {
+    ENTRY("acks", "1", CLIENT), ENTRY("linger.ms", "5", CLIENT),
+    ENTRY("acks", "1", DEFAULT)};
+static dc_describe_configs_entry_t dup_acks1_swapped[] = {
+    ENTRY("acks", "1", DEFAULT), ENTRY("linger.ms", "5", CLIENT),
+    ENTRY("acks", "1", CLIENT)};
+
+/* ---- the agent -------------------------------------------------------------- */
+
+/* What the change callback saw. Application thread only. */
+typedef struct seen {
+  int n_change, n_error, n_other;
+  dynconf_err_t last_err;
+  char last_errstr[512];
+  char last_acks[32]; /* new value of acks in the last CHANGE event */
+} seen_t;
+
+static void on_event(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
+  (void)dc;
+  seen_t *s = opaque;
+  switch (dynconf_event_type(ev)) {
+  case DYNCONF_EVENT_CHANGE:
+    s->n_change++;
+    for (size_t i = 0; i < dynconf_event_entry_count(ev); i++)
+      if (!strcmp(dynconf_event_key(ev, i), "acks"))
+        snprintf(s->last_acks, sizeof(s->last_acks), "%s",
+                 dynconf_event_new_value(ev, i)
+                     ? dynconf_event_new_value(ev, i)
+                     : "(app)");
+    break;
+  case DYNCONF_EVENT_ERROR:
+    s->n_error++;
+    s->last_err = dynconf_event_error(ev);
+    snprintf(s->last_errstr, sizeof(s->last_errstr), "%s",
+             dynconf_event_error_string(ev));
+    diag("ERROR event: %s", s->last_errstr);
+    break;
+  default: s->n_other++;
+  }
+}
+
+/* A fail-open producer agent on the fake broker; *ms gets how long
+ * dynconf_new() took. */
+static dynconf_t *agent_new(seen_t *s, int64_t *ms) {
+  char bs[64], startup[16];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", fk.port);
+  snprintf(startup, sizeof(startup), "%d", STARTUP_MS);
+  rd_kafka_conf_t *app = au_app_conf(bs, "hostile-app", NULL);
+  memset(s, 0, sizeof(*s));
+  int64_t t0 = dc_tu_now_ms();
+  dynconf_t *dc = au_agent_new_with(
+      RD_KAFKA_PRODUCER, app, fk.port, on_event, au_on_log, s,
+      "dynconf.startup.timeout.ms", startup, "dynconf.request.timeout.ms",
+      "3000", "dynconf.refresh.interval.ms", "3600000",
+      "dynconf.retry.backoff.ms", "100", "dynconf.retry.backoff.max.ms",
+      "1000", NULL);
+  *ms = dc_tu_now_ms() - t0;
+  rd_kafka_conf_destroy(app);
+  return dc;
+}
+
+/* Polls (delivering events) until the stat `key` reaches target; the
+ * longest dynconf_poll(dc, 100) seen goes to *max_poll_ms (may be NULL).
+ * true when reached before WAIT_MS. */
+static bool poll_until(dynconf_t *dc, const char *key, long long target,
+                       int64_t *max_poll_ms) {
+  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+  while (dc_tu_now_ms() < deadline) {
+    int64_t t0 = dc_tu_now_ms();
+    dynconf_poll(dc, 100);
+    int64_t took = dc_tu_now_ms() - t0;
+    if (max_poll_ms && took > *max_poll_ms)
+      *max_poll_ms = took;
+    if (au_stat_ll(dc, key) >= target) {
+      dynconf_poll(dc, 0); /* what the fetch queued */
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Asks for a fetch and waits until it is recorded under `key`. */
+static bool refresh(dynconf_t *dc, const char *key, int64_t *max_poll_ms) {
+  long long before = au_stat_ll(dc, key);
+  dynconf_refresh_now(dc);
+  return poll_until(dc, key, before + 1, max_poll_ms);
+}
+
+/* The agent's effective acks ("" = the application's own). */
+static void eff_acks(dynconf_t *dc, char *out, size_t n) {
+  dynconf_source_t src;
+  if (dynconf_effective_get(dc, "acks", out, n, &src) || src == DYNCONF_SOURCE_APP)
+    snprintf(out, n, "(app)");
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+/* n entries: dynconf_new() within its bound, an error, prompt polls while
+ * the agent re-fetches; then a normal answer applies. */
+static void test_too_many(int32_t n, const char *want_err, bool substr) {
+  answer_t many = answer_many(n);
+  fake_answer(many.e, many.n);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "%d entries: fail-open dynconf_new() returns an agent",
+          (int)n)) {
+    answer_free(&many);
+    return;
+  }
+  diag("%d entries: dynconf_new() took %lld ms (startup timeout %d ms)",
+       (int)n, (long long)ms, STARTUP_MS);
+  ok(ms < STARTUP_MS + MARGIN_MS,
+     "%d entries: dynconf_new() returned within its startup timeout "
+     "(%lld ms; %d ms + %d ms margin)",
+     (int)n, (long long)ms, STARTUP_MS, MARGIN_MS);
+  dynconf_poll(dc, 0);
+  is_int(dynconf_state(dc), DYNCONF_STATE_DEGRADED,
+         "%d entries: the agent is DEGRADED", (int)n);
+  is_int(s.n_error, 1, "%d entries: one ERROR event", (int)n);
+  is_int(s.n_change, 0, "%d entries: no CHANGE event", (int)n);
+  if (want_err) {
+    is_int(s.last_err, DYNCONF_ERR__BAD_RESPONSE,
+           "%d entries: the error is _BAD_RESPONSE", (int)n);
+    if (substr)
+      ok(strstr(s.last_errstr, want_err),
+         "%d entries: the error names the limit (%s)", (int)n, want_err);
+    else
+      is_str(s.last_errstr, want_err, "%d entries: the error names the limit",
+             (int)n);
+  }
+
+  /* The application keeps polling while the agent re-fetches. */
+  int64_t max_poll = 0;
+  ok(refresh(dc, "errors", &max_poll) && refresh(dc, "errors", &max_poll),
+     "%d entries: two more fetches fail", (int)n);
+  diag("%d entries: longest dynconf_poll(dc, 100) while the agent fetched: "
+       "%lld ms", (int)n, (long long)max_poll);
+  ok(max_poll < 100 + 2000,
+     "%d entries: dynconf_poll(dc, 100) stays prompt (longest %lld ms)",
+     (int)n, (long long)max_poll);
+  is_int(s.n_error, 1, "%d entries: still one ERROR event", (int)n);
+
+  /* (c) A normal answer applies. */
+  fake_answer(good_acks0, 1);
+  ok(refresh(dc, "ok", NULL), "%d entries, then normal: a fetch succeeds",
+     (int)n);
+  is_int(dynconf_state(dc), DYNCONF_STATE_UP,
+         "%d entries, then normal: the agent is UP", (int)n);
+  is_int(s.n_change, 1, "%d entries, then normal: one CHANGE event", (int)n);
+  is_str(s.last_acks, "0", "%d entries, then normal: acks 0 applied", (int)n);
+  dynconf_destroy(dc);
+  answer_free(&many);
+}
+
+/* Exactly DC_AGENT_MAX_ENTRIES entries: accepted, and the same answer
+ * again is no change. */
+static void test_at_limit(void) {
+  answer_t a = answer_many(DC_AGENT_MAX_ENTRIES);
+  fake_answer(a.e, a.n);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "at the limit: dynconf_new() returns an agent")) {
+    answer_free(&a);
+    return;
+  }
+  diag("at the limit (%d entries): dynconf_new() took %lld ms",
+       DC_AGENT_MAX_ENTRIES, (long long)ms);
+  dynconf_poll(dc, 0);
+  is_int(dynconf_state(dc), DYNCONF_STATE_UP, "at the limit: UP");
+  is_int(s.n_error, 0, "at the limit: no ERROR event");
+  is_int(s.n_change, 1, "at the limit: one CHANGE event (keys ignored)");
+  int refreshed = 0;
+  for (int i = 0; i < 3; i++)
+    refreshed += refresh(dc, "ok", NULL);
+  is_int(refreshed, 3, "at the limit: 3 more fetches succeed");
+  is_int(s.n_change, 1, "at the limit: the same answer again is no change");
+  dynconf_destroy(dc);
+  answer_free(&a);
+}
+
+/* (b) The same key twice on every refresh. */
+static void test_duplicates(void) {
+  fake_answer(good_acks0, 1);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "duplicates: dynconf_new() returns an agent"))
+    return;
+  dynconf_poll(dc, 0);
+  is_int(s.n_change, 1, "duplicates: the first (good) answer applies");
+  char acks[32];
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "0", "duplicates: effective acks is 0");
+
+  fake_answer(dup_acks1, 3);
+  ok(refresh(dc, "errors", NULL), "duplicates: the fetch fails");
+  is_int(s.n_error, 1, "duplicates: one ERROR event");
+  is_int(s.last_err, DYNCONF_ERR__BAD_RESPONSE, "duplicates: _BAD_RESPONSE");
+  is_str(s.last_errstr, "server answered config 'acks' twice",
+         "duplicates: the error names the key");
+  is_int(dynconf_state(dc), DYNCONF_STATE_DEGRADED, "duplicates: DEGRADED");
+  const int N = 6;
+  int refreshed = 0;
+  for (int i = 0; i < N; i++) {
+    fake_answer(i % 2 ? dup_acks1 : dup_acks1_swapped, 3);
+    refreshed += refresh(dc, "errors", NULL);
+  }
+  is_int(refreshed, N, "duplicates: %d more refreshes fetched", N);
+  is_int(s.n_change, 1, "duplicates: no CHANGE event after %d refreshes", N);
+  is_int(s.n_error, 1, "duplicates: no further ERROR event (one per outage)");
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "0", "duplicates: the last good acks=0 stays");
+
+  /* (c) The same good answer again: the agent recovers, nothing changed. */
+  fake_answer(good_acks0, 1);
+  ok(refresh(dc, "ok", NULL), "duplicates, then normal: a fetch succeeds");
+  is_int(dynconf_state(dc), DYNCONF_STATE_UP, "duplicates, then normal: UP");
+  is_int(s.n_change, 1,
+         "duplicates, then normal: the same good set is no change");
+  dynconf_destroy(dc);
+}
+
+/* A duplicated answer at start-up: fail-open, the error, no CHANGE. */
+static void test_duplicates_at_startup(void) {
+  fake_answer(dup_acks1, 3);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "duplicates at start-up: an agent (fail-open)"))
+    return;
+  dynconf_poll(dc, 0);
+  is_int(s.n_error, 1, "duplicates at start-up: one ERROR event");
+  is_str(s.last_errstr, "server answered config 'acks' twice",
+         "duplicates at start-up: the error names the key");
+  int refreshed = 0;
+  for (int i = 0; i < 4; i++) {
+    fake_answer(i % 2 ? dup_acks1 : dup_acks1_swapped, 3);
+    refreshed += refresh(dc, "errors", NULL);
+  }
+  is_int(refreshed, 4, "duplicates at start-up: 4 more refreshes fetched");
+  is_int(s.n_change, 0, "duplicates at start-up: never a CHANGE event");
+  is_int(s.n_error, 1, "duplicates at start-up: still one ERROR event");
+  char acks[32];
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "(app)", "duplicates at start-up: acks stays the app's own");
+  dynconf_destroy(dc);
+}
+
+int main(void) {
+  if (fake_start()) {
+    ok(0, "fake broker starts: %s", strerror(errno));
+    return done_testing();
+  }
+  test_at_limit();
+  test_duplicates();
+  test_duplicates_at_startup();
+  test_too_many(50000,
+                "server answered 50000 config entries; the agent accepts at "
+                "most 10000",
+                false);
+  /* About 21 MB, past the agent's receive limit: librdkafka drops the
+   * frame after reading its size; the agent's error names the limit. */
+  char limit[64];
+  snprintf(limit, sizeof(limit), "receive limit of %d bytes",
+           DC_AGENT_MAX_RESPONSE_BYTES);
+  test_too_many(1000000, limit, true);
+  int nd = 0;
+  pthread_mutex_lock(&fk.lock);
+  nd = fk.n_describe;
+  pthread_mutex_unlock(&fk.lock);
+  ok(nd > 0, "the fake broker answered %d DescribeConfigs requests", nd);
+  fake_stop();
+  return done_testing();
+}
