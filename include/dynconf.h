@@ -55,7 +55,8 @@ const char *dynconf_version_str(void);
   X(_TIMED_OUT, -109, "Operation timed out")                                   \
   X(_INVALID_ARG, -110, "Invalid argument")                                    \
   X(_IO, -111, "Storage I/O error")                                            \
-  X(_BAD_RESPONSE, -112, "Response does not match the request")
+  X(_BAD_RESPONSE, -112, "Response does not match the request")                \
+  X(_TOO_LONG, -113, "String or frame too long for its length field")
 
 typedef enum dynconf_err {
 #define DYNCONF_ERR_ENUM_(name, code, desc) DYNCONF_ERR_##name = code,

@@ -8,6 +8,8 @@
 #include "tap.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Validates and checks the verdict; on a rejection also checks the error
@@ -120,7 +122,22 @@ static void test_ints(void) {
   check(k, "99999999999999999999", false);   /* overflows int64 */
   check(k, "-99999999999999999999", false);
   check(k, "9223372036854775807", false);    /* fits int64, above max */
-  check(k, "007", true);                     /* decimal, leading zeros */
+  /* Canonical text only: one spelling per number. */
+  check(k, "007", false);  /* leading zeros */
+  check(k, "01", false);
+  check(k, "00", false);
+  check("message.timeout.ms", "00", false);
+  check("message.timeout.ms", "-0", false); /* zero is spelled "0" */
+  check(k, "1e3", false);  /* exponent */
+  check(k, "1E3", false);
+  check(k, "\t5", false);
+  check(k, "5\n", false);
+  check(k, "-", false);
+  check(k, "--5", false);
+  check(k, "1,000", false);
+  check(k, "1_000", false);
+  check(k, "9223372036854775808", false);    /* overflows int64 */
+  check(k, "18446744073709551616", false);   /* overflows uint64 too */
 
   check("heartbeat.interval.ms", "3000", true);
   check("heartbeat.interval.ms", "3600001", false);
@@ -200,7 +217,36 @@ static void test_double(void) {
   check(k, "5", true);
   check(k, "0.5", true);
   check(k, "900000", true);
-  check(k, "1e3", true);
+  check(k, "0.0", true);
+  check(k, "0.001", true);
+  check(k, "0.50", true);     /* fraction digits are not normalised */
+  check(k, "900000.0", true);
+  check(k, "899999.99999", true);
+  check(k, "900000.00001", false); /* compared exactly, not rounded */
+  check(k, "1e3", false);     /* exponent */
+  check(k, "1E3", false);
+  check(k, "1.5e2", false);
+  check(k, "1.", false);      /* a '.' needs digits on both sides */
+  check(k, ".5", false);
+  check(k, "-.5", false);
+  check(k, "1..5", false);
+  check(k, "1.5.", false);
+  check(k, "007", false);     /* leading zeros */
+  check(k, "05", false);
+  check(k, "00.5", false);
+  check(k, "-0", false);      /* zero is spelled without a sign */
+  check(k, "-0.0", false);
+  check(k, "-0.00", false);
+  check(k, "+5", false);
+  check(k, " 5", false);
+  check(k, "0x10", false);    /* hex */
+  check(k, "0x1p3", false);
+  check(k, "infinity", false);
+  check(k, "INF", false);
+  check(k, "NaN", false);
+  check(k, "-nan", false);
+  check(k, "1,5", false);
+  check(k, "-0.5", false);    /* canonical, below the range */
   check(k, "-1", false);
   check(k, "-0.001", false);
   check(k, "900000.5", false);
@@ -210,7 +256,36 @@ static void test_double(void) {
   check(k, "5 ", false);
   check(k, "nan", false);
   check(k, "inf", false);
-  check(k, "1e999", false); /* ERANGE */
+  check(k, "1e999", false);
+
+  /* Negative bounds and the int64 extremes, compared exactly. */
+  dc_schema_entry_t d = {"x.dbl", DC_TYPE_DOUBLE, -5, 5, NULL, 0, false, "d"};
+  dc_schema_entry_t w = {"x.wide", DC_TYPE_DOUBLE, INT64_MIN, INT64_MAX,
+                         NULL, 0, false, "d"};
+  const struct {
+    const dc_schema_entry_t *e;
+    const char *v;
+    bool ok;
+  } cases[] = {
+      {&d, "-5", true},   {&d, "-5.0", true},  {&d, "-4.9", true},
+      {&d, "-5.1", false}, {&d, "-6", false},  {&d, "-0.5", true},
+      {&d, "5.0", true},  {&d, "5.01", false}, {&d, "-0", false},
+      {&d, "0", true},
+      {&w, "-9223372036854775808", true},
+      {&w, "-9223372036854775808.5", false},
+      {&w, "-9223372036854775809", false},
+      {&w, "9223372036854775807", true},
+      {&w, "9223372036854775807.1", false},
+      {&w, "9223372036854775808", false},
+      {&w, "99999999999999999999999", false},
+      {&w, "-99999999999999999999999", false},
+  };
+  char err[128];
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    ok(dc_schema_validate(cases[i].e, cases[i].v, err, sizeof(err)) ==
+           cases[i].ok,
+       "%s=\"%s\" is %s", cases[i].e->name, cases[i].v,
+       cases[i].ok ? "valid" : "rejected");
 }
 
 /* Types the table does not use today are still handled. */
@@ -264,11 +339,22 @@ static void test_parse_int64(void) {
     int64_t v;
   } cases[] = {
       {"0", true, 0},
-      {"-0", true, 0},
+      {"-0", false, 0}, /* zero has one spelling */
       {"1", true, 1},
       {"-1", true, -1},
       {"123456789", true, 123456789},
-      {"007", true, 7},
+      {"007", false, 0},
+      {"00", false, 0},
+      {"01", false, 0},
+      {"-01", false, 0},
+      {"-007", false, 0},
+      {"1E3", false, 0},
+      {"5\n", false, 0},
+      {"18446744073709551615", false, 0},  /* UINT64_MAX */
+      {"18446744073709551616", false, 0},
+      {"-18446744073709551616", false, 0},
+      {"-9223372036854775807", true, -INT64_MAX},
+      {"9223372036854775806", true, INT64_MAX - 1},
       {"9223372036854775807", true, INT64_MAX},
       {"-9223372036854775808", true, INT64_MIN},
       {"9223372036854775808", false, 0},
@@ -305,6 +391,166 @@ static void test_parse_int64(void) {
   ok(!dc_parse_int64("\t5", &v), "parse \"\\t5\" fails (leading tab)");
   ok(!dc_parse_int64("\n5", &v),
      "parse \"\\n5\" fails (leading newline)");
+
+  /* A very long digit string is refused without overflow (UBSan). */
+  size_t n = 1000000;
+  char *big = malloc(n + 1);
+  if (big) {
+    memset(big, '9', n);
+    big[n] = '\0';
+    ok(!dc_parse_int64(big, &v) && v == 4242, "parse 1,000,000 nines fails");
+    big[0] = '-';
+    ok(!dc_parse_int64(big, &v) && v == 4242, "parse -999... fails");
+    memset(big, '0', n);
+    ok(!dc_parse_int64(big, &v) && v == 4242, "parse 1,000,000 zeros fails");
+    free(big);
+  }
+}
+
+/* A fresh string of n copies of c; the caller frees it. */
+static char *filled(char c, size_t n) {
+  char *s = malloc(n + 1);
+  if (!s)
+    abort();
+  memset(s, c, n);
+  s[n] = '\0';
+  return s;
+}
+
+/* Validates value against e and compares the error sentence exactly. */
+static void check_err(const dc_schema_entry_t *e, const char *value,
+                      const char *want, const char *what) {
+  char err[256] = "";
+  ok(!dc_schema_validate(e, value, err, sizeof(err)), "%s: rejected", what);
+  is_str(err, want, "%s: sentence", what);
+}
+
+static void test_limits(void) {
+  /* Every limit is far below what a classic (int16) string can carry. */
+  _Static_assert(DC_CONFIG_VALUE_MAX < INT16_MAX, "value fits a classic str");
+  _Static_assert(DC_CONFIG_NAME_MAX < INT16_MAX, "name fits a classic str");
+  is_int(DC_CONFIG_NAME_MAX, 255, "DC_CONFIG_NAME_MAX");
+  is_int(DC_CONFIG_VALUE_MAX, 4096, "DC_CONFIG_VALUE_MAX");
+  is_int(dc_schema_value_max(NULL), DC_CONFIG_VALUE_MAX,
+         "value max outside the schema");
+  static const struct {
+    const char *key;
+    size_t max;
+  } want[] = {
+      {"acks", 3},               /* longest allowed value: "all" */
+      {"compression.type", 6},   /* "snappy" */
+      {"session.timeout.ms", DC_INT_VALUE_MAX},
+      {"linger.ms", DC_DOUBLE_VALUE_MAX},
+      {"debug", 64 * 12 - 1},    /* 64 items of "interceptor" + commas */
+      {"partition.assignment.strategy", 64 * 19 - 1},
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    is_int(dc_schema_value_max(dc_schema_find(want[i].key)), want[i].max,
+           "value max of %s", want[i].key);
+  size_t n;
+  const dc_schema_entry_t *all = dc_schema_all(&n);
+  int bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += dc_schema_value_max(&all[i]) > DC_CONFIG_VALUE_MAX;
+  is_int(bad, 0, "every entry's value max is at most DC_CONFIG_VALUE_MAX");
+
+  dc_schema_entry_t s = {"x.str", DC_TYPE_STRING, 0, 0, NULL, 0, false, "d"};
+  dc_schema_entry_t b = {"x.bool", DC_TYPE_BOOLEAN, 0, 0, NULL, 0, false, "d"};
+  dc_schema_entry_t l = {"x.long", DC_TYPE_LONG, INT64_MIN, INT64_MAX, NULL,
+                         0, false, "d"};
+  dc_schema_entry_t li = {"x.list", DC_TYPE_LIST, 0, 0, NULL, 0, false, "d"};
+  is_int(dc_schema_value_max(&s), DC_STRING_VALUE_MAX, "free string max");
+  is_int(dc_schema_value_max(&b), 5, "boolean max");
+  is_int(dc_schema_value_max(&l), 20, "long max");
+  is_int(dc_schema_value_max(&li), DC_CONFIG_VALUE_MAX, "free list max");
+
+  /* The length is checked first, with its own sentence. */
+  char *z = filled('0', 1000000);
+  check_err(dc_schema_find("linger.ms"), z,
+            "linger.ms value is 1000000 bytes; at most 32 are accepted",
+            "linger.ms of 1,000,000 zeros");
+  check_err(dc_schema_find("session.timeout.ms"), z,
+            "session.timeout.ms value is 1000000 bytes; at most 20 are "
+            "accepted",
+            "session.timeout.ms of 1,000,000 zeros");
+  check_err(NULL, z,
+            "value is 1000000 bytes; at most 4096 are accepted for a key "
+            "outside the schema",
+            "unknown key, 1,000,000 bytes");
+  free(z);
+  char err[256];
+  char *v = filled('5', DC_CONFIG_VALUE_MAX);
+  ok(dc_schema_validate(NULL, v, err, sizeof(err)),
+     "unknown key: 4096 bytes accepted");
+  free(v);
+  v = filled('5', DC_CONFIG_VALUE_MAX + 1);
+  ok(!dc_schema_validate(NULL, v, err, sizeof(err)),
+     "unknown key: 4097 bytes refused");
+  free(v);
+
+  /* At each bound and one past it. */
+  ok(dc_schema_validate(dc_schema_find("linger.ms"),
+                        "0.000000000000000000000000000001", err, sizeof(err)),
+     "linger.ms of exactly 32 bytes accepted");
+  check_err(dc_schema_find("linger.ms"), "0.0000000000000000000000000000001",
+            "linger.ms value is 33 bytes; at most 32 are accepted",
+            "linger.ms of 33 bytes");
+  ok(dc_schema_validate(&l, "-9223372036854775808", err, sizeof(err)),
+     "long of 20 bytes accepted");
+  check_err(&l, "-09223372036854775808",
+            "x.long value is 21 bytes; at most 20 are accepted",
+            "long of 21 bytes");
+  check_err(&b, "falsey", "x.bool value is 6 bytes; at most 5 are accepted",
+            "boolean of 6 bytes");
+  check_err(dc_schema_find("acks"), "alll",
+            "acks value is 4 bytes; at most 3 are accepted", "acks of 4 bytes");
+  v = filled('s', DC_STRING_VALUE_MAX);
+  ok(dc_schema_validate(&s, v, err, sizeof(err)), "string of 1024 accepted");
+  free(v);
+  v = filled('s', DC_STRING_VALUE_MAX + 1);
+  check_err(&s, v, "x.str value is 1025 bytes; at most 1024 are accepted",
+            "string of 1025 bytes");
+  free(v);
+}
+
+/* Items: at most 64, of at most 64 bytes, none empty. */
+static void test_list_limits(void) {
+  dc_schema_entry_t li = {"x.list", DC_TYPE_LIST, 0, 0, NULL, 0, false, "d"};
+  char items[64 * 2 + 2 + 1]; /* "a,a,...,a" */
+  size_t n = 0;
+  for (int i = 0; i < DC_LIST_ITEMS_MAX; i++) {
+    items[n++] = 'a';
+    items[n++] = ',';
+  }
+  items[n - 1] = '\0';
+  char err[256];
+  ok(dc_schema_validate(&li, items, err, sizeof(err)), "list of 64 items");
+  items[n - 1] = ',';
+  items[n] = 'a';
+  items[n + 1] = '\0';
+  check_err(&li, items, "x.list has more than 64 items", "list of 65 items");
+
+  /* The same count on a restricted list, within its length bound. */
+  char all[65 * 4];
+  n = 0;
+  for (int i = 0; i < 65; i++)
+    n += (size_t)snprintf(all + n, sizeof(all) - n, "%sall", i ? "," : "");
+  check_err(dc_schema_find("debug"), all, "debug has more than 64 items",
+            "debug with 65 items");
+  all[64 * 4 - 1] = '\0';
+  ok(dc_schema_validate(dc_schema_find("debug"), all, err, sizeof(err)),
+     "debug with 64 items");
+
+  char *item = filled('i', DC_LIST_ITEM_MAX + 1);
+  check_err(&li, item, "x.list: item 1 is 65 bytes; at most 64 are accepted",
+            "item of 65 bytes");
+  check_err(dc_schema_find("debug"), item,
+            "debug: item 1 is 65 bytes; at most 64 are accepted",
+            "debug item of 65 bytes");
+  item[DC_LIST_ITEM_MAX] = '\0';
+  ok(dc_schema_validate(&li, item, err, sizeof(err)), "item of 64 bytes");
+  free(item);
+  check_err(&li, "a,,b", "x.list: \"\" is not an allowed item", "empty item");
 }
 
 static void test_err_table(void) {
@@ -362,6 +608,8 @@ int main(void) {
   test_double();
   test_other_types();
   test_parse_int64();
+  test_limits();
+  test_list_limits();
   test_err_table();
   return done_testing();
 }

@@ -281,13 +281,69 @@ static void test_strings(void) {
     ok(s && !strcmp(s, ""), "compact empty string reads as \"\" (not NULL)");
   }
 
-  /* Oversized classic string: the int16 length must match the bytes. */
+}
+
+/* A string its length field cannot state is an error, never truncated. */
+static void test_string_too_long(void) {
   static char big[40001];
   memset(big, 'y', 40000);
+
+  /* 32,767 bytes: the longest classic string, encoded exactly. */
   reset();
-  dc_wr_str(&buf, false, big);
-  ok(buf.len == 2 + 32767 && buf.data[0] == 0x7f && buf.data[1] == 0xff,
-     "classic string longer than 32767 is clipped consistently");
+  dc_wr_strn(&buf, false, big, INT16_MAX);
+  ok(buf.err == 0 && buf.len == 2 + 32767 && buf.data[0] == 0x7f &&
+         buf.data[1] == 0xff,
+     "classic string of 32767 bytes: int16 length 7f ff and every byte");
+  dc_rd_t rd;
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  char *got = dc_rd_str(&rd, false, false);
+  ok(rd.err == 0 && got && strlen(got) == 32767 && rd.pos == buf.len,
+     "classic string of 32767 bytes round-trips");
+
+  /* 32,768 and 40,000 bytes: sticky _TOO_LONG; nothing of the string, nor
+   * of any later field, is written. */
+  static const size_t lens[] = {32768, 40000};
+  for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+    reset();
+    dc_wr_i32(&buf, 7);
+    if (lens[i] == 40000)
+      dc_wr_str(&buf, false, big);
+    else
+      dc_wr_strn(&buf, false, big, lens[i]);
+    is_int(buf.err, DYNCONF_ERR__TOO_LONG, "classic string of %zu bytes -> "
+           "_TOO_LONG", lens[i]);
+    dc_wr_i16(&buf, 1);
+    dc_wr_str(&buf, false, "after");
+    BUF_IS("  only the field before it is in the buffer", 0, 0, 0, 7);
+  }
+  is_str(dynconf_err_name(DYNCONF_ERR__TOO_LONG), "TOO_LONG",
+         "_TOO_LONG is in the error table");
+
+  /* An earlier error is kept. */
+  reset();
+  buf.err = DYNCONF_ERR__NOMEM;
+  dc_wr_strn(&buf, false, big, 32768);
+  is_int(buf.err, DYNCONF_ERR__NOMEM, "an earlier buffer error is kept");
+  reset();
+  is_int(buf.err, 0, "dc_buf_clear resets _TOO_LONG");
+
+  /* Compact strings carry any length up to UINT32_MAX - 1. */
+  reset();
+  dc_wr_str(&buf, true, big);
+  ok(buf.err == 0 && buf.len == 3 + 40000 && buf.data[0] == 0xc1 &&
+         buf.data[1] == 0xb8 && buf.data[2] == 0x02,
+     "compact string of 40000 bytes: uvarint 40001, every byte");
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  got = dc_rd_str(&rd, true, false);
+  ok(rd.err == 0 && got && strlen(got) == 40000,
+     "compact string of 40000 bytes round-trips");
+#if SIZE_MAX > UINT32_MAX
+  /* Only the length is looked at before the refusal. */
+  reset();
+  dc_wr_strn(&buf, true, big, (size_t)UINT32_MAX);
+  ok(buf.err == DYNCONF_ERR__TOO_LONG && buf.len == 0,
+     "compact string of UINT32_MAX bytes -> _TOO_LONG, nothing written");
+#endif
 }
 
 static void test_string_errors(void) {
@@ -591,6 +647,24 @@ static void test_writer_sticky(void) {
   dc_buf_free(&b);
 }
 
+/* A frame whose size does not fit the int32 size field. Only the size
+ * field is touched, so a 4-byte buffer stands in for 2 GiB. */
+static void test_frame_too_long(void) {
+  uint8_t four[4] = {0};
+  dc_buf_t fb;
+  memset(&fb, 0, sizeof(fb));
+  fb.data = four;
+  fb.len = fb.cap = 4 + (size_t)INT32_MAX;
+  dc_wr_frame_end(&fb, 0);
+  ok(fb.err == 0 && four[0] == 0x7f && four[3] == 0xff,
+     "frame of INT32_MAX bytes: size patched");
+  memset(four, 0, sizeof(four));
+  fb.len = fb.cap = 4 + (size_t)INT32_MAX + 1;
+  dc_wr_frame_end(&fb, 0);
+  ok(fb.err == DYNCONF_ERR__TOO_LONG && !four[0] && !four[3],
+     "frame of INT32_MAX + 1 bytes -> _TOO_LONG, size not patched");
+}
+
 static void test_frames(void) {
   reset();
   size_t off = dc_wr_frame_begin(&buf);
@@ -814,12 +888,14 @@ int main(void) {
   test_bool_uuid();
   test_uvarint();
   test_strings();
+  test_string_too_long();
   test_string_errors();
   test_bytes();
   test_arrays();
   test_tags();
   test_writer_sticky();
   test_frames();
+  test_frame_too_long();
   test_api_table();
   test_headers();
   dc_buf_free(&buf);

@@ -244,6 +244,13 @@ void dc_wr_uvarint(dc_buf_t *b, uint32_t v) {
 
 void dc_wr_uuid(dc_buf_t *b, const uint8_t v[16]) { put(b, v, 16); }
 
+/* Records err unless an error is already recorded; later writes are then
+ * dropped (dc_buf_reserve refuses them). */
+static void wr_fail(dc_buf_t *b, int err) {
+  if (!b->err)
+    b->err = err;
+}
+
 void dc_wr_strn(dc_buf_t *b, bool flexible, const char *s, size_t n) {
   if (!s) {
     if (flexible)
@@ -252,11 +259,17 @@ void dc_wr_strn(dc_buf_t *b, bool flexible, const char *s, size_t n) {
       dc_wr_i16(b, -1);
     return;
   }
+  /* A string its length field cannot describe is an error, never a
+   * truncated string: a shorter value would be just as well-formed. */
+  if (flexible ? n >= UINT32_MAX : n > INT16_MAX) {
+    wr_fail(b, DYNCONF_ERR__TOO_LONG);
+    return;
+  }
   if (flexible)
     dc_wr_uvarint(b, (uint32_t)n + 1);
   else
-    dc_wr_i16(b, (int16_t)(n > INT16_MAX ? INT16_MAX : n));
-  put(b, (const uint8_t *)s, flexible || n <= INT16_MAX ? n : INT16_MAX);
+    dc_wr_i16(b, (int16_t)n);
+  put(b, (const uint8_t *)s, n);
 }
 
 void dc_wr_str(dc_buf_t *b, bool flexible, const char *s) {
@@ -296,6 +309,10 @@ size_t dc_wr_frame_begin(dc_buf_t *b) {
 void dc_wr_frame_end(dc_buf_t *b, size_t off) {
   if (b->err || off + 4 > b->len)
     return;
+  if (b->len - off - 4 > INT32_MAX) { /* the size field is an int32 */
+    wr_fail(b, DYNCONF_ERR__TOO_LONG);
+    return;
+  }
   uint32_t n = (uint32_t)(b->len - off - 4);
   b->data[off] = (uint8_t)(n >> 24);
   b->data[off + 1] = (uint8_t)(n >> 16);

@@ -63,7 +63,11 @@ void *dc_rd_alloc(dc_rd_t *rd, size_t n, size_t sz);
  * ignored, as Kafka does. */
 void dc_rd_tags(dc_rd_t *rd);
 
-/* Writer: appends big-endian fields to b. Errors are sticky in b->err. */
+/* Writer: appends big-endian fields to b. Errors are sticky in b->err:
+ * _NOMEM from the buffer, or _TOO_LONG for a string longer than its length
+ * field can state (classic: INT16_MAX bytes; compact: UINT32_MAX - 1) or a
+ * frame above INT32_MAX bytes. Nothing is written for the failing field or
+ * after it, so a response is never silently cut short. */
 void dc_wr_i8(dc_buf_t *b, int8_t v);
 void dc_wr_i16(dc_buf_t *b, int16_t v);
 void dc_wr_i32(dc_buf_t *b, int32_t v);
@@ -98,7 +102,7 @@ static inline int32_t dc_nn_count(int32_t n) { return n < 0 ? 0 : n; }
 /* Frames: int32 size (excluding itself), then header and body. */
 /* Start a frame: reserves the size field, returns its offset. */
 size_t dc_wr_frame_begin(dc_buf_t *b);
-/* Patch the size field written at off. */
+/* Patch the size field written at off (_TOO_LONG above INT32_MAX). */
 void dc_wr_frame_end(dc_buf_t *b, size_t off);
 /* Look at buffered input: 0 = need more bytes, 1 = a complete frame whose
  * payload size is *sizep (payload starts 4 bytes in), or a negative error:

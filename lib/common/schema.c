@@ -1,9 +1,6 @@
 #include "schema.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const acks_values[] = {"all", "-1", "0", "1", NULL};
@@ -64,16 +61,76 @@ const dc_schema_entry_t *dc_schema_find(const char *name) {
   return NULL;
 }
 
-bool dc_parse_int64(const char *s, int64_t *out) {
-  if (!*s)
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Magnitude of a canonical run of digits at *pp ("0" or no leading zero),
+ * advancing *pp; false when there is none or it has a leading zero. More
+ * than 19 digits saturate at UINT64_MAX, which is out of every range. */
+static bool take_digits(const char **pp, uint64_t *mag) {
+  const char *p = *pp;
+  if (!is_digit(*p) || (p[0] == '0' && is_digit(p[1])))
     return false;
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end || end == s || isspace((unsigned char)s[0]) || s[0] == '+')
-    return false;
-  *out = v;
+  uint64_t v = 0;
+  size_t n = 0;
+  for (; is_digit(*p); p++, n++)
+    if (n < 19) /* 19 digits cannot overflow a uint64 */
+      v = v * 10 + (uint64_t)(*p - '0');
+  *mag = n > 19 ? UINT64_MAX : v;
+  *pp = p;
   return true;
+}
+
+bool dc_parse_int64(const char *s, int64_t *out) {
+  bool neg = *s == '-';
+  const char *p = s + neg;
+  uint64_t mag;
+  if (!take_digits(&p, &mag) || *p)
+    return false;
+  /* Zero has one spelling: "-0" is refused like "00". */
+  if (neg && mag == 0)
+    return false;
+  if (mag > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+    return false;
+  *out = neg ? -(int64_t)(mag - 1) - 1 : (int64_t)mag;
+  return true;
+}
+
+/* A canonical decimal: [-](0|[1-9][0-9]*)(.[0-9]+)?, not a negative zero.
+ * *neg, *ip (integer part, saturated) and *frac (any nonzero fraction
+ * digit) describe it exactly, so range checks need no strtod() (which
+ * rounds and follows the locale's decimal point). */
+static bool parse_decimal(const char *s, bool *neg, uint64_t *ip,
+                          bool *frac) {
+  *neg = *s == '-';
+  const char *p = s + *neg;
+  *frac = false;
+  if (!take_digits(&p, ip))
+    return false;
+  if (*p == '.') {
+    if (!is_digit(*++p))
+      return false;
+    for (; is_digit(*p); p++)
+      *frac |= *p != '0';
+  }
+  return !*p && !(*neg && *ip == 0 && !*frac);
+}
+
+/* Sign of (v - b) for the decimal v = ±(ip + f), 0 <= f < 1, f > 0 iff
+ * frac, and an integer bound b. */
+static int cmp_decimal(bool neg, uint64_t ip, bool frac, int64_t b) {
+  if (!neg) {
+    if (b < 0 || ip > (uint64_t)b)
+      return 1;
+    if (ip < (uint64_t)b)
+      return -1;
+    return frac ? 1 : 0;
+  }
+  if (b >= 0)
+    return -1;
+  uint64_t m = (uint64_t)(-(b + 1)) + 1; /* |b| without overflow */
+  if (ip > m || (ip == m && frac))
+    return -1;
+  return ip == m ? 0 : 1;
 }
 
 static bool in_list(const char *const *allowed, const char *v, size_t n) {
@@ -83,40 +140,136 @@ static bool in_list(const char *const *allowed, const char *v, size_t n) {
   return false;
 }
 
-bool dc_schema_validate(const dc_schema_entry_t *e, const char *value,
-                        char *errstr, size_t errstr_size) {
+static size_t longest(const char *const *allowed) {
+  size_t m = 0;
+  for (; *allowed; allowed++)
+    if (strlen(*allowed) > m)
+      m = strlen(*allowed);
+  return m;
+}
+
+size_t dc_schema_value_max(const dc_schema_entry_t *e) {
+  if (!e)
+    return DC_CONFIG_VALUE_MAX;
   switch (e->type) {
   case DC_TYPE_INT:
-  case DC_TYPE_LONG: {
-    int64_t v;
-    if (!dc_parse_int64(value, &v)) {
-      snprintf(errstr, errstr_size, "%s must be an integer, not \"%s\"",
-               e->name, value);
-      return false;
-    }
-    if (v < e->min || v > e->max) {
-      snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
-               e->name, value, (long long)e->min, (long long)e->max);
-      return false;
-    }
-    return true;
+  case DC_TYPE_LONG:
+    return DC_INT_VALUE_MAX;
+  case DC_TYPE_DOUBLE:
+    return DC_DOUBLE_VALUE_MAX;
+  case DC_TYPE_BOOLEAN:
+    return DC_BOOL_VALUE_MAX;
+  case DC_TYPE_STRING:
+    return e->allowed ? longest(e->allowed) : DC_STRING_VALUE_MAX;
+  case DC_TYPE_LIST: {
+    size_t item = e->allowed ? longest(e->allowed) : DC_LIST_ITEM_MAX;
+    if (item > DC_LIST_ITEM_MAX)
+      item = DC_LIST_ITEM_MAX;
+    size_t n = DC_LIST_ITEMS_MAX * (item + 1) - 1; /* with commas */
+    return n < DC_CONFIG_VALUE_MAX ? n : DC_CONFIG_VALUE_MAX;
   }
-  case DC_TYPE_DOUBLE: {
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (!*value || *end || errno || v != v) {
-      snprintf(errstr, errstr_size, "%s must be a number, not \"%s\"", e->name,
-               value);
-      return false;
-    }
-    if (v < (double)e->min || v > (double)e->max) {
-      snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
-               e->name, value, (long long)e->min, (long long)e->max);
-      return false;
-    }
-    return true;
   }
+  return DC_CONFIG_VALUE_MAX; /* unknown type: refused by its own check */
+}
+
+static bool validate_int(const dc_schema_entry_t *e, const char *value,
+                         char *errstr, size_t errstr_size) {
+  int64_t v;
+  if (!dc_parse_int64(value, &v)) {
+    /* The sentence other components match; the rules are in schema.h. */
+    snprintf(errstr, errstr_size, "%s must be an integer, not \"%s\"",
+             e->name, value);
+    return false;
+  }
+  if (v < e->min || v > e->max) {
+    snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
+             e->name, value, (long long)e->min, (long long)e->max);
+    return false;
+  }
+  return true;
+}
+
+static bool validate_double(const dc_schema_entry_t *e, const char *value,
+                            char *errstr, size_t errstr_size) {
+  bool neg, frac;
+  uint64_t ip;
+  if (!parse_decimal(value, &neg, &ip, &frac)) {
+    snprintf(errstr, errstr_size, "%s must be a number, not \"%s\"",
+             e->name, value);
+    return false;
+  }
+  if (cmp_decimal(neg, ip, frac, e->min) < 0 ||
+      cmp_decimal(neg, ip, frac, e->max) > 0) {
+    snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
+             e->name, value, (long long)e->min, (long long)e->max);
+    return false;
+  }
+  return true;
+}
+
+static bool validate_list(const dc_schema_entry_t *e, const char *value,
+                          char *errstr, size_t errstr_size) {
+  if (!*value) {
+    snprintf(errstr, errstr_size, "%s must not be empty", e->name);
+    return false;
+  }
+  size_t items = 0;
+  for (const char *p = value;;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    if (++items > DC_LIST_ITEMS_MAX) {
+      snprintf(errstr, errstr_size, "%s has more than %d items", e->name,
+               DC_LIST_ITEMS_MAX);
+      return false;
+    }
+    if (n > DC_LIST_ITEM_MAX) {
+      snprintf(errstr, errstr_size,
+               "%s: item %zu is %zu bytes; at most %d are accepted", e->name,
+               items, n, DC_LIST_ITEM_MAX);
+      return false;
+    }
+    if (n == 0 || (e->allowed && !in_list(e->allowed, p, n))) {
+      snprintf(errstr, errstr_size, "%s: \"%.*s\" is not an allowed item",
+               e->name, (int)n, p);
+      return false;
+    }
+    if (!comma)
+      return true;
+    p = comma + 1;
+  }
+}
+
+/* The length bound comes first, so no later check (or error sentence)
+ * looks at more than a bounded value. */
+static bool check_length(const dc_schema_entry_t *e, const char *value,
+                         char *errstr, size_t errstr_size) {
+  size_t max = dc_schema_value_max(e), n = strlen(value);
+  if (n <= max)
+    return true;
+  if (e)
+    snprintf(errstr, errstr_size,
+             "%s value is %zu bytes; at most %zu are accepted", e->name, n,
+             max);
+  else
+    snprintf(errstr, errstr_size,
+             "value is %zu bytes; at most %zu are accepted for a key outside "
+             "the schema",
+             n, max);
+  return false;
+}
+
+bool dc_schema_validate(const dc_schema_entry_t *e, const char *value,
+                        char *errstr, size_t errstr_size) {
+  if (!check_length(e, value, errstr, errstr_size))
+    return false;
+  if (!e)
+    return true;
+  switch (e->type) {
+  case DC_TYPE_INT:
+  case DC_TYPE_LONG:
+    return validate_int(e, value, errstr, errstr_size);
+  case DC_TYPE_DOUBLE:
+    return validate_double(e, value, errstr, errstr_size);
   case DC_TYPE_STRING:
     if (e->allowed && !in_list(e->allowed, value, strlen(value))) {
       snprintf(errstr, errstr_size, "%s=%s is not one of the allowed values",
@@ -124,25 +277,8 @@ bool dc_schema_validate(const dc_schema_entry_t *e, const char *value,
       return false;
     }
     return true;
-  case DC_TYPE_LIST: {
-    const char *p = value;
-    if (!*p) {
-      snprintf(errstr, errstr_size, "%s must not be empty", e->name);
-      return false;
-    }
-    for (;;) {
-      const char *comma = strchr(p, ',');
-      size_t n = comma ? (size_t)(comma - p) : strlen(p);
-      if (n == 0 || (e->allowed && !in_list(e->allowed, p, n))) {
-        snprintf(errstr, errstr_size, "%s: \"%.*s\" is not an allowed item",
-                 e->name, (int)n, p);
-        return false;
-      }
-      if (!comma)
-        return true;
-      p = comma + 1;
-    }
-  }
+  case DC_TYPE_LIST:
+    return validate_list(e, value, errstr, errstr_size);
   case DC_TYPE_BOOLEAN:
     if (strcmp(value, "true") && strcmp(value, "false")) {
       snprintf(errstr, errstr_size, "%s must be true or false", e->name);

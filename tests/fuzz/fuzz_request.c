@@ -24,8 +24,10 @@
  *
  * DC_FUZZ_VERBOSE=1 logs every dispatch and its outcome (for reading a
  * reproducer). Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, the binary
- * writes a corpus of valid requests (every API and version) and response
- * bodies into DIR, built with the codec's encoders, and exits.
+ * writes a corpus of valid requests (every API and version), hostile ones
+ * (thousands of resources, duplicate keys or repeated describes; values
+ * beyond what a classic string carries) and response bodies into DIR,
+ * built with the codec's encoders, and exits.
  *
  * Memory: the brokers, scratch arena and buffers are process-lifetime
  * globals, released by an atexit handler. The brokers' state grows with
@@ -44,6 +46,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_FRAME 65536
+/* run.sh's -max_len: libFuzzer cuts longer seeds, so none may exceed it. */
+#define SEED_MAX 65536
 #define REBUILD_EVERY 20000
 
 static dc_broker_t *g_strict, *g_relay; /* owned; see free_globals() */
@@ -420,8 +424,9 @@ static int g_seed_n;
 
 static void write_seed(const char *tag, const dc_buf_t *b) {
   char path[4096];
-  if (b->err) {
-    fprintf(stderr, "fuzz_request: encoding seed %s failed\n", tag);
+  if (b->err || b->len > SEED_MAX) {
+    fprintf(stderr, "fuzz_request: encoding seed %s failed (%s, %zu bytes)\n",
+            tag, b->err ? dynconf_err_str(b->err) : "over -max_len", b->len);
     exit(1);
   }
   snprintf(path, sizeof(path), "%s/%03d-%s", g_seed_dir, g_seed_n++, tag);
@@ -611,6 +616,131 @@ static void seed_requests(dc_buf_t *b) {
   write_seed("describe-v1-bare-payload", b);
 }
 
+/* ---- hostile seeds: the shapes of known attacks, each under SEED_MAX ---- */
+
+/* calloc that aborts; the seed writer's allocations are freed by it. */
+static void *seed_calloc(size_t n, size_t sz) {
+  void *p = calloc(n ? n : 1, sz);
+  if (!p)
+    abort();
+  return p;
+}
+
+/* n copies of c, NUL-terminated; the caller frees it. */
+static char *seed_fill(char c, size_t n) {
+  char *s = seed_calloc(n + 1, 1);
+  memset(s, c, n);
+  return s;
+}
+
+/* DescribeConfigs of client "a" (all keys) in version v. */
+static void add_describe_a(dc_buf_t *b, int16_t v, int32_t corr) {
+  dc_describe_configs_req_resource_t r = {DC_RES_CLIENT, (char *)"a", -1,
+                                          NULL};
+  dc_describe_configs_req_t d = {1, &r, true, v >= 3};
+  add_frame(b, DC_API_DESCRIBE_CONFIGS, v, corr, enc_dc, &d);
+}
+
+/* IncrementalAlterConfigs v0 with 5,000 copies of (CLIENT, "a", []). */
+static void seed_many_resources(dc_buf_t *b) {
+  enum { N = 5000 };
+  dc_alter_resource_t *res = seed_calloc(N, sizeof(*res));
+  for (int i = 0; i < N; i++)
+    res[i] = (dc_alter_resource_t){DC_RES_CLIENT, (char *)"a", 0, NULL};
+  for (int vo = 1; vo >= 0; vo--) {
+    dc_alter_configs_req_t a = {N, res, vo == 1};
+    dc_buf_clear(b);
+    add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, 0, 30, enc_iac, &a);
+    write_seed(vo ? "hostile-iac-v0-5000-resources-validate"
+                  : "hostile-iac-v0-5000-resources",
+               b);
+  }
+  free(res);
+}
+
+/* One resource setting acks 4,000 times (alternating values), then a
+ * describe of it. */
+static void seed_duplicate_keys(dc_buf_t *b) {
+  enum { N = 4000 };
+  dc_alter_config_t *cf = seed_calloc(N, sizeof(*cf));
+  for (int i = 0; i < N; i++)
+    cf[i] = (dc_alter_config_t){(char *)"acks", DC_OP_SET,
+                                (char *)(i % 2 ? "all" : "1")};
+  dc_alter_resource_t r = {DC_RES_CLIENT, (char *)"a", N, cf};
+  dc_alter_configs_req_t a = {1, &r, false};
+  dc_buf_clear(b);
+  add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, 0, 31, enc_iac, &a);
+  add_describe_a(b, 1, 32);
+  write_seed("hostile-iac-v0-4000-duplicate-keys", b);
+  free(cf);
+}
+
+/* Client "a" gets values, then DescribeConfigs v3 names it 5,000 times
+ * with synonyms and documentation. */
+static void seed_repeated_describe(dc_buf_t *b) {
+  enum { N = 5000 };
+  dc_alter_config_t set[] = {
+      {(char *)"acks", DC_OP_SET, (char *)"all"},
+      {(char *)"linger.ms", DC_OP_SET, (char *)"5"},
+      {(char *)"debug", DC_OP_SET, (char *)"broker,topic,msg"},
+  };
+  dc_alter_resource_t ar = {DC_RES_CLIENT, (char *)"a", 3, set};
+  dc_alter_configs_req_t a = {1, &ar, false};
+  dc_describe_configs_req_resource_t *res = seed_calloc(N, sizeof(*res));
+  for (int i = 0; i < N; i++)
+    res[i] = (dc_describe_configs_req_resource_t){DC_RES_CLIENT, (char *)"a",
+                                                  -1, NULL};
+  dc_describe_configs_req_t d = {N, res, true, true};
+  dc_buf_clear(b);
+  add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, 1, 33, enc_iac, &a);
+  add_frame(b, DC_API_DESCRIBE_CONFIGS, 3, 34, enc_dc, &d);
+  write_seed("hostile-describe-v3-5000-same-client", b);
+  free(res);
+}
+
+/* One value set on client "a" by api/version, then described in a
+ * classic (v1) and a flexible (v4) DescribeConfigs. */
+static void seed_big_value(dc_buf_t *b, const char *tag, int16_t api,
+                           int16_t v, const char *key, char *value) {
+  dc_alter_config_t c = {(char *)key, DC_OP_SET, value};
+  dc_alter_resource_t r = {DC_RES_CLIENT, (char *)"a", 1, &c};
+  dc_alter_configs_req_t a = {1, &r, false};
+  dc_buf_clear(b);
+  add_frame(b, api, v, 35, api == DC_API_ALTER_CONFIGS ? enc_ac : enc_iac,
+            &a);
+  add_describe_a(b, 1, 36);
+  add_describe_a(b, 4, 37);
+  write_seed(tag, b);
+}
+
+/* Huge values: linger.ms of zeros (the longest classic string, and a
+ * longer compact one) and a 40,000-byte value, which no classic string
+ * can carry, for a schema key and for a key outside the schema (relayed
+ * by the relaying broker). */
+static void seed_huge_values(dc_buf_t *b) {
+  char *z = seed_fill('0', 60000);
+  z[32767] = '\0';
+  seed_big_value(b, "hostile-alter-v0-linger-32767-zeros",
+                 DC_API_ALTER_CONFIGS, 0, "linger.ms", z);
+  z[32767] = '0';
+  seed_big_value(b, "hostile-iac-v1-linger-60000-zeros",
+                 DC_API_INCREMENTAL_ALTER_CONFIGS, 1, "linger.ms", z);
+  free(z);
+  char *v = seed_fill('v', 40000);
+  seed_big_value(b, "hostile-iac-v1-value-40000",
+                 DC_API_INCREMENTAL_ALTER_CONFIGS, 1, "x.unknown", v);
+  seed_big_value(b, "hostile-alter-v2-acks-40000", DC_API_ALTER_CONFIGS, 2,
+                 "acks", v);
+  free(v);
+}
+
+static void seed_hostile(dc_buf_t *b) {
+  seed_many_resources(b);
+  seed_duplicate_keys(b);
+  seed_repeated_describe(b);
+  seed_huge_values(b);
+}
+
 /* Response bodies, for the response decoders (the dispatch path sees them
  * as garbage payloads, which is fine). */
 static void seed_responses(dc_buf_t *b) {
@@ -682,6 +812,7 @@ static void write_seeds(const char *dir) {
   }
   dc_buf_init(&b);
   seed_requests(&b);
+  seed_hostile(&b);
   seed_responses(&b);
   dc_buf_free(&b);
   printf("fuzz_request: wrote %d seeds to %s\n", g_seed_n, dir);

@@ -93,7 +93,8 @@ EOF
 echo "fuzz: running for ${SECS}s"
 set +e
 # Crashes, leaks, oracle aborts and timeouts all make libFuzzer exit
-# non-zero and write an artifact.
+# non-zero and write an artifact. -max_len must stay >= SEED_MAX in
+# fuzz_request.c: the hostile seeds (up to 60 KB) would be cut otherwise.
 "$WORK/fuzz_request" -max_len=65536 -max_total_time="$SECS" -timeout=25 \
   -rss_limit_mb=2048 -dict="$WORK/dict" -print_final_stats=1 \
   -artifact_prefix="$WORK/artifacts/" "$WORK/corpus" "$WORK/seeds" \
