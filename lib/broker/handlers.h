@@ -86,10 +86,17 @@ typedef struct dc_conn_auth {
   int state;
   char mechanism[32];
   struct dc_sasl_server *sasl; /* exchange in progress; owned */
-  char principal[512];         /* "User:NAME" once DONE */
+  char *principal;             /* "User:NAME" once DONE; owned */
 } dc_conn_auth_t;
 
-/* Frees what an auth state holds (not the struct itself). */
+/* Longest principal ("User:" + name, bytes, without the NUL) dynconfd
+ * accepts. Principals are compared whole, never shortened: a client
+ * certificate whose subject would make a longer one fails the TLS
+ * handshake, and such a SASL name fails authentication. */
+#define DC_PRINCIPAL_MAX 4096
+
+/* Frees what an auth state holds (not the struct itself) and sets the
+ * pointers it freed to NULL. */
 void dc_conn_auth_clear(dc_conn_auth_t *a);
 
 /* Who sent a request and on which listener. */

@@ -11,7 +11,8 @@
  *                 the tokens (librdkafka).
  *   RAW           after SaslHandshake v0: the next frames are bare tokens
  *                 and the replies bare size-prefixed tokens (kafka-python).
- *   DONE          authenticated as "User:" + the SASL user name.
+ *   DONE          authenticated as "User:" + the SASL user name, whole (a
+ *                 name that would make it exceed DC_PRINCIPAL_MAX fails).
  * A failed authentication answers SASL_AUTHENTICATION_FAILED (58) with the
  * reason (SaslAuthenticate) or closes without a reply (raw path: the
  * protocol has no way to say why), and the connection closes either way.
@@ -28,6 +29,8 @@
 void dc_conn_auth_clear(dc_conn_auth_t *a) {
   dc_sasl_server_destroy(a->sasl);
   a->sasl = NULL;
+  free(a->principal);
+  a->principal = NULL;
 }
 
 /* The enabled mechanisms as an arena array. */
@@ -91,6 +94,28 @@ int dc_handle_sasl_handshake(dc_req_t *r) {
   return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
 }
 
+/* Sets a->principal to "User:" + the authenticated name, whole; -1 with
+ * why (fit for the client) when it would exceed DC_PRINCIPAL_MAX. */
+static int take_principal(dc_conn_auth_t *a, char *why, size_t why_size) {
+  const char *user = dc_sasl_server_user(a->sasl);
+  size_t n = 5 + strlen(user);
+  if (n > DC_PRINCIPAL_MAX) {
+    snprintf(why, why_size, "Authentication failed: the principal User:NAME "
+             "would be %zu bytes, over the limit of %d", n, DC_PRINCIPAL_MAX);
+    return -1;
+  }
+  char *p = malloc(n + 1);
+  if (!p) {
+    snprintf(why, why_size, "Authentication failed: out of memory");
+    return -1;
+  }
+  memcpy(p, "User:", 5);
+  memcpy(p + 5, user, n - 5 + 1);
+  free(a->principal);
+  a->principal = p;
+  return 0;
+}
+
 /* Runs one step; on DONE records the principal. Returns the step result. */
 static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
                      const uint8_t *in, size_t inlen, uint8_t **out,
@@ -98,13 +123,18 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
   dc_conn_auth_t *a = conn->auth;
   int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
                                why_size);
+  if (rc == DC_SASL_DONE && take_principal(a, why, why_size)) {
+    free(*out); /* no server-final: the client must not think it is in */
+    *out = NULL;
+    *outlen = 0;
+    rc = DC_SASL_FAILED;
+  }
   if (rc == DC_SASL_DONE) {
-    snprintf(a->principal, sizeof(a->principal), "User:%s",
-             dc_sasl_server_user(a->sasl));
     a->state = DC_AUTH_DONE;
     dc_log(DC_LOG_DEBUG, "client %s on listener %s authenticated as %s (%s)",
            conn->peer, conn->listener, a->principal, a->mechanism);
-    dc_conn_auth_clear(a);
+    dc_sasl_server_destroy(a->sasl); /* the exchange is over */
+    a->sasl = NULL;
   } else if (rc == DC_SASL_FAILED) {
     dc_log(DC_LOG_WARN, "SASL %s authentication of client %s on listener %s "
                         "failed: %s", a->mechanism, conn->peer, conn->listener,

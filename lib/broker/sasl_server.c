@@ -42,6 +42,10 @@ struct dc_sasl_server {
 };
 
 #define MSG_PLAIN_FAILED "Authentication failed: Invalid username or password"
+/* A name over DC_SASL_MAX_USER names nobody (the credentials file refuses
+ * such names), so saying so reveals nothing about who exists. */
+#define MSG_USER_TOO_LONG                                                      \
+  "Authentication failed: the user name is %zu bytes, over the limit of %d"
 #define MSG_AUTHZID                                                            \
   "Authentication failed: Client requested an authorization id that is "       \
   "different from username"
@@ -166,7 +170,8 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
     return DC_SASL_FAILED;
   }
   if (strlen(user) > DC_SASL_MAX_USER) {
-    dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
+    dc_seterr(errstr, errstr_size, MSG_USER_TOO_LONG, strlen(user),
+              DC_SASL_MAX_USER);
     return DC_SASL_FAILED;
   }
   const dc_scram_cred_t *c = dc_credentials_find(creds, user, "SCRAM-SHA-256");
@@ -373,9 +378,16 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
 
   size_t cl;
   const char *cb = dc_scram_attr(m, wl, 'c', &cl);
-  uint8_t gs2[512];
-  long gl = cb == m + 2 ? dc_b64_decode(cb, cl, gs2, sizeof(gs2)) : -1;
-  if (gl < 0 || (size_t)gl != s->gs2_len || memcmp(gs2, s->gs2, s->gs2_len)) {
+  /* Room for the gs2 header the client sent (its authzid may be long) and
+   * one byte more, so a longer decoding fails instead of being cut. */
+  uint8_t *gs2 = malloc(s->gs2_len + 1);
+  long gl = gs2 && cb == m + 2
+                ? dc_b64_decode(cb, cl, gs2, s->gs2_len + 1)
+                : -1;
+  bool same = gl >= 0 && (size_t)gl == s->gs2_len &&
+              !memcmp(gs2, s->gs2, s->gs2_len);
+  free(gs2);
+  if (!same) {
     dc_seterr(errstr, errstr_size,
            "Authentication failed: channel binding data does not match the "
            "%s client-first message", s->mech);
@@ -423,6 +435,11 @@ static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
   }
   free(auth);
   OPENSSL_cleanse(cproof, sizeof(cproof));
+  if (s->fake && strlen(s->user) > DC_SASL_MAX_USER) {
+    dc_seterr(errstr, errstr_size, MSG_USER_TOO_LONG, strlen(s->user),
+              DC_SASL_MAX_USER);
+    return DC_SASL_FAILED;
+  }
   if (bad || s->fake) {
     dc_seterr(errstr, errstr_size,
            "Authentication failed during authentication due to invalid "

@@ -60,7 +60,7 @@ typedef struct conn {
   bool tls_write_wants_read; /* a write waits for the peer (key update) */
   int64_t auth_deadline; /* TLS handshake / SASL must finish by then; 0 = done */
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
-  char principal[512];  /* TLS principal ("" = none) */
+  const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
   struct conn *prev, *next;
 } conn_t;
@@ -365,12 +365,12 @@ static void do_accept(dc_server_t *s, listener_t *l) {
 /* The TLS handshake just finished: take the certificate principal. */
 static void tls_established(conn_t *c) {
   c->tls_ready = true;
-  dc_tls_peer_principal(c->ssl, c->principal, sizeof(c->principal));
+  c->principal = dc_tls_peer_principal(c->ssl);
   if (c->auth.state == DC_AUTH_NONE)
     c->auth_deadline = 0;
   dc_log(DC_LOG_DEBUG, "TLS connection from %s on listener %s: %s, %s",
          c->peer, c->listener->name, SSL_get_version(c->ssl),
-         *c->principal ? c->principal : "no client certificate");
+         c->principal ? c->principal : "no client certificate");
 }
 
 static void tls_failed(conn_t *c, const char *during) {
@@ -507,7 +507,7 @@ static void conn_process(dc_server_t *s, conn_t *c) {
     if (r == 0)
       break;
     const char *principal = c->auth.state == DC_AUTH_DONE ? c->auth.principal
-                            : *c->principal              ? c->principal
+                            : c->principal               ? c->principal
                                                          : "User:ANONYMOUS";
     dc_conn_info_t info = {.peer = c->peer,
                            .principal = principal,

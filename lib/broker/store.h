@@ -55,12 +55,16 @@ typedef int(dc_store_history_cb)(void *opaque, const dc_audit_row_t *row);
 
 /* Opens (creating if needed) the SQLite store in data_dir/dynconf.db: WAL
  * mode, synchronous=FULL, so a returned commit survives kill -9 and power
- * loss. Returns 0 or -1 with errstr. The caller owns *out and releases it
- * with dc_store_close(). */
+ * loss. The store is the data directory's only writer: it holds an
+ * exclusive lock on data_dir/.lock (holding this process's pid) until
+ * dc_store_close() or exit, and a second read-write open of the directory,
+ * from this or another process, fails naming the holder's pid. Returns 0
+ * or -1 with errstr. The caller owns *out and releases it with
+ * dc_store_close(). */
 int dc_store_open_sqlite(const char *data_dir, dc_store_t **out, char *errstr,
                          size_t errstr_size);
 /* Opens an existing store read-only (for printing history while the
- * daemon runs). */
+ * daemon runs); takes no lock. */
 int dc_store_open_sqlite_ro(const char *data_dir, dc_store_t **out,
                             char *errstr, size_t errstr_size);
 void dc_store_close(dc_store_t *st);

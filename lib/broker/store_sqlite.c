@@ -2,7 +2,8 @@
  * SQLite backend of the config store: data_dir/dynconf.db in WAL mode with
  * synchronous=FULL, so a commit that returned survives kill -9 and power
  * loss, and a read-only reader in another process (history printing) never
- * blocks the writer.
+ * blocks the writer. One read-write opener per data directory: it holds an
+ * exclusive flock on data_dir/.lock (which names its pid) until close.
  *
  * Ownership: dc_store_open_sqlite*() allocates one sqlite_store_t holding
  * the connection and every prepared statement; sqlite_close() finalizes
@@ -18,12 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #define DB_FILE "dynconf.db"
+/* The read-write opener's exclusive lock; holds the owner's pid. */
+#define LOCK_FILE ".lock"
 /* PRAGMA user_version of the schema this code writes. Bump it and add a
  * step to migrate() when the schema changes; 0 means "empty database". */
 #define SCHEMA_VERSION 1
@@ -90,6 +94,7 @@ typedef struct sqlite_store {
   sqlite3 *db;
   char *path;     /* owned: data_dir/dynconf.db, for error messages */
   int read_only;
+  int lock_fd;    /* LOCK_FILE, flock()ed while open; -1 = none (read-only) */
   int in_cb;      /* a callback is running: refuse re-entry */
   sqlite3_stmt *stmt[S__COUNT];
 } sqlite_store_t;
@@ -156,6 +161,8 @@ static void sqlite_close(dc_store_t *st) {
     sqlite3_finalize(s->stmt[i]);
   /* Last connection closing checkpoints the WAL and removes it. */
   sqlite3_close_v2(s->db);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* releases the lock, after the last write */
   free(s->path);
   free(s);
 }
@@ -504,6 +511,65 @@ static int ensure_dir(const char *dir, char *errstr, size_t errstr_size) {
   return 0;
 }
 
+/* The pid the lock holder wrote into the lock file, or 0 if unreadable
+ * (not written yet, or not a pid). */
+static long lock_holder(int fd) {
+  char buf[32];
+  ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  char *end;
+  long pid = strtol(buf, &end, 10);
+  return pid > 0 && (*end == '\n' || !*end) ? pid : 0;
+}
+
+/* Makes this store the data directory's only writer: an exclusive flock on
+ * LOCK_FILE held until close, which the kernel also drops when the process
+ * dies. Two writers would each serve their own snapshot and overwrite each
+ * other's acknowledged changes. */
+static int lock_dir(sqlite_store_t *s, const char *data_dir, char *errstr,
+                    size_t errstr_size) {
+  size_t n = strlen(data_dir) + sizeof("/" LOCK_FILE);
+  char *path = malloc(n);
+  if (!path)
+    return set_err(errstr, errstr_size, "store open: out of memory");
+  snprintf(path, n, "%s/" LOCK_FILE, data_dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    set_err(errstr, errstr_size, "cannot open lock file %s: %s", path,
+            strerror(errno));
+  } else if (flock(fd, LOCK_EX | LOCK_NB)) {
+    int e = errno;
+    long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+    if (e != EWOULDBLOCK)
+      set_err(errstr, errstr_size, "cannot lock %s: %s", path, strerror(e));
+    else if (pid)
+      set_err(errstr, errstr_size,
+              "data directory %s is in use by another dynconfd (pid %ld); "
+              "two servers on one store would lose writes", data_dir, pid);
+    else
+      set_err(errstr, errstr_size,
+              "data directory %s is in use by another dynconfd (its pid is "
+              "not in %s yet); two servers on one store would lose writes",
+              data_dir, path);
+    close(fd);
+    fd = -1;
+  } else {
+    char pid[32];
+    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)len, 0) != len) {
+      set_err(errstr, errstr_size, "cannot write %s: %s", path,
+              strerror(errno));
+      close(fd);
+      fd = -1;
+    }
+  }
+  free(path);
+  s->lock_fd = fd;
+  return fd >= 0 ? 0 : -1;
+}
+
 static int open_common(const char *data_dir, int read_only, dc_store_t **out,
                        char *errstr, size_t errstr_size) {
   sqlite_store_t *s;
@@ -525,12 +591,15 @@ static int open_common(const char *data_dir, int read_only, dc_store_t **out,
     return set_err(errstr, errstr_size, "store open: out of memory");
   s->base.ops = &sqlite_ops;
   s->read_only = read_only;
+  s->lock_fd = -1;
   size_t n = strlen(data_dir) + sizeof("/" DB_FILE);
   if (!(s->path = malloc(n))) {
     free(s);
     return set_err(errstr, errstr_size, "store open: out of memory");
   }
   snprintf(s->path, n, "%s/" DB_FILE, data_dir);
+  if (!read_only && lock_dir(s, data_dir, errstr, errstr_size))
+    goto fail;
 
   if (read_only && stat(s->path, &sb) != 0) {
     set_err(errstr, errstr_size, "no store in %s (%s: %s)", data_dir,

@@ -1,8 +1,11 @@
 /* TLS contexts for dynconfd's listeners; see tls_server.h. */
 #include "broker/tls_server.h"
+#include "broker/handlers.h"
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +29,84 @@ static void openssl_reason(char *out, size_t n) {
     snprintf(out, n, "unknown OpenSSL error");
 }
 
+/* ---- the peer's principal -------------------------------------------
+ * Taken while the client certificate is verified, so a certificate whose
+ * principal cannot be held whole fails the handshake instead of reaching
+ * the ACLs shortened. Kept in the SSL object's ex_data:
+ *   principal_idx  "User:" + subject (char *, freed with the SSL)
+ *   overlong_idx   the length the refused principal would have had */
+
+static int principal_idx = -1, overlong_idx = -1;
+static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
+
+static void free_principal(void *parent, void *ptr, CRYPTO_EX_DATA *ad,
+                           int idx, long argl, void *argp) {
+  (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+  free(ptr);
+}
+
+static void idx_init(void) {
+  principal_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, free_principal);
+  overlong_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* prefix + name in RFC 2253 form, whole, malloc'd; *len its length.
+ * NULL when out of memory, or when the text holds a NUL (it never should:
+ * control characters are escaped) since a C string would cut it there. */
+static char *name_dup(const char *prefix, X509_NAME *name, size_t *len) {
+  BIO *bio = BIO_new(BIO_s_mem());
+  char *out = NULL, *data = NULL;
+  if (bio && BIO_puts(bio, prefix) >= 0 &&
+      X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) >= 0) {
+    long n = BIO_get_mem_data(bio, &data);
+    if (n >= 0 && !memchr(data, '\0', (size_t)n) &&
+        (out = malloc((size_t)n + 1))) {
+      memcpy(out, data, (size_t)n);
+      out[n] = '\0';
+      *len = (size_t)n;
+    }
+  }
+  BIO_free(bio);
+  return out;
+}
+
+/* Verification of the client's own certificate (depth 0) succeeded: take
+ * its principal, or fail the handshake when it is over DC_PRINCIPAL_MAX. */
+static int take_principal(X509_STORE_CTX *xs) {
+  SSL *ssl =
+      X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
+  X509 *leaf = X509_STORE_CTX_get_current_cert(xs);
+  size_t len = 0;
+  char *p = ssl && leaf ? name_dup("User:", X509_get_subject_name(leaf), &len)
+                        : NULL;
+  if (!p) {
+    X509_STORE_CTX_set_error(xs, X509_V_ERR_OUT_OF_MEM);
+    return 0;
+  }
+  if (len > DC_PRINCIPAL_MAX) {
+    free(p);
+    SSL_set_ex_data(ssl, overlong_idx, (void *)(uintptr_t)len);
+    X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
+    return 0;
+  }
+  free(SSL_get_ex_data(ssl, principal_idx));
+  SSL_set_ex_data(ssl, principal_idx, p);
+  return 1;
+}
+
+static int verify_cb(int ok, X509_STORE_CTX *xs) {
+  if (!ok || X509_STORE_CTX_get_error_depth(xs) != 0)
+    return ok;
+  return take_principal(xs);
+}
+
 static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
   char why[256];
+  pthread_once(&idx_once, idx_init);
+  if (principal_idx < 0 || overlong_idx < 0) {
+    snprintf(errstr, n, "cannot create a TLS context (no ex_data index)");
+    return NULL;
+  }
   ERR_clear_error();
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
@@ -71,7 +150,10 @@ static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
     mode = SSL_VERIFY_PEER;
   else if (t->client_auth == DC_TLS_CLIENT_AUTH_REQUIRED)
     mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-  SSL_CTX_set_verify(ctx, mode, NULL);
+  SSL_CTX_set_verify(ctx, mode, verify_cb);
+  /* The principal is taken once, at the handshake: no renegotiation may
+   * bring another certificate. */
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   /* No session resumption: a resumed session would skip the client
    * certificate check of a reloaded CA. */
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -179,14 +261,11 @@ void dc_tls_ctx_describe(const dc_tls_ctx_t *t, char *subject,
   *not_after_ms = asn1_time_ms(X509_get0_notAfter(x));
 }
 
-void dc_tls_peer_principal(SSL *ssl, char *out, size_t out_size) {
-  out[0] = '\0';
-  X509 *peer = SSL_get0_peer_certificate(ssl);
-  if (!peer || SSL_get_verify_result(ssl) != X509_V_OK)
-    return;
-  char dn[480];
-  name_rfc2253(X509_get_subject_name(peer), dn, sizeof(dn));
-  snprintf(out, out_size, "User:%s", dn);
+const char *dc_tls_peer_principal(SSL *ssl) {
+  if (!SSL_get0_peer_certificate(ssl) ||
+      SSL_get_verify_result(ssl) != X509_V_OK || principal_idx < 0)
+    return NULL;
+  return SSL_get_ex_data(ssl, principal_idx);
 }
 
 void dc_tls_last_error(SSL *ssl, char *out, size_t out_size) {
@@ -201,7 +280,16 @@ void dc_tls_last_error(SSL *ssl, char *out, size_t out_size) {
     memmove(why, tail ? tail + 1 : why, strlen(tail ? tail + 1 : why) + 1);
   }
   ERR_clear_error();
-  if (v != X509_V_OK)
+  size_t over = ssl && v == X509_V_ERR_APPLICATION_VERIFICATION
+                    ? (size_t)(uintptr_t)SSL_get_ex_data(ssl, overlong_idx)
+                    : 0;
+  if (over)
+    snprintf(out, out_size,
+             "%s (client certificate subject too long: its principal would "
+             "be %zu bytes, %zu over the limit of %d)",
+             *why ? why : "certificate verify failed", over,
+             over - DC_PRINCIPAL_MAX, DC_PRINCIPAL_MAX);
+  else if (v != X509_V_OK)
     snprintf(out, out_size, "%s (%s)", *why ? why : "certificate verify failed",
              X509_verify_cert_error_string(v));
   else

@@ -1,7 +1,7 @@
 /*
  * Server-side TLS material for dynconfd's SSL and SASL_SSL listeners: one
  * reloadable context built from PEM certificate, key and CA files, and the
- * principal of a peer certificate.
+ * principal of a peer certificate (taken whole while it is verified).
  *
  * Reload (seed 002): dc_tls_ctx_reload() builds a fresh SSL_CTX from the same
  * paths and swaps it in only when it is whole (certificate and key parse and
@@ -47,8 +47,11 @@ void dc_tls_ctx_describe(const dc_tls_ctx_t *t, char *subject,
                          size_t subject_size, int64_t *not_after_ms);
 
 /* "User:" + the verified peer certificate's subject in RFC 2253 form
- * (Kafka's default SSL principal), or "" when the peer sent none. */
-void dc_tls_peer_principal(SSL *ssl, char *out, size_t out_size);
+ * (Kafka's default SSL principal), whole; NULL when the peer sent none.
+ * Owned by ssl. A certificate whose principal would be longer than
+ * DC_PRINCIPAL_MAX (handlers.h) fails the handshake, and
+ * dc_tls_last_error() then says by how much. */
+const char *dc_tls_peer_principal(SSL *ssl);
 
 /* The reason of the last TLS failure on this thread, in words, e.g.
  * "certificate verify failed (unable to get local issuer certificate)".
