@@ -8,11 +8,13 @@
  * were in the same probe run.
  */
 #include "broker/configdb.h"
+#include "broker/pairindex.h"
 #include "tap.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Fixed-seed xorshift64*: the run is identical every time. */
@@ -89,10 +91,11 @@ static void test_basics(void) {
   is_int(dc_configdb_set(db, 9, "c2", "acks", "0"), 0, "set acks");
   is_int(dc_configdb_set(db, 9, "c2", "zz.last", "z"), 0, "set zz.last");
   is_int(dc_configdb_set(db, 9, "c2", "linger.ms", "2"), 0, "update linger");
-  static const char *const c2k[] = {"acks", "linger.ms", "zz.last"};
-  static const char *const c2v[] = {"0", "2", "z"};
-  ok(entity_is(dc_configdb_get(db, 9, "c2"), 3, c2k, c2v),
-     "c2 = acks, linger.ms (updated), zz.last, sorted");
+  is_int(dc_configdb_set(db, 9, "c2", "b.mid", "m"), 0, "set b.mid");
+  static const char *const c2k[] = {"acks", "b.mid", "linger.ms", "zz.last"};
+  static const char *const c2v[] = {"0", "m", "2", "z"};
+  ok(entity_is(dc_configdb_get(db, 9, "c2"), 4, c2k, c2v),
+     "c2 = acks, b.mid, linger.ms (updated), zz.last, sorted");
   is_int(dc_configdb_count(db), 3, "count still 3");
   is_int(dc_configdb_set(db, 9, "c2", "v", ""), 0, "set an empty value");
   is_str(dc_entity_value(dc_configdb_get(db, 9, "c2"), "v"), "",
@@ -388,10 +391,229 @@ static void test_small_table_runs(void) {
   dc_configdb_destroy(db);
 }
 
+/* ---- the heartbeat/session index follows every change ------------------ */
+
+/* Random replace/set/remove over clients, users and user+client entities
+ * (and ones the index must ignore), then every heap visited at random
+ * bounds and every chain walked, against a model. */
+
+#define HBK "heartbeat.interval.ms"
+#define STK "session.timeout.ms"
+enum { NIXC = 200, NIXU = 20, NIXUC = 200, NIX = NIXC + NIXU + NIXUC + 3 };
+
+typedef struct ixm {
+  int8_t type;
+  char name[24];
+  int g;          /* dc_pix_group_t, or -1: not indexed */
+  int u, c;       /* for user+client entities */
+  char hb[8], st[8], acks[8]; /* "" = unset */
+} ixm_t;
+
+static ixm_t ixm[NIX];
+
+static void ixm_init(void) {
+  int i = 0;
+  for (int c = 0; c < NIXC; c++, i++) {
+    ixm[i] = (ixm_t){.type = 9, .g = DC_PIX_CLIENTS};
+    sprintf(ixm[i].name, "c%d", c);
+  }
+  for (int u = 0; u < NIXU; u++, i++) {
+    ixm[i] = (ixm_t){.type = 10, .g = DC_PIX_USERS};
+    sprintf(ixm[i].name, "u%d", u);
+  }
+  for (int k = 0; k < NIXUC; k++, i++) {
+    ixm[i] = (ixm_t){.type = 10, .g = DC_PIX_USER_CLIENTS, .u = k % NIXU,
+                     .c = k / NIXU};
+    sprintf(ixm[i].name, "u%d/c%d", k % NIXU, k / NIXU);
+  }
+  /* Not in any group: <default>, a broker, a name that does not parse. */
+  ixm[i++] = (ixm_t){.type = 9, .name = "<default>", .g = -1};
+  ixm[i++] = (ixm_t){.type = 4, .name = "c1", .g = -1};
+  ixm[i++] = (ixm_t){.type = 10, .name = "u1/c1/x", .g = -1};
+}
+
+static void ix_value(char *out) {
+  size_t r = rng_below(10);
+  if (r < 3)
+    out[0] = '\0';
+  else if (r == 3)
+    strcpy(out, "x");
+  else
+    sprintf(out, "%zu", rng_below(1000));
+}
+
+/* One random change to m, in the db and the model. */
+static void ix_change(dc_configdb_t *db, ixm_t *m) {
+  size_t op = rng_below(10);
+  if (op == 0) {
+    m->hb[0] = m->st[0] = m->acks[0] = '\0';
+    dc_configdb_replace(db, m->type, m->name, 0, NULL, NULL);
+  } else if (op < 4) { /* one key, in place */
+    char *slot = op == 1 ? m->hb : op == 2 ? m->st : m->acks;
+    sprintf(slot, "%zu", rng_below(1000));
+    dc_configdb_set(db, m->type, m->name, op == 1 ? HBK : op == 2 ? STK : "acks",
+                    slot);
+  } else {
+    ix_value(m->hb);
+    ix_value(m->st);
+    strcpy(m->acks, rng_below(2) ? "1" : "");
+    const char *k[3], *v[3];
+    size_t n = 0;
+    const char *const keys[3] = {HBK, STK, "acks"}, *vals[3] = {m->hb, m->st, m->acks};
+    for (int i = 0; i < 3; i++)
+      if (*vals[i]) {
+        k[n] = keys[i];
+        v[n++] = vals[i];
+      }
+    dc_configdb_replace(db, m->type, m->name, n, k, v);
+  }
+}
+
+static bool ix_num(const char *s, long *v) {
+  char *end;
+  *v = strtol(s, &end, 10);
+  return *s && !*end;
+}
+
+/* Does model entity m belong in visit(g, h, bound)'s answer? */
+static bool ix_want(const ixm_t *m, int g, int h, long bound) {
+  long hb, st;
+  bool hbn = ix_num(m->hb, &hb), stn = ix_num(m->st, &st);
+  if (m->g != g)
+    return false;
+  switch (h) {
+  case DC_PIX_HB_ALL:
+    return g != DC_PIX_USER_CLIENTS && hbn && hb >= bound;
+  case DC_PIX_ST_ALL:
+    return g != DC_PIX_USER_CLIENTS && stn && st <= bound;
+  case DC_PIX_HB_ONLY:
+    return hbn && !*m->st && hb >= bound;
+  default:
+    return stn && !*m->hb && st <= bound;
+  }
+}
+
+/* Collects "user|client" lines; returns 0 so the walk goes on. */
+typedef struct seen {
+  char lines[NIX][48];
+  size_t n;
+} seen_t;
+
+static int seen_cb(void *opaque, const char *uenc, const char *client) {
+  seen_t *s = opaque;
+  if (s->n < NIX)
+    snprintf(s->lines[s->n], sizeof(s->lines[0]), "%s|%s", uenc ? uenc : "-",
+             client ? client : "-");
+  s->n++;
+  return 0;
+}
+
+static int cmp_line(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The line seen_cb makes for model entity m. */
+static void ix_line(const ixm_t *m, char *out, size_t size) {
+  if (m->g == DC_PIX_CLIENTS)
+    snprintf(out, size, "-|%s", m->name);
+  else if (m->g == DC_PIX_USERS)
+    snprintf(out, size, "%s|-", m->name);
+  else
+    snprintf(out, size, "u%d|c%d", m->u, m->c);
+}
+
+static bool seen_is(seen_t *got, seen_t *want) {
+  if (got->n != want->n || got->n > NIX)
+    return false;
+  qsort(got->lines, got->n, sizeof(got->lines[0]), cmp_line);
+  qsort(want->lines, want->n, sizeof(want->lines[0]), cmp_line);
+  for (size_t i = 0; i < got->n; i++)
+    if (strcmp(got->lines[i], want->lines[i]))
+      return false;
+  return true;
+}
+
+/* Every heap at a random bound, and every chain. */
+static bool ix_agrees(const dc_configdb_t *db) {
+  static seen_t got, want;
+  const dc_pairidx_t *ix = dc_configdb_pairidx(db);
+  for (int g = 0; g < 3; g++)
+    for (int h = 0; h < 4; h++) {
+      long bound = (long)rng_below(1000);
+      got.n = want.n = 0;
+      dc_pairidx_visit(ix, g, h, bound, seen_cb, &got);
+      for (int i = 0; i < NIX; i++)
+        if (ix_want(&ixm[i], g, h, bound))
+          ix_line(&ixm[i], want.lines[want.n++], sizeof(want.lines[0]));
+      if (!seen_is(&got, &want))
+        return false;
+    }
+  for (int k = 0; k < NIXU + NIXUC / NIXU; k++) {
+    bool by_user = k < NIXU;
+    char key[16];
+    sprintf(key, by_user ? "u%d" : "c%d", by_user ? k : k - NIXU);
+    got.n = want.n = 0;
+    if (by_user)
+      dc_pairidx_of_user(ix, key, seen_cb, &got);
+    else
+      dc_pairidx_of_client(ix, key, seen_cb, &got);
+    for (int i = 0; i < NIX; i++) {
+      const ixm_t *m = &ixm[i];
+      if (m->g == DC_PIX_USER_CLIENTS && (*m->hb || *m->st) &&
+          (by_user ? m->u == k : m->c == k - NIXU))
+        ix_line(m, want.lines[want.n++], sizeof(want.lines[0]));
+    }
+    if (!seen_is(&got, &want))
+      return false;
+  }
+  return true;
+}
+
+/* A visit stops at the first non-zero answer and returns it. */
+static int stop_cb(void *opaque, const char *uenc, const char *client) {
+  (void)uenc;
+  (void)client;
+  return ++*(int *)opaque == 2 ? 7 : 0;
+}
+
+static void test_pair_index(void) {
+  dc_configdb_t *db = dc_configdb_new();
+  ixm_init();
+  int bad = 0, checks = 0;
+  for (int op = 1; op <= 20000; op++) {
+    ix_change(db, &ixm[rng_below(NIX)]);
+    if (op % 50 == 0) {
+      checks++;
+      if (!ix_agrees(db) && bad++ < 3)
+        diag("  the index disagrees with the model after %d changes", op);
+    }
+  }
+  ok(bad == 0, "index: %d checks of every heap and chain after random "
+               "changes, %d disagree", checks, bad);
+  const dc_pairidx_t *ix = dc_configdb_pairidx(db);
+  int calls = 0;
+  size_t n = dc_pairidx_size(ix, DC_PIX_CLIENTS, DC_PIX_HB_ALL);
+  int r = dc_pairidx_visit(ix, DC_PIX_CLIENTS, DC_PIX_HB_ALL, INT64_MIN,
+                           stop_cb, &calls);
+  ok(n >= 2 && r == 7 && calls == 2,
+     "a visit stops at the first non-zero answer and returns it");
+  for (int i = 0; i < NIX; i++)
+    dc_configdb_replace(db, ixm[i].type, ixm[i].name, 0, NULL, NULL);
+  size_t left = 0;
+  for (int g = 0; g < 3; g++)
+    for (int h = 0; h < 4; h++)
+      left += dc_pairidx_size(ix, g, h);
+  calls = 0;
+  dc_pairidx_of_user(ix, "u1", stop_cb, &calls);
+  ok(left == 0 && calls == 0, "removing every entity empties the index");
+  for (int i = 0; i < NIX / 2; i++) /* leave some for destroy to free */
+    ix_change(db, &ixm[rng_below(NIX)]);
+  dc_configdb_destroy(db);
+}
+
 int main(void) {
   test_basics();
   test_many_keys();
   test_small_table_runs();
   test_random();
+  test_pair_index();
   return done_testing();
 }

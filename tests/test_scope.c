@@ -21,6 +21,8 @@
 #include "broker/broker_int.h" /* b->creds, to see what a reload kept */
 #include "broker/credentials.h"
 #include "broker/handlers.h"
+#include "broker/pairindex.h"
+#include "broker/scope.h"
 #include "broker/store.h"
 #include "codec/proto.h"
 #include "common/entity.h"
@@ -30,7 +32,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define S(x) ((char *)(x))
 #define IAC DC_API_INCREMENTAL_ALTER_CONFIGS
@@ -836,6 +840,593 @@ static void test_validation(void) {
   tb_free(&t);
 }
 
+/* ---- the heartbeat/session rule against a brute-force model -------------- */
+
+/* dc_scope_check_pair() is driven directly over a configdb: random alters
+ * among a few users, client-ids, their user+client entities and
+ * <default>, each answer compared with a reference that resolves every
+ * (user or none) x (client-id or none) pair by the rule itself. */
+
+#define HBK "heartbeat.interval.ms"
+#define STK "session.timeout.ms"
+#define MAXU 8
+#define MAXC 8
+
+typedef struct ment {
+  int u, c; /* -1 = none; (-1, -1) is <default> */
+  dc_scope_ent_t ent;
+  const char *hb, *st, *acks; /* the model's values; NULL = unset */
+} ment_t;
+
+typedef struct model {
+  int nu, nc, n;
+  ment_t ents[1 + MAXC + MAXU + MAXU * MAXC];
+  dc_configdb_t *db;
+  uint64_t rng;
+} model_t;
+
+typedef struct mpair {
+  const char *hb, *st;
+} mpair_t;
+
+static uint64_t m_rand(model_t *m) { /* xorshift64* */
+  m->rng ^= m->rng >> 12;
+  m->rng ^= m->rng << 25;
+  m->rng ^= m->rng >> 27;
+  return m->rng * 2685821657736338717ull;
+}
+static int m_below(model_t *m, int n) { return (int)(m_rand(m) % (uint64_t)n); }
+
+/* Entity index: <default>, clients, users, then user+client. */
+static int m_idx(const model_t *m, int u, int c) {
+  if (u < 0)
+    return c < 0 ? 0 : 1 + c;
+  return c < 0 ? 1 + m->nc + u : 1 + m->nc + m->nu + u * m->nc + c;
+}
+
+/* Names that need percent-encoding in type-10 names are in the mix. */
+static void m_name(char *out, bool user, int i) {
+  static const char *const odd_u[] = {"u 2", "CN=x,O=y"}, *const odd_c[] = {"c/2", "c%3"};
+  if (i == 2 || i == 3)
+    strcpy(out, user ? odd_u[i - 2] : odd_c[i - 2]);
+  else
+    sprintf(out, "%c%d", user ? 'u' : 'c', i);
+}
+
+static bool m_init(model_t *m, int nu, int nc, uint64_t seed) {
+  memset(m, 0, sizeof(*m));
+  m->nu = nu;
+  m->nc = nc;
+  m->rng = seed;
+  m->db = dc_configdb_new();
+  char err[256];
+  for (int u = -1; u < nu; u++)
+    for (int c = -1; c < nc; c++) {
+      char un[16], cn[16], enc[DC_ENTITY_ENC_NAME_SIZE];
+      ment_t *e = &m->ents[m_idx(m, u, c)];
+      e->u = u;
+      e->c = c;
+      m_name(un, true, u);
+      m_name(cn, false, c);
+      int rc;
+      if (u < 0)
+        rc = dc_scope_ent_init(&e->ent, DC_RES_CLIENT,
+                               c < 0 ? "<default>" : cn, err, sizeof(err));
+      else
+        rc = dc_entity_user_name(un, c < 0 ? NULL : cn, enc, sizeof(enc),
+                                 err, sizeof(err)) ||
+             dc_scope_ent_init(&e->ent, DC_RES_USER, enc, err, sizeof(err));
+      if (rc) {
+        diag("model entity (%d, %d): %s", u, c, err);
+        return false;
+      }
+      m->n++;
+    }
+  return m->db != NULL;
+}
+
+static bool m_num(const char *s, long long *v) {
+  if (!s || !*s)
+    return false;
+  char *end;
+  *v = strtoll(s, &end, 10);
+  return !*end;
+}
+
+static mpair_t m_resolve(const model_t *m, int u, int c) {
+  int lv[4], n = 0;
+  if (u >= 0 && c >= 0)
+    lv[n++] = m_idx(m, u, c);
+  if (u >= 0)
+    lv[n++] = m_idx(m, u, -1);
+  if (c >= 0)
+    lv[n++] = m_idx(m, -1, c);
+  lv[n++] = 0;
+  mpair_t p = {NULL, NULL};
+  for (int i = 0; i < n; i++) {
+    if (!p.hb)
+      p.hb = m->ents[lv[i]].hb;
+    if (!p.st)
+      p.st = m->ents[lv[i]].st;
+  }
+  return p;
+}
+
+static bool m_broken(mpair_t p) {
+  long long h, s;
+  return m_num(p.hb, &h) && m_num(p.st, &s) && h >= s;
+}
+
+static bool m_same(const char *a, const char *b) {
+  return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* How check() names (u, c), or the altered entity x when self. */
+static void m_combo(const model_t *m, int u, int c, char *out, size_t size) {
+  char un[16], cn[16];
+  m_name(un, true, u);
+  m_name(cn, false, c);
+  (void)m;
+  if (u < 0)
+    snprintf(out, size, "client-id '%s'", c < 0 ? "<default>" : cn);
+  else if (c < 0)
+    snprintf(out, size, "user '%s'", un);
+  else
+    snprintf(out, size, "user '%s' with client-id '%s'", un, cn);
+}
+
+/* The message a refusal of x's alter names pair (u, c) with. */
+static void m_message(const model_t *m, const ment_t *x, int u, int c,
+                      mpair_t p, char *out, size_t size) {
+  char combo[128], self[128];
+  m_combo(m, u, c, combo, sizeof(combo));
+  m_combo(m, x->u, x->c, self, sizeof(self));
+  if (x->u == u && x->c == c)
+    snprintf(out, size, HBK " (%s) must be lower than " STK " (%s) for %s",
+             p.hb, p.st, combo);
+  else
+    snprintf(out, size,
+             "this change to %s would break %s, which resolves " HBK
+             " (%s) not lower than " STK " (%s)",
+             self, combo, p.hb, p.st);
+}
+
+typedef struct mstats {
+  int steps, accepted, refused, wrong, bad_msg, bad_db, bad_inv, bad_idx;
+} mstats_t;
+
+static const char *m_value(model_t *m, bool hb) {
+  static const char *const pool[] = {"1", "2", "3",  "4",  "5",  "6",  "7",
+                                     "8", "9", "10", "11", "12", "13", "14"};
+  int r = m_below(m, 20);
+  if (r < 7)
+    return NULL;
+  if (r == 7)
+    return "x"; /* set, but nothing to compare */
+  return hb ? pool[m_below(m, 10)] : pool[3 + m_below(m, 11)];
+}
+
+/* The reference answer for x's new values (already in the model, the
+ * old ones in old): refused when a pair whose resolution changes breaks.
+ * *msg_ok: msg is what check() says for one such pair. */
+static bool m_reference(model_t *m, ment_t *x, const ment_t *old,
+                        const char *msg, bool *msg_ok) {
+  bool fine = true;
+  *msg_ok = false;
+  for (int u = -1; u < m->nu; u++)
+    for (int c = -1; c < m->nc; c++) {
+      mpair_t now = m_resolve(m, u, c);
+      ment_t saved = *x;
+      x->hb = old->hb;
+      x->st = old->st;
+      mpair_t before = m_resolve(m, u, c);
+      *x = saved;
+      if ((m_same(now.hb, before.hb) && m_same(now.st, before.st)) ||
+          !m_broken(now))
+        continue;
+      fine = false;
+      char want[600];
+      m_message(m, x, u, c, now, want, sizeof(want));
+      if (!strcmp(want, msg))
+        *msg_ok = true;
+    }
+  return fine;
+}
+
+/* Stores x's model values in the db: as an alter would, or key by key as
+ * loading does. */
+static void m_store(model_t *m, const ment_t *x, size_t n,
+                    const char *const *k, const char *const *v) {
+  if (m_below(m, 4)) {
+    dc_configdb_replace(m->db, x->ent.type, x->ent.name, n, k, v);
+    return;
+  }
+  dc_configdb_replace(m->db, x->ent.type, x->ent.name, 0, NULL, NULL);
+  size_t first = n ? (size_t)m_below(m, (int)n) : 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = (first + i) % n;
+    dc_configdb_set(m->db, x->ent.type, x->ent.name, k[j], v[j]);
+  }
+}
+
+/* The heap sizes the index must have for the model's values. */
+static bool m_index_ok(const model_t *m) {
+  size_t want[3][4] = {{0}};
+  for (int i = 1; i < m->n; i++) {
+    const ment_t *e = &m->ents[i];
+    int g = e->u < 0 ? DC_PIX_CLIENTS
+                     : e->c < 0 ? DC_PIX_USERS : DC_PIX_USER_CLIENTS;
+    long long v;
+    bool hbn = m_num(e->hb, &v), stn = m_num(e->st, &v);
+    if (g != DC_PIX_USER_CLIENTS) {
+      want[g][DC_PIX_HB_ALL] += hbn;
+      want[g][DC_PIX_ST_ALL] += stn;
+    }
+    want[g][DC_PIX_HB_ONLY] += hbn && !e->st;
+    want[g][DC_PIX_ST_ONLY] += stn && !e->hb;
+  }
+  const dc_pairidx_t *ix = dc_configdb_pairidx(m->db);
+  for (int g = 0; g < 3; g++)
+    for (int h = 0; h < 4; h++)
+      if (dc_pairidx_size(ix, g, h) != want[g][h])
+        return false;
+  return true;
+}
+
+/* The db holds exactly x's model values. */
+static bool m_db_ok(const model_t *m, const ment_t *x) {
+  const dc_entity_t *e = dc_configdb_get(m->db, x->ent.type, x->ent.name);
+  if (!x->hb && !x->st && !x->acks)
+    return e == NULL;
+  return e && e->n == (size_t)(!!x->hb + !!x->st + !!x->acks) &&
+         m_same(dc_entity_value(e, HBK), x->hb) &&
+         m_same(dc_entity_value(e, STK), x->st) &&
+         m_same(dc_entity_value(e, "acks"), x->acks);
+}
+
+static bool m_invariant(const model_t *m) {
+  for (int u = -1; u < m->nu; u++)
+    for (int c = -1; c < m->nc; c++)
+      if (m_broken(m_resolve(m, u, c)))
+        return false;
+  return true;
+}
+
+/* One random alter: checked, compared with the reference, applied when
+ * accepted. */
+static void m_step(model_t *m, mstats_t *s) {
+  int kind = m_below(m, 10), xi;
+  if (kind == 0)
+    xi = 0;
+  else if (kind <= 3)
+    xi = m_idx(m, -1, m_below(m, m->nc));
+  else if (kind <= 6)
+    xi = m_idx(m, m_below(m, m->nu), -1);
+  else
+    xi = m_idx(m, m_below(m, m->nu), m_below(m, m->nc));
+  ment_t *x = &m->ents[xi], old = *x;
+  bool del = m_below(m, 10) == 0;
+  x->hb = del ? NULL : m_value(m, true);
+  x->st = del ? NULL : m_value(m, false);
+  x->acks = del || m_below(m, 3) ? NULL : "1";
+  const char *k[3], *v[3];
+  size_t n = 0;
+  const char *const keys[3] = {"acks", HBK, STK}, *vals[3] = {x->acks, x->hb, x->st};
+  for (int i = 0; i < 3; i++)
+    if (vals[i]) {
+      k[n] = keys[i];
+      v[n++] = vals[i];
+    }
+  char msg[1024] = "";
+  bool got = dc_scope_check_pair(m->db, &x->ent, n, k, v, msg, sizeof(msg));
+  bool msg_ok, want = m_reference(m, x, &old, msg, &msg_ok);
+  s->steps++;
+  if (got != want && s->wrong++ < 5)
+    diag("  %s: hb %s->%s st %s->%s: got %d, want %d (%s)", x->ent.name,
+         old.hb ? old.hb : "-", x->hb ? x->hb : "-", old.st ? old.st : "-",
+         x->st ? x->st : "-", got, want, msg);
+  if (got == want && !got && !msg_ok && s->bad_msg++ < 5)
+    diag("  %s: refused, but the message names no broken pair: %s",
+         x->ent.name, msg);
+  if (!got) {
+    *x = old;
+    s->refused++;
+    return;
+  }
+  s->accepted++;
+  m_store(m, x, n, k, v);
+  s->bad_db += !m_db_ok(m, x);
+  s->bad_inv += !m_invariant(m);
+  s->bad_idx += !m_index_ok(m);
+}
+
+static void test_rule_model(void) {
+  static const struct {
+    int nu, nc, steps;
+  } runs[] = {{3, 3, 5000}, {3, 3, 5000}, {8, 8, 5000}, {8, 8, 5000}};
+  model_t *m = malloc(sizeof(*m));
+  for (size_t r = 0; m && r < sizeof(runs) / sizeof(runs[0]); r++) {
+    if (!ok(m_init(m, runs[r].nu, runs[r].nc, 0x9e3779b97f4a7c15ull * (r + 1)),
+            "model %dx%d, seed %zu", runs[r].nu, runs[r].nc, r + 1))
+      break;
+    mstats_t s = {0};
+    for (int i = 0; i < runs[r].steps; i++)
+      m_step(m, &s);
+    ok(s.wrong == 0, "  %d alters (%d accepted, %d refused): every answer is "
+                     "the reference's (%d not)",
+       s.steps, s.accepted, s.refused, s.wrong);
+    ok(s.bad_msg == 0, "  every refusal names a pair the change breaks, in "
+                       "check()'s words (%d not)", s.bad_msg);
+    ok(s.accepted > s.steps / 10 && s.refused > s.steps / 10,
+       "  both answers are common");
+    ok(s.bad_db == 0 && s.bad_inv == 0,
+       "  the db follows the model (%d not) and every pair holds (%d not)",
+       s.bad_db, s.bad_inv);
+    ok(s.bad_idx == 0, "  the index's heaps hold what the model says (%d not)",
+       s.bad_idx);
+    dc_configdb_destroy(m->db);
+  }
+  free(m);
+}
+
+/* ---- which pair a refusal names, when an index bound finds it ----------- */
+
+/* Stores name's HB/ST (NULL = unset; both = remove) unchecked. */
+static void put(dc_configdb_t *db, int8_t type, const char *name,
+                const char *hb, const char *st) {
+  const char *k[2], *v[2];
+  size_t n = 0;
+  if (hb) {
+    k[n] = HBK;
+    v[n++] = hb;
+  }
+  if (st) {
+    k[n] = STK;
+    v[n++] = st;
+  }
+  dc_configdb_replace(db, type, name, n, k, v);
+}
+
+/* Asserts what setting name's HB/ST says: accepted (want NULL) or
+ * refused with exactly want. */
+static void expect(dc_configdb_t *db, int8_t type, const char *name,
+                   const char *hb, const char *st, const char *want,
+                   const char *what) {
+  dc_scope_ent_t e;
+  char msg[1024] = "", err[256];
+  if (!ok(!dc_scope_ent_init(&e, type, name, err, sizeof(err)), "%s", what))
+    return;
+  const char *k[2] = {HBK, STK}, *v[2] = {hb, st};
+  size_t n = 0;
+  if (!hb) {
+    k[0] = STK;
+    v[0] = st;
+  }
+  n = !!hb + !!st;
+  bool got = dc_scope_check_pair(db, &e, n, k, v, msg, sizeof(msg));
+  if (!ok(want ? !got && !strcmp(msg, want) : got, "%s", what))
+    diag("  got %s: %s", got ? "accepted" : "refused", msg);
+}
+
+#define BREAKS(self, combo, h, s)                                              \
+  "this change to " self " would break " combo ", which resolves " HBK        \
+  " (" h ") not lower than " STK " (" s ")"
+
+static void test_rule_messages(void) {
+  dc_configdb_t *db = dc_configdb_new();
+  char name[32], hb[16], st[16];
+  for (int i = 0; i < 50; i++) {
+    sprintf(name, "u%02d", i);
+    sprintf(st, "%d", 20000 + 10 * i);
+    put(db, US, name, NULL, st);
+    sprintf(name, "k%02d", i);
+    sprintf(hb, "%d", 1000 + i);
+    put(db, CL, name, hb, NULL);
+  }
+  put(db, US, "alice", NULL, "9000");
+  put(db, US, "bob", "5000", NULL);
+  put(db, US, "carol", "100", "200");
+  /* A client-id below the users. */
+  expect(db, CL, "c1", "250", NULL, NULL,
+         "client heartbeat 250: carol sets both keys, so she is not reached");
+  expect(db, CL, "c1", "9500", NULL,
+         BREAKS("client-id 'c1'", "user 'alice' with client-id 'c1'", "9500",
+                "9000"),
+         "client heartbeat 9500 breaks the user with the lowest session");
+  expect(db, CL, "c1", NULL, "4000",
+         BREAKS("client-id 'c1'", "user 'bob' with client-id 'c1'", "5000",
+                "4000"),
+         "client session 4000 breaks the user with the highest heartbeat");
+  put(db, US, "alice/c1", NULL, "30000");
+  expect(db, CL, "c1", "9500", NULL, NULL,
+         "alice/c1's own session shields (alice, c1): the next user is fine");
+  put(db, CL, "c1", "9500", NULL);
+  expect(db, CL, "c1", "20005", NULL,
+         BREAKS("client-id 'c1'", "user 'u00' with client-id 'c1'", "20005",
+                "20000"),
+         "  and past alice, u00's 20000 is the one that breaks");
+  /* A user above the client-ids. */
+  put(db, CL, "hot", "7000", NULL);
+  put(db, CL, "both", "8000", "30000");
+  expect(db, US, "dave", NULL, "8500",
+         BREAKS("user 'dave'", "user 'dave' with client-id 'c1'", "9500",
+                "8500"),
+         "user session 8500 breaks the client with the highest heartbeat");
+  put(db, US, "dave/c1", "100", NULL);
+  expect(db, US, "dave", NULL, "7500",
+         BREAKS("user 'dave'", "user 'dave' with client-id 'both'", "8000",
+                "7500"),
+         "  shielded from c1, a client setting both keys breaks next");
+  expect(db, US, "dave", "31000", NULL,
+         BREAKS("user 'dave'", "user 'dave' with client-id 'both'", "31000",
+                "30000"),
+         "user heartbeat 31000 breaks the client with the lowest session");
+  expect(db, US, "dave", "31000", "40000", NULL,
+         "a user setting both keys does not reach any client");
+  /* <default> below everything. */
+  put(db, CL, "slow", NULL, "8000");
+  expect(db, CL, "<default>", "8500", NULL,
+         BREAKS("client-id '<default>'", "client-id 'slow'", "8500", "8000"),
+         "default heartbeat 8500 breaks a client's session");
+  put(db, CL, "slow", NULL, NULL);
+  expect(db, CL, "<default>", "9500", NULL,
+         BREAKS("client-id '<default>'", "user 'alice'", "9500", "9000"),
+         "default heartbeat 9500 breaks a user's session");
+  expect(db, CL, "<default>", NULL, "9000",
+         BREAKS("client-id '<default>'", "client-id 'c1'", "9500", "9000"),
+         "default session 9000 breaks a client's heartbeat");
+  put(db, US, "eve", "12000", NULL);
+  expect(db, CL, "<default>", NULL, "9600",
+         BREAKS("client-id '<default>'", "user 'eve'", "12000", "9600"),
+         "default session 9600 breaks a user's heartbeat");
+  put(db, US, "frank/k00", "13000", NULL);
+  expect(db, CL, "<default>", NULL, "12500",
+         BREAKS("client-id '<default>'", "user 'frank' with client-id 'k00'",
+                "13000", "12500"),
+         "default session 12500 breaks a user+client heartbeat");
+  put(db, US, "frank", NULL, "14000");
+  expect(db, CL, "<default>", NULL, "12500", NULL,
+         "  not once user frank sets his own session");
+  dc_configdb_destroy(db);
+}
+
+/* ---- scale ------------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SCALE_BIG 100000 /* ASan: same shapes, a tenth of the size */
+#else
+#define SCALE_BIG 1000000
+#endif
+#define SCALE_SMALL 1000
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* n entities loaded key by key as the store is: n/20 client-ids setting
+ * only heartbeat (1000..2999), n/20 only session (10000..29999), n/500
+ * users (heartbeat only, session only, or both), n/100 user+client
+ * entities setting one of them, <default> 500/45000, the rest client-ids
+ * with an unrelated key. Every pair holds. */
+static dc_configdb_t *scale_db(int n, double *load_s) {
+  dc_configdb_t *db = dc_configdb_new();
+  uint64_t r = 42;
+  int nside = n / 20, nusers = n / 500, nuc = n / 100, rc = 0;
+  char name[64], v[16];
+  double t0 = now_s();
+#define RND(lo, span) (r = r * 6364136223846793005ull + 1, (int)(lo + (r >> 33) % span))
+#define SET1(type, nm, key, val) rc |= dc_configdb_set(db, type, nm, key, val)
+  SET1(CL, "<default>", HBK, "500");
+  SET1(CL, "<default>", STK, "45000");
+  for (int i = 0; i < nside; i++) {
+    sprintf(name, "hb%07d", i);
+    sprintf(v, "%d", RND(1000, 2000));
+    SET1(CL, name, HBK, v);
+    sprintf(name, "st%07d", i);
+    sprintf(v, "%d", RND(10000, 20000));
+    SET1(CL, name, STK, v);
+  }
+  for (int i = 0; i < nusers; i++) {
+    sprintf(name, "user%05d", i);
+    if (i % 3 != 1)
+      SET1(US, name, HBK, i % 3 ? "1000" : (sprintf(v, "%d", RND(1000, 2000)), v));
+    if (i % 3 != 0)
+      SET1(US, name, STK, i % 3 == 2 ? "30000" : (sprintf(v, "%d", RND(10000, 20000)), v));
+  }
+  for (int i = 0; i < nuc; i++) {
+    sprintf(name, "user%05d/%s%07d", i % nusers, i % 2 ? "st" : "hb", i / 2);
+    sprintf(v, "%d", i % 2 ? RND(1000, 2000) : RND(10000, 20000));
+    SET1(US, name, i % 2 ? HBK : STK, v);
+  }
+  for (int i = 2 * nside + nusers + nuc + 1; i < n; i++) {
+    sprintf(name, "p%07d", i);
+    SET1(CL, name, "acks", "1");
+  }
+#undef SET1
+#undef RND
+  *load_s = now_s() - t0;
+  if (rc || dc_configdb_count(db) != (size_t)n)
+    diag("scale_db(%d): rc %d, %zu entities", n, rc, dc_configdb_count(db));
+  return db;
+}
+
+typedef struct alter_case {
+  int8_t type;
+  const char *name, *hb, *st; /* the new set; NULL = unset */
+  bool accept;
+  const char *what;
+} alter_case_t;
+
+static const alter_case_t scale_cases[] = {
+    {CL, "<default>", "500", "20000", true, "<default> session 20000"},
+    {CL, "<default>", "9000", "45000", true, "<default> heartbeat 9000"},
+    {CL, "<default>", "500", "2500", false, "<default> session 2500"},
+    {CL, "<default>", "31000", "45000", false, "<default> heartbeat 31000"},
+    {US, "user00000", "9999", NULL, true, "user (heartbeat only) 9999"},
+    {US, "user00000", "31000", NULL, false, "user heartbeat 31000"},
+    {US, "user00001", NULL, "5000", true, "user (session only) 5000"},
+    {US, "user00001", NULL, "2000", false, "user session 2000"},
+    {CL, "hb0000000", "9999", NULL, true, "client (heartbeat only) 9999"},
+    {CL, "hb0000000", "31000", NULL, false, "client heartbeat 31000"},
+    {CL, "st0000000", NULL, "5000", true, "client (session only) 5000"},
+    {CL, "st0000000", NULL, "1000", false, "client session 1000"},
+};
+#define NCASES (sizeof(scale_cases) / sizeof(scale_cases[0]))
+
+/* Mean seconds per check of c over db; *accepted: its answer. */
+static double time_case(dc_configdb_t *db, const alter_case_t *c, int reps,
+                        bool *accepted, char *msg, size_t msg_size) {
+  dc_scope_ent_t e;
+  char err[256];
+  if (dc_scope_ent_init(&e, c->type, c->name, err, sizeof(err)))
+    return -1;
+  const char *k[2] = {HBK, STK}, *v[2] = {c->hb, c->st};
+  if (!c->hb) {
+    k[0] = STK;
+    v[0] = c->st;
+  }
+  size_t n = !!c->hb + !!c->st;
+  double t0 = now_s();
+  for (int i = 0; i < reps; i++)
+    *accepted = dc_scope_check_pair(db, &e, n, k, v, msg, msg_size);
+  return (now_s() - t0) / reps;
+}
+
+static void test_rule_scale(void) {
+  double load_small, load_big;
+  dc_configdb_t *small = scale_db(SCALE_SMALL, &load_small);
+  dc_configdb_t *big = scale_db(SCALE_BIG, &load_big);
+  ok(dc_configdb_count(big) == SCALE_BIG, "%d entities loaded key by key",
+     SCALE_BIG);
+  diag("load: %d entities in %.3f s, %d in %.3f s", SCALE_SMALL, load_small,
+       SCALE_BIG, load_big);
+  for (size_t i = 0; i < NCASES; i++) {
+    const alter_case_t *c = &scale_cases[i];
+    char msg_s[1024] = "", msg_b[1024] = "";
+    bool acc_s = !c->accept, acc_b = !c->accept;
+    time_case(small, c, 20, &acc_s, msg_s, sizeof(msg_s)); /* warm up */
+    double ts = time_case(small, c, 2000, &acc_s, msg_s, sizeof(msg_s));
+    time_case(big, c, 20, &acc_b, msg_b, sizeof(msg_b));
+    double tb = time_case(big, c, 2000, &acc_b, msg_b, sizeof(msg_b));
+    ok(acc_s == c->accept && acc_b == c->accept &&
+           (c->accept || (strstr(msg_s, "not lower than") &&
+                          strstr(msg_b, "not lower than"))),
+       "%s: %s at %d and at %d entities", c->what,
+       c->accept ? "accepted" : "refused", SCALE_SMALL, SCALE_BIG);
+    if (!c->accept)
+      diag("  %s", msg_b);
+    diag("  check: %.2f us at %d entities, %.2f us at %d", ts * 1e6,
+         SCALE_SMALL, tb * 1e6, SCALE_BIG);
+    ok(tb < 50 * ts + 1e-3, "  the check does not grow with the fleet");
+  }
+  double t0 = now_s();
+  dc_configdb_destroy(big);
+  diag("destroy: %.3f s", now_s() - t0);
+  dc_configdb_destroy(small);
+}
+
 /* ---- persistence ---------------------------------------------------------- */
 
 static int load_cb(void *opaque, int8_t type, const char *entity,
@@ -917,6 +1508,9 @@ int main(void) {
   test_authorization();
   test_security_reload();
   test_validation();
+  test_rule_model();
+  test_rule_messages();
+  test_rule_scale();
   test_persistence();
   is_int(broken, 0, "every response was well-formed and echoed its resources");
   return done_testing();

@@ -1,13 +1,22 @@
 #include "configdb.h"
+#include "broker/pairindex.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* An entity with its node in the heartbeat/session index (NULL when it
+ * is not indexed). Slots point at .e, the first member. */
+typedef struct stored {
+  dc_entity_t e;
+  dc_pairidx_node_t *node;
+} stored_t;
 
 /* Open hash table of entities keyed by (type, name); linear probing,
  * tombstone-free deletion by backward shift. */
 struct dc_configdb {
   dc_entity_t **slots;
   size_t cap, count;
+  dc_pairidx_t *ix;
 };
 
 static uint64_t hash(int8_t type, const char *name) {
@@ -36,7 +45,10 @@ dc_configdb_t *dc_configdb_new(void) {
     return NULL;
   db->cap = 64;
   db->slots = calloc(db->cap, sizeof(*db->slots));
-  if (!db->slots) {
+  db->ix = dc_pairidx_new();
+  if (!db->slots || !db->ix) {
+    free(db->slots);
+    dc_pairidx_destroy(db->ix);
     free(db);
     return NULL;
   }
@@ -49,6 +61,7 @@ void dc_configdb_destroy(dc_configdb_t *db) {
   for (size_t i = 0; i < db->cap; i++)
     entity_free(db->slots[i]);
   free(db->slots);
+  dc_pairidx_destroy(db->ix); /* frees the nodes */
   free(db);
 }
 
@@ -66,24 +79,36 @@ const dc_entity_t *dc_configdb_get(const dc_configdb_t *db, int8_t type,
   return db->slots[find_slot(db, type, name)];
 }
 
-const char *dc_entity_value(const dc_entity_t *e, const char *key) {
-  if (!e)
-    return NULL;
+/* Where key is or would go in e's sorted keys; *found says which. */
+static size_t key_pos(const dc_entity_t *e, const char *key, int *found) {
   size_t lo = 0, hi = e->n;
+  *found = 0;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
     int c = strcmp(e->keys[mid], key);
-    if (!c)
-      return e->values[mid];
+    if (!c) {
+      *found = 1;
+      return mid;
+    }
     if (c < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return NULL;
+  return lo;
+}
+
+const char *dc_entity_value(const dc_entity_t *e, const char *key) {
+  int found = 0;
+  size_t p = e ? key_pos(e, key, &found) : 0;
+  return found ? e->values[p] : NULL;
 }
 
 size_t dc_configdb_count(const dc_configdb_t *db) { return db->count; }
+
+const dc_pairidx_t *dc_configdb_pairidx(const dc_configdb_t *db) {
+  return db->ix;
+}
 
 int dc_configdb_foreach(const dc_configdb_t *db,
                         int (*cb)(void *opaque, const dc_entity_t *e),
@@ -115,6 +140,7 @@ static int grow(dc_configdb_t *db) {
 
 /* Removes slot i, shifting later members of its probe run back. */
 static void remove_slot(dc_configdb_t *db, size_t i) {
+  dc_pairidx_update(db->ix, &((stored_t *)db->slots[i])->node, NULL);
   entity_free(db->slots[i]);
   db->slots[i] = NULL;
   db->count--;
@@ -139,17 +165,12 @@ static int cmp_idx_keys(const void *a, const void *b, void *keys) {
   return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
 }
 
-int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
-                        size_t n, const char *const *keys,
-                        const char *const *values) {
-  size_t i = find_slot(db, type, name);
-  if (n == 0) {
-    if (db->slots[i])
-      remove_slot(db, i);
-    return 0;
-  }
-  /* Build the new entity completely before touching the table. */
-  dc_entity_t *e = calloc(1, sizeof(*e));
+/* A new entity holding copies of keys/values, sorted; NULL on OOM. */
+static dc_entity_t *entity_new(int8_t type, const char *name, size_t n,
+                               const char *const *keys,
+                               const char *const *values) {
+  stored_t *s = calloc(1, sizeof(*s));
+  dc_entity_t *e = s ? &s->e : NULL;
   size_t *order = malloc(n * sizeof(*order));
   if (!e || !order)
     goto oom;
@@ -171,49 +192,105 @@ int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
     }
   }
   free(order);
-  if (db->slots[i]) {
-    entity_free(db->slots[i]);
-    db->slots[i] = e;
-    return 0;
-  }
-  if ((db->count + 1) * 2 > db->cap) {
-    if (grow(db)) {
-      entity_free(e);
-      return -1;
-    }
-    i = find_slot(db, type, name);
-  }
-  db->slots[i] = e;
-  db->count++;
-  return 0;
+  return e;
 oom:
   free(order);
+  entity_free(e);
+  return NULL;
+}
+
+/* Stores e (new, not yet in the table) at slot i, the slot of its name,
+ * in place of what is there; the index node moves to e. 0, or -1 on OOM
+ * with e freed and the db unchanged. */
+static int install(dc_configdb_t *db, size_t i, dc_entity_t *e) {
+  stored_t *old = (stored_t *)db->slots[i];
+  if (!old && (db->count + 1) * 2 > db->cap) {
+    if (grow(db))
+      goto oom;
+    i = find_slot(db, e->type, e->name);
+  }
+  dc_pairidx_node_t *node = old ? old->node : NULL;
+  if (dc_pairidx_update(db->ix, &node, e))
+    goto oom;
+  ((stored_t *)e)->node = node;
+  if (old)
+    entity_free(&old->e);
+  else
+    db->count++;
+  db->slots[i] = e;
+  return 0;
+oom:
   entity_free(e);
   return -1;
 }
 
+int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
+                        size_t n, const char *const *keys,
+                        const char *const *values) {
+  size_t i = find_slot(db, type, name);
+  if (n == 0) {
+    if (db->slots[i])
+      remove_slot(db, i);
+    return 0;
+  }
+  /* Build the new entity completely before touching the table. */
+  dc_entity_t *e = entity_new(type, name, n, keys, values);
+  return e ? install(db, i, e) : -1;
+}
+
+/* Adds key=value to e at position p (room for one more is there); undone
+ * (and -1) when the index cannot follow. */
+static int insert_key(dc_configdb_t *db, dc_entity_t *e, size_t p, char *k,
+                      char *v) {
+  memmove(e->keys + p + 1, e->keys + p, (e->n - p) * sizeof(char *));
+  memmove(e->values + p + 1, e->values + p, (e->n - p) * sizeof(char *));
+  e->keys[p] = k;
+  e->values[p] = v;
+  e->n++;
+  if (!dc_pairidx_update(db->ix, &((stored_t *)e)->node, e))
+    return 0;
+  e->n--;
+  memmove(e->keys + p, e->keys + p + 1, (e->n - p) * sizeof(char *));
+  memmove(e->values + p, e->values + p + 1, (e->n - p) * sizeof(char *));
+  return -1;
+}
+
+/* Changes an existing entity in place: loading sets keys one at a time,
+ * and rebuilding the entity for each would copy it over and over. */
 int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
                     const char *key, const char *value) {
-  const dc_entity_t *e = dc_configdb_get(db, type, name);
-  size_t n = e ? e->n : 0;
-  const char **k = malloc((n + 1) * sizeof(*k));
-  const char **v = malloc((n + 1) * sizeof(*v));
-  if (!k || !v) {
-    free(k);
+  size_t i = find_slot(db, type, name);
+  dc_entity_t *e = db->slots[i];
+  if (!e) {
+    e = entity_new(type, name, 1, &key, &value);
+    return e ? install(db, i, e) : -1;
+  }
+  int found;
+  size_t p = key_pos(e, key, &found);
+  char *v = strdup(value);
+  if (!v)
+    return -1;
+  if (found) {
+    char *old = e->values[p];
+    e->values[p] = v;
+    if (!dc_pairidx_update(db->ix, &((stored_t *)e)->node, e)) {
+      free(old);
+      return 0;
+    }
+    e->values[p] = old;
     free(v);
     return -1;
   }
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (strcmp(e->keys[i], key)) {
-      k[m] = e->keys[i];
-      v[m++] = e->values[i];
-    }
-  }
-  k[m] = key;
-  v[m++] = value;
-  int r = dc_configdb_replace(db, type, name, m, k, v);
+  char *k = strdup(key);
+  char **nk = k ? realloc(e->keys, (e->n + 1) * sizeof(char *)) : NULL;
+  if (nk)
+    e->keys = nk;
+  char **nv = nk ? realloc(e->values, (e->n + 1) * sizeof(char *)) : NULL;
+  if (nv)
+    e->values = nv;
+  if (nv && !insert_key(db, e, p, k, v))
+    return 0;
   free(k);
   free(v);
-  return r;
+  return -1;
 }

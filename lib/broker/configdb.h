@@ -4,13 +4,16 @@
  * configs are kept sorted by key.
  *
  * Ownership: the db owns every entity and string in it. Pointers returned by
- * dc_configdb_get() stay valid until that entity is next replaced.
+ * dc_configdb_get() stay valid until that entity is next replaced or set.
+ * The db also keeps the heartbeat/session index (pairindex.h) current.
  * Threading: one owner thread (the event loop).
  */
 #ifndef DC_CONFIGDB_H
 #define DC_CONFIGDB_H
 #include <stddef.h>
 #include <stdint.h>
+
+typedef struct dc_pairidx dc_pairidx_t;
 
 typedef struct dc_entity {
   int8_t type;
@@ -36,7 +39,9 @@ const char *dc_entity_value(const dc_entity_t *e, const char *key);
 int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
                         size_t n, const char *const *keys,
                         const char *const *values);
-/* Sets one key (used while loading the store). 0 or -1 on OOM. */
+/* Sets one key (used while loading the store), changing the entity in
+ * place: O(keys) with one allocation or two, so loading a store of many
+ * entities is linear. 0, or -1 on OOM (db unchanged). */
 int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
                     const char *key, const char *value);
 /* Calls cb for every entity (any order) until it returns non-zero, which
@@ -47,4 +52,6 @@ int dc_configdb_foreach(const dc_configdb_t *db,
                         void *opaque);
 /* Number of entities. */
 size_t dc_configdb_count(const dc_configdb_t *db);
+/* The heartbeat/session index over the entities (pairindex.h). */
+const dc_pairidx_t *dc_configdb_pairidx(const dc_configdb_t *db);
 #endif

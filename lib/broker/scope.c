@@ -30,25 +30,58 @@
  * for U (U sits above every client, so the client level is skipped), and
  * U > C > <default> for U/C.
  *
- * heartbeat.interval.ms < session.timeout.ms must hold for every resolved
- * (user, client-id) pair, each key resolved on its own. An alter is
- * checked against every pair whose resolution it can change, which takes
- * one walk of the configdb:
- *   U/C        just (U, C);
- *   U          (U, any client without an entity), (U, C) for every
- *              client entity C and every U/C entity;
- *   C          (no user, C), (U, C) for every user entity U and U/C;
- *   <default>  (no user, no client), (no user, C) for every client C,
- *              (U, no client) for every user U, every U/C entity.
- * For <default> the pairs (U, C) without a U/C entity need no check of
- * their own: if U sets both keys <default> does not reach them; if U sets
- * one, <default> can only supply the other when C does not set it, and
- * then the pair equals (U, no client); if U sets neither it equals
- * (no user, C). Unknown or non-numeric halves are not checked (nothing to
- * compare), as before.
+ * heartbeat.interval.ms (HB) < session.timeout.ms (ST) must hold for
+ * every resolved (user, client-id) pair, each key resolved on its own;
+ * unknown or non-numeric halves are not checked (nothing to compare). An
+ * alter of X is checked against the pairs whose resolution reaches X,
+ * with X's new set; every other pair is as before, and held before.
+ * Finding those pairs must not cost a walk of the configdb: the configdb
+ * indexes the entities setting HB or ST (pairindex.h), and an entity
+ * setting neither is transparent: a pair resolves through it as if it
+ * were absent. Below, "sets" means the key is present; the index's heaps
+ * hold the numeric values; D is <default>. Pair (U, C) resolves
+ * U/C > U > C > D.
+ *   U/C        only (U, C) reaches it.
+ *   C          (no user, C), and (U, C) for every user U. If U/C sets
+ *              HB or ST, check (U, C) itself (U/C entities of C, by the
+ *              index's client chain). Else the pair is
+ *              (U.hb ?: C.hb ?: D.hb, U.st ?: C.st ?: D.st): U setting
+ *              both does not reach C; setting neither gives (no user, C);
+ *              setting HB only gives (U.hb, C.st ?: D.st), which reaches
+ *              C only if C sets ST: need U.hb < C.st over the users
+ *              setting HB but not ST (HB_ONLY); symmetrically C.hb < U.st
+ *              over ST_ONLY users when C sets HB.
+ *   U          (U, no client), and (U, C) for every client-id C. U/C
+ *              setting HB or ST: check it (U's user chain). Else U
+ *              setting both makes the pair (U, no client); setting
+ *              neither, it does not reach U; HB only gives
+ *              (U.hb, C.st ?: D.st): with C setting ST, need U.hb < C.st
+ *              over every client setting ST (ST_ALL), else it is
+ *              (U, no client); ST only: C.hb < U.st over HB_ALL clients.
+ *   <default>  (no user, no client); (no user, C): C setting both does
+ *              not reach D, neither is (no user, no client), HB only is
+ *              (C.hb, D.st): need C.hb < D.st over HB_ONLY clients, and
+ *              D.hb < C.st over ST_ONLY ones; (U, no client) the same over
+ *              users; (U, C) with U/C setting one key only, say HB: it is
+ *              (UC.hb, U.st ?: C.st ?: D.st), which reaches D exactly when
+ *              U and C leave ST unset: need UC.hb < D.st over HB_ONLY
+ *              user+client entities (and ST_ONLY likewise). (U, C) with a
+ *              U/C setting both does not reach D; without one: U setting
+ *              both does not reach D, neither gives (no user, C), HB only
+ *              reaches D only when C leaves ST unset, and is then
+ *              (U.hb, D.st) = (U, no client); likewise ST only.
+ * Each bound is tested by visiting the heap members whose value would
+ * break it (HB >= bound, ST <= bound) and running the full check on the
+ * pair each names. That check decides: it fails unless a U/C entity
+ * shadows the pair (so C, or U, never reached X there; that pair is
+ * checked through the chains) or, for <default>, U or C sets the key;
+ * only then does the visit look further down the heap. So an alter costs
+ * O(log n) plus the U/C entities of the altered user or client-id, plus
+ * the members that would break the bound but are shadowed.
  */
 #include "broker/scope.h"
 #include "broker/broker_int.h"
+#include "broker/pairindex.h"
 #include "common/schema.h"
 
 #include <stdio.h>
@@ -261,44 +294,68 @@ static bool check(const view_t *v, const char *uenc, const char *client) {
   return false;
 }
 
-/* The walk over every stored entity, per kind of altered entity. */
-static int walk_cb(void *opaque, const dc_entity_t *ent) {
-  const view_t *v = opaque;
-  const dc_scope_ent_t *e = v->e;
-  bool e_default =
-      e->type == DC_RES_CLIENT && !strcmp(e->name, DC_DEFAULT_ENTITY);
-  if (ent->type == DC_RES_CLIENT) {
-    if (!strcmp(ent->name, DC_DEFAULT_ENTITY))
-      return 0;
-    if (e_default)
-      return !check(v, NULL, ent->name);
-    if (e->type == DC_RES_USER) /* the user entity U with client ent */
-      return !check(v, e->name, ent->name);
-    return 0;
-  }
-  if (ent->type != DC_RES_USER)
-    return 0;
-  const char *slash = strchr(ent->name, '/');
-  char uenc[DC_ENTITY_ENC_NAME_SIZE];
-  size_t ulen = slash ? (size_t)(slash - ent->name) : strlen(ent->name);
-  snprintf(uenc, sizeof(uenc), "%.*s", (int)ulen, ent->name);
-  if (!slash) { /* a user entity */
-    if (e_default)
-      return !check(v, uenc, NULL);
-    if (e->type == DC_RES_CLIENT)
-      return !check(v, uenc, e->name);
-    return 0;
-  }
-  /* A user+client entity: decode its client-id. */
-  dc_user_entity_t ue;
-  if (dc_entity_user_parse(ent->name, &ue, NULL, 0))
-    return 0; /* not stored by us; cannot be resolved by anyone */
-  if (e_default)
-    return !check(v, uenc, ue.client);
-  if (e->type == DC_RES_CLIENT)
-    return strcmp(ue.client, e->name) ? 0 : !check(v, uenc, ue.client);
-  /* e is the user entity U: its U/C entities. */
-  return strcmp(uenc, e->name) ? 0 : !check(v, uenc, ue.client);
+/* ---- the pairs an alter reaches, through the index (top comment) ------- */
+
+/* The other half of the pairs probed: the altered entity's user or
+ * client-id, combined with each indexed entity found. */
+typedef struct probe {
+  const view_t *v;
+  const char *uenc, *client; /* NULL: taken from the indexed entity */
+} probe_t;
+
+static int probe_cb(void *opaque, const char *uenc, const char *client) {
+  const probe_t *p = opaque;
+  return !check(p->v, uenc ? uenc : p->uenc, client ? client : p->client);
+}
+
+/* X's new value of key, when it is a number. */
+static bool new_num(const view_t *v, const char *key, int64_t *out) {
+  const char *s = set_value(v, key);
+  return s && dc_parse_int64(s, out);
+}
+
+/* The members of heap h in group g that would break against bound. */
+static bool probe_heap(probe_t *p, dc_pix_group_t g, dc_pix_heap_t h,
+                       bool has_bound, int64_t bound) {
+  const dc_pairidx_t *ix = dc_configdb_pairidx(p->v->db);
+  return !has_bound || !dc_pairidx_visit(ix, g, h, bound, probe_cb, p);
+}
+
+/* X is client-id C: the users above it, then C's U/C entities. */
+static bool check_client(const view_t *v) {
+  probe_t p = {v, NULL, v->e->name};
+  int64_t hb, st;
+  bool has_hb = new_num(v, HB, &hb), has_st = new_num(v, ST, &st);
+  return probe_heap(&p, DC_PIX_USERS, DC_PIX_ST_ONLY, has_hb, hb) &&
+         probe_heap(&p, DC_PIX_USERS, DC_PIX_HB_ONLY, has_st, st) &&
+         !dc_pairidx_of_client(dc_configdb_pairidx(v->db), v->e->name,
+                               probe_cb, &p);
+}
+
+/* X is user U: the client-ids below it, then U's U/C entities. */
+static bool check_user(const view_t *v) {
+  probe_t p = {v, v->e->name, NULL};
+  int64_t hb, st;
+  bool has_hb = new_num(v, HB, &hb), has_st = new_num(v, ST, &st);
+  bool sets_hb = set_value(v, HB), sets_st = set_value(v, ST);
+  return probe_heap(&p, DC_PIX_CLIENTS, DC_PIX_ST_ALL, has_hb && !sets_st,
+                    hb) &&
+         probe_heap(&p, DC_PIX_CLIENTS, DC_PIX_HB_ALL, has_st && !sets_hb,
+                    st) &&
+         !dc_pairidx_of_user(dc_configdb_pairidx(v->db), v->e->name,
+                             probe_cb, &p);
+}
+
+/* X is <default>: the one-key members of every group. */
+static bool check_default(const view_t *v) {
+  probe_t p = {v, NULL, NULL};
+  int64_t hb, st;
+  bool has_hb = new_num(v, HB, &hb), has_st = new_num(v, ST, &st);
+  for (int g = DC_PIX_CLIENTS; g <= DC_PIX_USER_CLIENTS; g++)
+    if (!probe_heap(&p, g, DC_PIX_ST_ONLY, has_hb, hb) ||
+        !probe_heap(&p, g, DC_PIX_HB_ONLY, has_st, st))
+      return false;
+  return true;
 }
 
 static bool same(const char *a, const char *b) {
@@ -321,12 +378,9 @@ bool dc_scope_check_pair(const dc_configdb_t *db, const dc_scope_ent_t *e,
              (int)(strchr(e->name, '/') - e->name), e->name);
     return check(&v, uenc, e->parts.client);
   }
-  bool ok;
   if (e->type == DC_RES_USER)
-    ok = check(&v, e->name, NULL);
-  else if (!strcmp(e->name, DC_DEFAULT_ENTITY))
-    ok = check(&v, NULL, NULL);
-  else
-    ok = check(&v, NULL, e->name);
-  return ok && dc_configdb_foreach(db, walk_cb, &v) == 0;
+    return check(&v, e->name, NULL) && check_user(&v);
+  if (!strcmp(e->name, DC_DEFAULT_ENTITY))
+    return check(&v, NULL, NULL) && check_default(&v);
+  return check(&v, NULL, e->name) && check_client(&v);
 }

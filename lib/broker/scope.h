@@ -57,7 +57,9 @@ const char *dc_scope_inherited(const dc_configdb_t *db,
  * (user, client-id) combination whose resolved pair changes when e's
  * override set becomes the n keys/values given (any order). True when
  * all hold (or the pair does not change); false with msg naming the
- * combination that would break. */
+ * combination that would break. Reads the configdb's index instead of
+ * walking every entity: O(log n) plus the terms the top of scope.c
+ * names (the altered user's or client-id's user+client entities). */
 bool dc_scope_check_pair(const dc_configdb_t *db, const dc_scope_ent_t *e,
                          size_t n, const char *const *keys,
                          const char *const *values, char *msg,
