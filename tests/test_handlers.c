@@ -23,6 +23,7 @@
 #include "tap.h"
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -1401,6 +1402,7 @@ typedef struct fake_store {
   dc_store_t base;
   bool fail_commit, fail_load;
   int commits;
+  size_t batch; /* alters in the last commit */
   char last[1024]; /* the last commit's full set and changes, as text */
 } fake_store_t;
 
@@ -1419,10 +1421,12 @@ static int fake_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
     r = cb(opaque, DC_RES_CLIENT, "<default>", "debug", "all");
   return r;
 }
-static int fake_commit(dc_store_t *st, const dc_store_commit_t *c,
-                       char *errstr, size_t errstr_size) {
+static int fake_commit(dc_store_t *st, const dc_store_commit_t *batch,
+                       size_t nb, char *errstr, size_t errstr_size) {
   fake_store_t *f = (fake_store_t *)st;
+  const dc_store_commit_t *c = &batch[nb - 1];
   f->commits++;
+  f->batch = nb;
   size_t n = (size_t)snprintf(f->last, sizeof(f->last), "%d %s %s n=%zu:",
                               c->resource_type, c->entity, c->api,
                               c->n_configs);
@@ -1471,6 +1475,33 @@ static void test_fake_store(void) {
   is_int(alter1(&t, 44, 1, true, "c1", "=acks=all", NULL), 0,
          "validate_only");
   is_int(f.commits, c0 + 2, "validate_only does not reach the store");
+
+  /* Several resources: one commit for all of them, or none applied. */
+  rspec_t three[] = {{DC_RES_CLIENT, "b1", {"=acks=0", NULL}},
+                     {DC_RES_CLIENT, "b2", {"=acks=bogus", NULL}},
+                     {DC_RES_CLIENT, "b3", {"=linger.ms=3", NULL}}};
+  const dc_alter_configs_resp_t *a = alter(&t, 44, 1, false, 3, three);
+  ok(a && !a->responses[0].error_code &&
+         a->responses[1].error_code == DYNCONF_ERR_INVALID_CONFIG &&
+         !a->responses[2].error_code,
+     "three resources, one invalid: two accepted");
+  ok(f.commits == c0 + 3 && f.batch == 2,
+     "  the two accepted are stored in one commit (%d commits, batch %zu)",
+     f.commits - c0 - 2, f.batch);
+  is_str(dump(&t, "b3"), "debug=all/8;linger.ms=3/7", "  and served");
+  f.fail_commit = true;
+  three[0].cfg[0] = "=acks=1";
+  three[1].cfg[0] = "=acks=1";
+  three[2].cfg[0] = "=linger.ms=4";
+  a = alter(&t, 44, 1, false, 3, three);
+  ok(a && a->responses[0].error_code == -1 && a->responses[1].error_code == -1 &&
+         a->responses[2].error_code == -1 &&
+         strstr(a->responses[2].error_message, "disk full"),
+     "a refused commit of three: each answers UNKNOWN_SERVER_ERROR");
+  is_str(dump(&t, "b1"), "acks=0/7;debug=all/8", "  none is applied (b1)");
+  is_str(dump(&t, "b2"), "debug=all/8", "  none is applied (b2)");
+  is_str(dump(&t, "b3"), "debug=all/8;linger.ms=3/7", "  none is applied (b3)");
+  f.fail_commit = false;
   tb_free(&t);
 
   f.fail_load = true;
@@ -1481,6 +1512,283 @@ static void test_fake_store(void) {
   ok(b == NULL && strstr(err, "disk on fire"),
      "dc_broker_new fails with the store's load error: %s", err);
   dc_broker_destroy(b);
+}
+
+/* ---- bounds on every request's cost -------------------------------------- */
+
+/* A describe of n resources (the same type/name each, or name_fmt with
+ * %d), each asking for nkeys made-up keys (0 = all). */
+static int describe_many(tb_t *t, int16_t v, int32_t n, const char *name,
+                         int32_t nkeys, bool syn, bool doc,
+                         dc_describe_configs_resp_t *resp) {
+  dc_arena_reset(&t->build);
+  dc_describe_configs_req_t req = {n, NULL, syn, doc};
+  req.resources = dc_arena_alloc(&t->build, (size_t)n * sizeof(*req.resources));
+  char **keys = dc_arena_alloc(&t->build, (size_t)(nkeys + 1) * sizeof(char *));
+  for (int32_t k = 0; k < nkeys; k++) {
+    char key[32];
+    snprintf(key, sizeof(key), "k%d", (int)k);
+    keys[k] = dc_arena_strdup(&t->build, key);
+  }
+  for (int32_t i = 0; i < n; i++)
+    req.resources[i] = (dc_describe_configs_req_resource_t){
+        DC_RES_CLIENT, S(name), nkeys ? nkeys : -1, nkeys ? keys : NULL};
+  memset(resp, 0, sizeof(*resp));
+  return call_describe(t, v, &req, resp);
+}
+
+/* An IncrementalAlterConfigs v1 of n resources named name_i (or all the
+ * same name when same), each setting nkeys keys "u<k>=v" (the last one
+ * repeating the first when dup_last). */
+static const dc_alter_configs_resp_t *alter_many(tb_t *t, int32_t n,
+                                                 bool same, int32_t nkeys,
+                                                 bool dup_last,
+                                                 bool validate_only) {
+  static dc_alter_configs_resp_t resp;
+  dc_arena_reset(&t->build);
+  dc_alter_configs_req_t req = {n, NULL, validate_only};
+  req.resources = dc_arena_alloc(&t->build, (size_t)n * sizeof(*req.resources));
+  dc_alter_config_t *cfg =
+      dc_arena_alloc(&t->build, (size_t)(nkeys ? nkeys : 1) * sizeof(*cfg));
+  for (int32_t k = 0; k < nkeys; k++) {
+    char key[32];
+    snprintf(key, sizeof(key), "u%d", (int)(dup_last && k == nkeys - 1 ? 0 : k));
+    cfg[k] = (dc_alter_config_t){dc_arena_strdup(&t->build, key), DC_OP_SET,
+                                 S("v")};
+  }
+  for (int32_t i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "many-%d", (int)(same ? 0 : i));
+    req.resources[i] = (dc_alter_resource_t){
+        DC_RES_CLIENT, dc_arena_strdup(&t->build, name), nkeys, cfg};
+  }
+  dc_buf_t body;
+  dc_buf_init(&body);
+  dc_incremental_alter_configs_req_encode(&body, 1, &req);
+  dc_rd_t rd;
+  int rc = exchange(t, DC_API_INCREMENTAL_ALTER_CONFIGS, 1, &body, &rd);
+  dc_buf_free(&body);
+  if (rc != DC_HANDLE_OK)
+    return NULL;
+  memset(&resp, 0, sizeof(resp));
+  if (!body_done(&rd, dc_incremental_alter_configs_resp_decode(&rd, 1, &resp),
+                 "alter") ||
+      resp.n_responses != n)
+    return NULL;
+  return &resp;
+}
+
+/* Every result carries err and a message containing what. */
+static bool all_describe_errors(const dc_describe_configs_resp_t *r,
+                                int16_t err, const char *what) {
+  for (int32_t i = 0; i < r->n_results; i++)
+    if (r->results[i].error_code != err || !r->results[i].error_message ||
+        !strstr(r->results[i].error_message, what) || r->results[i].n_configs)
+      return false;
+  return r->n_results > 0;
+}
+
+static bool all_alter_errors(const dc_alter_configs_resp_t *r, int16_t err,
+                             const char *what) {
+  for (int32_t i = 0; r && i < r->n_responses; i++)
+    if (r->responses[i].error_code != err ||
+        !r->responses[i].error_message ||
+        !strstr(r->responses[i].error_message, what))
+      return false;
+  return r && r->n_responses > 0;
+}
+
+static void limits_counts(void) {
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.allow_unknown_keys = true;
+  tb_t t;
+  if (!ok(tb_init(&t, &o, NULL), "broker with default request bounds"))
+    return;
+  is_int(alter1(&t, 44, 1, false, "many-0", "=acks=1", NULL), 0, "seed");
+  dc_describe_configs_resp_t r;
+  is_int(describe_many(&t, 1, 1000, "many-0", 0, false, false, &r),
+         DC_HANDLE_OK, "describe naming 1000 resources is answered");
+  ok(r.n_results == 1000 && !r.results[999].error_code &&
+         r.results[999].n_configs == 1,
+     "  every one of them described");
+  is_int(describe_many(&t, 1, 1001, "many-0", 0, false, false, &r),
+         DC_HANDLE_OK, "describe naming 1001 resources is answered");
+  ok(all_describe_errors(&r, DYNCONF_ERR_INVALID_REQUEST,
+                         "at most 1000 per request (max.request.resources)"),
+     "  each gets INVALID_REQUEST naming the limit: %s",
+     r.results[0].error_message ? r.results[0].error_message : "~");
+  is_int(describe_many(&t, 1, 1, "many-0", 1001, false, false, &r),
+         DC_HANDLE_OK, "describe asking for 1001 keys");
+  ok(all_describe_errors(&r, DYNCONF_ERR_INVALID_REQUEST,
+                         "max.request.configs"),
+     "  INVALID_REQUEST naming max.request.configs");
+  is_int(describe_many(&t, 1, 1, "many-0", 1000, false, false, &r),
+         DC_HANDLE_OK, "describe asking for 1000 keys");
+  ok(r.results[0].error_code == 0 && r.results[0].n_configs == 0,
+     "  answered (none of them is set)");
+
+  const dc_alter_configs_resp_t *a = alter_many(&t, 1001, false, 1, false, true);
+  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "max.request.resources"),
+     "alter of 1001 resources: each INVALID_REQUEST naming the limit");
+  a = alter_many(&t, 1000, false, 1, false, true);
+  ok(all_alter_errors(a, 0, "") == false && a && !a->responses[0].error_code &&
+         !a->responses[999].error_code,
+     "alter of 1000 resources (validate_only) is accepted");
+  a = alter_many(&t, 1000, true, 1, false, true);
+  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "more than once"),
+     "1000 copies of one resource: every copy is refused as repeated");
+  a = alter_many(&t, 1, false, 1001, false, true);
+  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "max.request.configs"),
+     "1001 configs in one resource: INVALID_REQUEST naming the limit");
+  a = alter_many(&t, 1, false, 1000, true, true);
+  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST,
+                      "config 'u0' appears more than once"),
+     "a repeat at the end of 1000 configs is found");
+  is_int(alter1(&t, 44, 1, false, "many-0", "-acks", NULL), 0, "unseed");
+  a = alter_many(&t, 1, false, 1000, false, false);
+  ok(a && !a->responses[0].error_code, "1000 distinct configs are stored");
+  is_int(alter1(&t, 44, 1, false, "many-0", "=one.more=1", NULL),
+         DYNCONF_ERR_INVALID_CONFIG, "an entity holding 1000 configs takes no more");
+  ok(strstr(t.msg, "max.entity.configs") != NULL, "  %s", t.msg);
+  tb_free(&t);
+}
+
+static void limits_sizes(void) {
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.allow_unknown_keys = true;
+  tb_t t;
+  if (!ok(tb_init(&t, &o, NULL), "broker relaying unknown keys"))
+    return;
+  char name[300], val[5000], spec[5300];
+  memset(name, 'n', 256);
+  name[256] = '\0';
+  snprintf(spec, sizeof(spec), "=%s=1", name);
+  is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
+         DYNCONF_ERR_INVALID_CONFIG, "a 256-byte config name is refused");
+  ok(strstr(t.msg, "256 bytes; at most 255") != NULL, "  %s", t.msg);
+  memset(val, 'x', 4097);
+  val[4097] = '\0';
+  snprintf(spec, sizeof(spec), "=relayed=%s", val);
+  is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
+         DYNCONF_ERR_INVALID_CONFIG, "a 4097-byte relayed value is refused");
+  ok(strstr(t.msg, "4097 bytes; at most 4096") != NULL, "  %s", t.msg);
+  val[4096] = '\0';
+  snprintf(spec, sizeof(spec), "=relayed=%s", val);
+  is_int(alter1(&t, 44, 1, false, "sz", spec, NULL), 0,
+         "a 4096-byte relayed value is stored");
+  memset(val, '0', 40);
+  val[40] = '\0';
+  snprintf(spec, sizeof(spec), "=linger.ms=%s", val);
+  is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
+         DYNCONF_ERR_INVALID_CONFIG, "linger.ms of 40 zeros is refused");
+  is_int(alter1(&t, 44, 1, false, "sz", "+debug=broker,broker,topic", NULL), 0,
+         "APPEND of repeated items");
+  const dc_describe_configs_result_t *d =
+      describe1(&t, 1, DC_RES_CLIENT, "sz", 1, (const char *[]){"debug"},
+                false, false);
+  ok(d && d->n_configs == 1 && !strcmp(d->configs[0].value, "broker,topic"),
+     "  repeated items collapse to one: %s",
+     d && d->n_configs ? d->configs[0].value : "~");
+  tb_free(&t);
+}
+
+/* A response never passes max_response_size: results beyond it become
+ * errors, and a request whose errors alone could not fit closes. */
+static void limits_response(void) {
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.allow_unknown_keys = true;
+  o.max_response_size = 65536;
+  tb_t t;
+  if (!ok(tb_init(&t, &o, NULL), "broker with a 64 KiB response limit"))
+    return;
+  char val[4097], spec[4200];
+  memset(val, 'y', 1500);
+  val[1500] = '\0';
+  for (int k = 0; k < 5; k++) {
+    snprintf(spec, sizeof(spec), "=big.%d=%s", k, val);
+    alter1(&t, 44, 1, false, "big", spec, NULL);
+  }
+  dc_describe_configs_resp_t r;
+  is_int(describe_many(&t, 4, 20, "big", 0, true, true, &r), DC_HANDLE_OK,
+         "20 describes of a 7.5 KB entity with synonyms are answered");
+  size_t frame = t.out.len - 3;
+  int described = 0, refused = 0;
+  for (int32_t i = 0; i < r.n_results; i++) {
+    if (!r.results[i].error_code && r.results[i].n_configs == 5)
+      described++;
+    else if (r.results[i].error_code == DYNCONF_ERR_INVALID_REQUEST &&
+             strstr(r.results[i].error_message, "max.response.bytes"))
+      refused++;
+  }
+  ok(described >= 2 && described < 20 && described + refused == 20,
+     "  the first %d are described, the other %d say max.response.bytes",
+     described, refused);
+  ok(frame <= 65536 + 8, "  the response frame is %zu bytes", frame);
+  char longname[1100];
+  memset(longname, 'L', 1000);
+  longname[1000] = '\0';
+  is_int(describe_many(&t, 4, 100, longname, 0, false, false, &r),
+         DC_HANDLE_CLOSE, "a request whose error answer alone exceeds the "
+                          "limit closes the connection");
+  ok(strstr(t.errstr, "max.response.bytes") != NULL, "  %s", t.errstr);
+  tb_free(&t);
+}
+
+/* A value longer than a classic string can carry is an error in v0-v3,
+ * never a truncated answer. */
+static void limits_classic_strings(void) {
+  char dir[256], err[512] = "";
+  dc_store_t *st = NULL;
+  if (!ok(dc_tu_tmpdir(dir, sizeof(dir)) == 0 &&
+              dc_store_open_sqlite(dir, &st, err, sizeof(err)) == 0,
+          "store: %s", err))
+    return;
+  static char huge[40001];
+  memset(huge, 'h', 40000);
+  const char *keys[] = {"acks", "legacy.huge"}, *vals[] = {"1", huge};
+  dc_store_change_t ch = {"legacy.huge", DC_OP_SET, NULL, huge};
+  dc_store_commit_t c = {DC_RES_CLIENT, "old", "User:test", "", "test", 2,
+                         keys, vals, 1, &ch};
+  ok(dc_store_commit(st, &c, err, sizeof(err)) == 0,
+     "a 40,000-byte value written by an older server: %s", err);
+  /* The broker says at start-up which stored values fail validation. */
+  char logpath[300], line[1024];
+  snprintf(logpath, sizeof(logpath), "%s/stderr.log", dir);
+  fflush(stderr);
+  int saved = dup(2), lfd = open(logpath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  dup2(lfd, 2);
+  tb_t t;
+  bool up = tb_init(&t, NULL, st);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(lfd);
+  FILE *lf = fopen(logpath, "r");
+  bool warned = false;
+  while (lf && fgets(line, sizeof(line), lf))
+    warned |= strstr(line, "stored config legacy.huge of client 'old' fails "
+                           "today's validation") != NULL;
+  if (lf)
+    fclose(lf);
+  ok(warned, "start-up warns about the stored value that fails validation");
+  if (up) {
+    const dc_describe_configs_result_t *d =
+        describe1(&t, 1, DC_RES_CLIENT, "old", -1, NULL, false, false);
+    ok(d && d->error_code == DYNCONF_ERR_INVALID_REQUEST && !d->n_configs &&
+           strstr(d->error_message, "32767"),
+       "DescribeConfigs v1: an error naming the 32767-byte limit: %s",
+       d && d->error_message ? d->error_message : "~");
+    d = describe1(&t, 4, DC_RES_CLIENT, "old", -1, NULL, false, false);
+    ok(d && !d->error_code && d->n_configs == 2 &&
+           strlen(d->configs[1].value) == 40000,
+       "DescribeConfigs v4 carries the whole value");
+    tb_free(&t);
+  }
+  dc_store_close(st);
+  dc_tu_rmrf(dir);
 }
 
 int main(void) {
@@ -1498,6 +1806,10 @@ int main(void) {
     alter_incremental(v);
   test_persistence();
   test_fake_store();
+  limits_counts();
+  limits_sizes();
+  limits_response();
+  limits_classic_strings();
   is_int(frame_bad, 0, "every response was one well-formed frame with the "
                        "request's correlation id, decoded exactly");
   is_int(echo_bad, 0, "every response echoed each resource's type and name");

@@ -38,6 +38,8 @@ typedef struct settings {
   int32_t node_id;
   int64_t st_min, st_max;
   bool allow_unknown;
+  int64_t max_req_resources, max_req_configs, max_entity_configs,
+      max_response;
   dc_server_opts_t srv;
   bool verbose;
 } settings_t;
@@ -92,6 +94,15 @@ static void usage(FILE *f) {
 "  --max-request-size BYTES  largest request frame accepted (default 1048576)\n"
 "  --idle-timeout-ms N       close connections idle this long (default 600000)\n"
 "  --max-connections N       refuse connections beyond N (default 100000)\n"
+"  --max-request-resources N resources one request may name (default 1000)\n"
+"  --max-request-configs N   config keys per resource in one request\n"
+"                            (default 1000)\n"
+"  --max-entity-configs N    config keys one entity may hold (default 1000)\n"
+"  --max-response-bytes N    largest DescribeConfigs response (default\n"
+"                            4194304); results past it get an error\n"
+"  --max-buffered-bytes N    input and output buffered for all connections\n"
+"                            together (default 268435456); above it the\n"
+"                            connections holding the most are closed\n"
 "  --history                 print the audit history of changes and exit\n"
 "  --entity NAME             with --history: only this client-id\n"
 "  -v, --verbose             debug logging\n"
@@ -275,6 +286,18 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
     if (!parse_num(key, val, 100, INT32_MAX, &n))
       return false;
     st->srv.idle_timeout_ms = (int)n;
+  } else if (!strcmp(key, "max.request.resources")) {
+    return parse_num(key, val, 1, 1000000, &st->max_req_resources);
+  } else if (!strcmp(key, "max.request.configs")) {
+    return parse_num(key, val, 1, 1000000, &st->max_req_configs);
+  } else if (!strcmp(key, "max.entity.configs")) {
+    return parse_num(key, val, 1, 1000000, &st->max_entity_configs);
+  } else if (!strcmp(key, "max.response.bytes")) {
+    return parse_num(key, val, 65536, 1024 * 1024 * 1024, &st->max_response);
+  } else if (!strcmp(key, "max.buffered.bytes")) {
+    if (!parse_num(key, val, 16 * 1024 * 1024, INT64_MAX / 2, &n))
+      return false;
+    st->srv.max_buffered = (size_t)n;
   } else if (!strcmp(key, "max.connections")) {
     if (!parse_num(key, val, 1, 10000000, &n))
       return false;
@@ -456,7 +479,13 @@ static int add_user(const char *path, const char *user, int iterations) {
 }
 
 int main(int argc, char **argv) {
-  settings_t st = {.node_id = 1, .st_min = 6000, .st_max = 1800000};
+  settings_t st = {.node_id = 1,
+                   .st_min = 6000,
+                   .st_max = 1800000,
+                   .max_req_resources = DC_DEFAULT_MAX_REQUEST_RESOURCES,
+                   .max_req_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS,
+                   .max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS,
+                   .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE};
   dc_server_opts_init(&st.srv);
   bool history = false;
   const char *entity = NULL, *new_user = NULL;
@@ -464,7 +493,8 @@ int main(int argc, char **argv) {
   enum { O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
          O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
          O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
-         O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER };
+         O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
+         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -491,6 +521,11 @@ int main(int argc, char **argv) {
       {"super-users", required_argument, NULL, O_SUPER},
       {"add-user", required_argument, NULL, O_ADD_USER},
       {"iterations", required_argument, NULL, O_ITER},
+      {"max-request-resources", required_argument, NULL, O_MAXRES},
+      {"max-request-configs", required_argument, NULL, O_MAXCFG},
+      {"max-entity-configs", required_argument, NULL, O_MAXENT},
+      {"max-response-bytes", required_argument, NULL, O_MAXRESP},
+      {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -515,6 +550,11 @@ int main(int argc, char **argv) {
       [O_MECHS - 256] = "sasl.enabled.mechanisms",
       [O_ACL - 256] = "acl.file",
       [O_SUPER - 256] = "super.users",
+      [O_MAXRES - 256] = "max.request.resources",
+      [O_MAXCFG - 256] = "max.request.configs",
+      [O_MAXENT - 256] = "max.entity.configs",
+      [O_MAXRESP - 256] = "max.response.bytes",
+      [O_MAXBUF - 256] = "max.buffered.bytes",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -644,6 +684,7 @@ int main(int argc, char **argv) {
 
   /* The BROKER resource: our own settings, read-only. */
   char node[16], stmin[24], stmax[24], maxreq[24], idle[24], maxconn[24];
+  char maxres[24], maxcfg[24], maxent[24], maxresp[24], maxbuf[24];
   char listeners[1024] = "", adv[1024] = "";
   snprintf(node, sizeof(node), "%d", (int)st.node_id);
   snprintf(stmin, sizeof(stmin), "%lld", (long long)st.st_min);
@@ -651,6 +692,11 @@ int main(int argc, char **argv) {
   snprintf(maxreq, sizeof(maxreq), "%zu", st.srv.max_request_size);
   snprintf(idle, sizeof(idle), "%d", st.srv.idle_timeout_ms);
   snprintf(maxconn, sizeof(maxconn), "%d", st.srv.max_connections);
+  snprintf(maxres, sizeof(maxres), "%lld", (long long)st.max_req_resources);
+  snprintf(maxcfg, sizeof(maxcfg), "%lld", (long long)st.max_req_configs);
+  snprintf(maxent, sizeof(maxent), "%lld", (long long)st.max_entity_configs);
+  snprintf(maxresp, sizeof(maxresp), "%lld", (long long)st.max_response);
+  snprintf(maxbuf, sizeof(maxbuf), "%zu", st.srv.max_buffered);
   const char *skeys[] = {"node.id", "listeners", "advertised.listeners",
                          "data.dir", "group.min.session.timeout.ms",
                          "group.max.session.timeout.ms",
@@ -658,7 +704,9 @@ int main(int argc, char **argv) {
                          "connections.max.idle.ms", "max.connections",
                          "listener.security.protocol.map", "ssl.client.auth",
                          "sasl.enabled.mechanisms", "acl.file",
-                         "dynconf.version"};
+                         "max.request.resources", "max.request.configs",
+                         "max.entity.configs", "max.response.bytes",
+                         "max.buffered.bytes", "dynconf.version"};
   static const char *const cauth[] = {"none", "requested", "required"};
   char pmap[1024] = "";
   for (int i = 0; i < rctx.n; i++) {
@@ -674,6 +722,7 @@ int main(int argc, char **argv) {
                          st.sasl_mechanisms ? st.sasl_mechanisms
                                             : DC_SASL_DEFAULT_MECHANISMS,
                          st.acl_file ? st.acl_file : "",
+                         maxres, maxcfg, maxent, maxresp, maxbuf,
                          dynconf_version_str()};
   dc_broker_opts_t bo;
   dc_broker_opts_init(&bo);
@@ -681,6 +730,10 @@ int main(int argc, char **argv) {
   bo.session_timeout_min_ms = st.st_min;
   bo.session_timeout_max_ms = st.st_max;
   bo.allow_unknown_keys = st.allow_unknown;
+  bo.max_request_resources = (int32_t)st.max_req_resources;
+  bo.max_request_configs = (int32_t)st.max_req_configs;
+  bo.max_entity_configs = (int32_t)st.max_entity_configs;
+  bo.max_response_size = (size_t)st.max_response;
   bo.n_static = sizeof(skeys) / sizeof(skeys[0]);
   bo.static_keys = skeys;
   bo.static_values = svals;

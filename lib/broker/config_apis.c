@@ -7,7 +7,9 @@
 #include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/scope.h"
+#include "common/log.h"
 #include "common/schema.h"
+#include "common/strset.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,36 +21,87 @@ static const char *type_error(int8_t type) {
          "resources";
 }
 
-/* ---- DescribeConfigs ------------------------------------------------- */
+/* ---- request bounds -------------------------------------------------- */
 
-static bool key_wanted(const dc_describe_configs_req_resource_t *res,
-                       const char *key) {
-  /* Kafka treats a null and an empty key list alike: all keys. */
-  if (res->n_configuration_keys <= 0)
-    return true;
-  for (int32_t i = 0; i < res->n_configuration_keys; i++)
-    if (!strcmp(res->configuration_keys[i], key))
-      return true;
-  return false;
+/* An upper bound on the bytes of an error result for a resource named
+ * name: the fixed fields, the name, and a message (every message these
+ * handlers write is under 1 KiB). */
+static size_t error_result_bound(const char *name) {
+  return strlen(name ? name : "") + 1024 + 16;
 }
 
-static void fill_entry(dc_req_t *r, bool docs, dc_describe_configs_entry_t *e,
+/* The sentence every resource of an over-long request gets, or NULL when
+ * the request is within bounds. */
+static const char *too_many_resources(dc_req_t *r, int32_t n) {
+  int32_t max = r->b->opts.max_request_resources;
+  if (n <= max)
+    return NULL;
+  char msg[200];
+  snprintf(msg, sizeof(msg),
+           "the request names %d resources; this server accepts at most %d "
+           "per request (max.request.resources)",
+           (int)n, (int)max);
+  return dc_arena_strdup(r->arena, msg);
+}
+
+/* Closes the connection when even an all-errors answer to the request's
+ * resources could not fit in max_response_size. */
+static int answer_fits(dc_req_t *r, size_t reserve) {
+  if (reserve <= r->b->opts.max_response_size)
+    return 0;
+  snprintf(r->why, sizeof(r->why),
+           "even an error answer to this request would exceed %zu bytes "
+           "(max.response.bytes)",
+           r->b->opts.max_response_size);
+  return DYNCONF_ERR_INVALID_REQUEST;
+}
+
+/* ---- DescribeConfigs ------------------------------------------------- */
+
+/* The keys a resource asks for; NULL when it asks for all of them
+ * (Kafka treats a null and an empty key list alike). */
+static int wanted_keys(dc_req_t *r,
+                       const dc_describe_configs_req_resource_t *res,
+                       dc_strset_t *set, const dc_strset_t **out) {
+  *out = NULL;
+  if (res->n_configuration_keys <= 0)
+    return 0;
+  if (dc_strset_init(set, r->arena, (size_t)res->n_configuration_keys))
+    return DYNCONF_ERR__NOMEM;
+  for (int32_t i = 0; i < res->n_configuration_keys; i++)
+    dc_strset_add(set, 0, res->configuration_keys[i], i);
+  *out = set;
+  return 0;
+}
+
+static bool key_wanted(const dc_strset_t *want, const char *key) {
+  return !want || dc_strset_find(want, 0, key) >= 0;
+}
+
+static void fill_entry(bool docs, dc_describe_configs_entry_t *e,
                        const char *key) {
   const dc_schema_entry_t *s = dc_schema_find(key);
   e->name = (char *)key;
   e->config_type = (int8_t)(s ? s->type : DC_TYPE_STRING);
   if (docs && s)
     e->documentation = (char *)s->doc;
-  (void)r;
+}
+
+/* A classic (non-flexible) string carries at most 32,767 bytes. Stored
+ * values are bounded far below that, but a longer one is an error for
+ * its resource, never a truncated answer. */
+static bool fits_classic(const char *s) {
+  return !s || strlen(s) <= INT16_MAX;
 }
 
 /* Resolves one CLIENT or USER resource: the levels come from scope.c,
  * each a sorted key list; a merge emits every key once, valued from the
  * highest level that has it, with every level's value as a synonym. */
 static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
-                           const dc_describe_configs_req_resource_t *res,
-                           const dc_scope_ent_t *ent,
+                           const dc_strset_t *want, const dc_scope_ent_t *ent,
                            dc_describe_configs_result_t *out) {
+  bool classic = !dc_api_flexible(DC_API_DESCRIBE_CONFIGS,
+                                   r->hdr->api_version);
   dc_scope_level_t lv[DC_SCOPE_MAX_LEVELS];
   int nl = dc_scope_levels(r->b->db, ent, r->conn->principal, lv);
   size_t pos[DC_SCOPE_MAX_LEVELS] = {0}, total = 0;
@@ -67,16 +120,28 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
       break;
     int have[DC_SCOPE_MAX_LEVELS], nh = 0;
     const char *vals[DC_SCOPE_MAX_LEVELS];
+    bool fits = !classic || fits_classic(key);
     for (int i = 0; i < nl; i++)
       if (lv[i].e && pos[i] < lv[i].e->n &&
           !strcmp(lv[i].e->keys[pos[i]], key)) {
         have[nh] = i;
-        vals[nh++] = lv[i].e->values[pos[i]++];
+        vals[nh] = lv[i].e->values[pos[i]++];
+        fits = fits && (!classic || fits_classic(vals[nh]));
+        nh++;
       }
-    if (!key_wanted(res, key))
+    if (!key_wanted(want, key))
       continue;
+    if (!fits) {
+      out->n_configs = 0;
+      out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+      out->error_message = dc_arena_strdup(
+          r->arena, "a stored name or value of this resource is longer than "
+                    "the 32767 bytes this request version can carry; use "
+                    "DescribeConfigs v4");
+      return 0;
+    }
     dc_describe_configs_entry_t *e = &out->configs[out->n_configs++];
-    fill_entry(r, req->include_documentation, e, key);
+    fill_entry(req->include_documentation, e, key);
     e->value = (char *)vals[0];
     e->config_source = lv[have[0]].source;
     e->is_default = lv[have[0]].is_default;
@@ -96,6 +161,7 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
 
 static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
                            const dc_describe_configs_req_resource_t *res,
+                           const dc_strset_t *want,
                            dc_describe_configs_result_t *out) {
   const dc_broker_opts_t *o = &r->b->opts;
   if (strcmp(res->resource_name, r->b->node_name)) {
@@ -108,7 +174,7 @@ static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
     return DYNCONF_ERR__NOMEM;
   for (size_t i = 0; i < o->n_static; i++) {
     const char *key = o->static_keys[i];
-    if (!key_wanted(res, key))
+    if (!key_wanted(want, key))
       continue;
     dc_describe_configs_entry_t *e = &out->configs[out->n_configs++];
     e->name = (char *)key;
@@ -128,6 +194,66 @@ static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
   return 0;
 }
 
+/* Fills out for one resource: its configs, or an error. */
+static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
+                        const dc_describe_configs_req_resource_t *res,
+                        dc_describe_configs_result_t *out) {
+  char why[700];
+  dc_scope_ent_t ent;
+  dc_strset_t set;
+  const dc_strset_t *want;
+  int8_t t = res->resource_type;
+  if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
+    out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+    out->error_message = (char *)type_error(t);
+    return 0;
+  }
+  if (res->n_configuration_keys > r->b->opts.max_request_configs) {
+    snprintf(why, sizeof(why),
+             "the resource names %d config keys; this server accepts at "
+             "most %d (max.request.configs)",
+             (int)res->n_configuration_keys,
+             (int)r->b->opts.max_request_configs);
+  } else if (t != DC_RES_BROKER &&
+             dc_scope_ent_init(&ent, t, res->resource_name, why,
+                               sizeof(why))) {
+    /* why names the problem */
+  } else if ((t != DC_RES_BROKER ||
+              !strcmp(res->resource_name, r->b->node_name)) &&
+             !dc_broker_authorized(r, DC_ACL_DESCRIBE, t, res->resource_name,
+                                   why, sizeof(why))) {
+    /* Nothing about a denied resource is revealed, not even emptiness. */
+    out->error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    out->error_message = dc_arena_strdup(r->arena, why);
+    return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+  } else {
+    int err = wanted_keys(r, res, &set, &want);
+    if (err)
+      return err;
+    return t == DC_RES_BROKER ? describe_broker(r, req, res, want, out)
+                              : describe_scoped(r, req, want, &ent, out);
+  }
+  out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+  out->error_message = dc_arena_strdup(r->arena, why);
+  return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+}
+
+/* Replaces a result that would take the response past its limit with an
+ * error saying so. */
+static int over_budget(dc_req_t *r, dc_describe_configs_result_t *out) {
+  char msg[200];
+  snprintf(msg, sizeof(msg),
+           "the configs of this resource would take the response past %zu "
+           "bytes (max.response.bytes); describe fewer resources or keys "
+           "at a time",
+           r->b->opts.max_response_size);
+  out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+  out->error_message = dc_arena_strdup(r->arena, msg);
+  out->n_configs = 0;
+  out->configs = NULL;
+  return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+}
+
 int dc_handle_describe_configs(dc_req_t *r) {
   int16_t v = r->hdr->api_version;
   dc_describe_configs_req_t req = {0};
@@ -139,60 +265,65 @@ int dc_handle_describe_configs(dc_req_t *r) {
       dc_arena_alloc(r->arena, (size_t)req.n_resources * sizeof(*resp.results));
   if (!resp.results)
     return DYNCONF_ERR__NOMEM;
+  /* The response stays within max_response_size: room for an error result
+   * is kept for every resource not yet answered. */
+  size_t reserve = 16, used = 0;
+  for (int32_t i = 0; i < req.n_resources; i++)
+    reserve += error_result_bound(req.resources[i].resource_name);
+  int err = answer_fits(r, reserve);
+  if (err)
+    return err;
+  const char *too_many = too_many_resources(r, req.n_resources);
   for (int32_t i = 0; i < req.n_resources; i++) {
     const dc_describe_configs_req_resource_t *res = &req.resources[i];
     dc_describe_configs_result_t *out = &resp.results[i];
     out->resource_type = res->resource_type; /* echoed, as librdkafka needs */
     out->resource_name = res->resource_name;
-    int err = 0;
-    char why[700];
-    dc_scope_ent_t ent;
-    int8_t t = res->resource_type;
-    if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
+    reserve -= error_result_bound(res->resource_name);
+    if (too_many) {
       out->error_code = DYNCONF_ERR_INVALID_REQUEST;
-      out->error_message = (char *)type_error(t);
-    } else if (t != DC_RES_BROKER &&
-               dc_scope_ent_init(&ent, t, res->resource_name, why,
-                                 sizeof(why))) {
-      out->error_code = DYNCONF_ERR_INVALID_REQUEST;
-      out->error_message = dc_arena_strdup(r->arena, why);
-    } else if ((t != DC_RES_BROKER ||
-                !strcmp(res->resource_name, r->b->node_name)) &&
-               !dc_broker_authorized(r, DC_ACL_DESCRIBE, t,
-                                     res->resource_name, why, sizeof(why))) {
-      /* Nothing about a denied resource is revealed, not even emptiness. */
-      out->error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
-      out->error_message = dc_arena_strdup(r->arena, why);
-    } else if (t == DC_RES_BROKER) {
-      err = describe_broker(r, &req, res, out);
-    } else {
-      err = describe_scoped(r, &req, res, &ent, out);
-    }
-    if (err)
+      out->error_message = (char *)too_many;
+    } else if ((err = describe_one(r, &req, res, out))) {
       return err;
-    if (out->error_code && !out->error_message)
-      return DYNCONF_ERR__NOMEM;
+    }
+    size_t size = dc_describe_configs_result_size(v, out);
+    if (size > r->b->opts.max_response_size ||
+        used + size + reserve > r->b->opts.max_response_size) {
+      if ((err = over_budget(r, out)))
+        return err;
+      size = dc_describe_configs_result_size(v, out);
+    }
+    used += size;
   }
   return dc_describe_configs_resp_encode(r->out, v, &resp);
 }
 
 /* ---- AlterConfigs / IncrementalAlterConfigs ------------------------- */
 
-/* An entity's override set under construction, in arena memory. */
+/* An entity's override set under construction, in arena memory: keys in
+ * first-seen order, a NULL value marks a deleted key, and an index finds
+ * a key in constant time. */
 typedef struct kvset {
-  size_t n, cap;
+  dc_strset_t idx;
+  size_t n;
   const char **keys, **values;
 } kvset_t;
 
-static int kv_index(const kvset_t *s, const char *key) {
-  for (size_t i = 0; i < s->n; i++)
-    if (!strcmp(s->keys[i], key))
-      return (int)i;
-  return -1;
+static int kv_init(kvset_t *s, dc_arena_t *a, size_t cap) {
+  s->n = 0;
+  s->keys = dc_arena_alloc(a, (cap ? cap : 1) * sizeof(char *));
+  s->values = dc_arena_alloc(a, (cap ? cap : 1) * sizeof(char *));
+  return !s->keys || !s->values || dc_strset_init(&s->idx, a, cap) ? -1 : 0;
 }
 
-static void kv_set(kvset_t *s, const char *key, const char *value) {
-  int i = kv_index(s, key);
+static const char *kv_get(const kvset_t *s, const char *key) {
+  int32_t i = dc_strset_find(&s->idx, 0, key);
+  return i >= 0 ? s->values[i] : NULL;
+}
+
+/* Sets key to value; NULL deletes it. */
+static void kv_put(kvset_t *s, const char *key, const char *value) {
+  int32_t i = dc_strset_add(&s->idx, 0, key, (int32_t)s->n);
   if (i >= 0) {
     s->values[i] = value;
     return;
@@ -201,55 +332,72 @@ static void kv_set(kvset_t *s, const char *key, const char *value) {
   s->values[s->n++] = value;
 }
 
-static void kv_del(kvset_t *s, const char *key) {
-  int i = kv_index(s, key);
-  if (i < 0)
-    return;
-  s->keys[i] = s->keys[s->n - 1];
-  s->values[i] = s->values[s->n - 1];
-  s->n--;
+/* Copies the live pairs into keys/values (room for s->n); their count. */
+static size_t kv_live(const kvset_t *s, const char **keys,
+                      const char **values) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->values[i]) {
+      keys[n] = s->keys[i];
+      values[n++] = s->values[i];
+    }
+  return n;
 }
 
-static bool list_has(const char *list, const char *item, size_t n) {
-  for (const char *p = list; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && !strncmp(p, item, n))
-      return true;
-    p = comma ? comma + 1 : NULL;
+/* Splits a comma list into NUL-terminated arena items (empty ones
+ * dropped). 0 or -1 on OOM. */
+static int split_list(dc_arena_t *a, const char *list, char ***items,
+                      size_t *n) {
+  size_t max = 1;
+  for (const char *p = list; *p; p++)
+    max += *p == ',';
+  *items = dc_arena_alloc(a, max * sizeof(**items));
+  char *copy = dc_arena_strdup(a, list);
+  if (!*items || !copy)
+    return -1;
+  *n = 0;
+  for (char *p = copy, *next; p; p = next) {
+    next = strchr(p, ',');
+    if (next)
+      *next++ = '\0';
+    if (*p)
+      (*items)[(*n)++] = p;
   }
-  return false;
+  return 0;
 }
 
 /* APPEND adds the items not yet present, SUBTRACT removes the given ones
- * (KIP-339). Returns an arena string, "" when nothing is left. */
+ * (KIP-339); repeated items collapse to one. Linear in the two lists.
+ * Returns an arena string, "" when nothing is left; NULL on OOM. */
 static char *list_apply(dc_arena_t *a, const char *base, const char *arg,
                         bool append) {
-  size_t cap = strlen(base) + strlen(arg) + 2;
-  char *out = dc_arena_alloc(a, cap);
-  if (!out)
+  char **bi, **ai;
+  size_t nb, na;
+  dc_strset_t seen, drop;
+  char *out = dc_arena_alloc(a, strlen(base) + strlen(arg) + 2);
+  if (!out || split_list(a, base, &bi, &nb) || split_list(a, arg, &ai, &na) ||
+      dc_strset_init(&seen, a, nb + na) || dc_strset_init(&drop, a, na))
     return NULL;
+  if (!append)
+    for (size_t i = 0; i < na; i++)
+      dc_strset_add(&drop, 0, ai[i], (int32_t)i);
   size_t len = 0;
-  const char *sources[2] = {base, append ? arg : NULL};
-  for (int s = 0; s < 2 && sources[s]; s++) {
-    for (const char *p = sources[s]; *p;) {
-      const char *comma = strchr(p, ',');
-      size_t n = comma ? (size_t)(comma - p) : strlen(p);
-      bool keep = n > 0 && !(len && list_has(out, p, n));
-      if (keep && !append && list_has(arg, p, n))
-        keep = false;
-      if (keep) {
-        if (len)
-          out[len++] = ',';
-        memcpy(out + len, p, n);
-        len += n;
-        out[len] = '\0';
-      }
-      if (!comma)
-        break;
-      p = comma + 1;
+  int32_t kept = 0;
+  for (int src = 0; src < (append ? 2 : 1); src++) {
+    char **items = src ? ai : bi;
+    for (size_t i = 0, n = src ? na : nb; i < n; i++) {
+      if (dc_strset_find(&drop, 0, items[i]) >= 0 ||
+          dc_strset_add(&seen, 0, items[i], kept) >= 0)
+        continue;
+      kept++;
+      size_t l = strlen(items[i]);
+      if (len)
+        out[len++] = ',';
+      memcpy(out + len, items[i], l);
+      len += l;
     }
   }
+  out[len] = '\0';
   return out;
 }
 
@@ -258,30 +406,31 @@ typedef struct alter_result {
   char msg[512];
 } alter_result_t;
 
-static int16_t fail(alter_result_t *res, int16_t err, const char *fmt, ...)
+/* Records why the resource is refused; returns 1 (refused). */
+static int fail(alter_result_t *res, int16_t err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int16_t fail(alter_result_t *res, int16_t err, const char *fmt, ...) {
+static int fail(alter_result_t *res, int16_t err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(res->msg, sizeof(res->msg), fmt, ap);
   va_end(ap);
   res->error = err;
-  return err;
+  return 1;
 }
 
 /* Checks the values this request touched: schema, server bounds, and the
- * heartbeat/session rule on the entity's resolved values. */
-static int16_t validate(dc_req_t *r, const dc_scope_ent_t *ent,
-                        const kvset_t *s, const dc_alter_resource_t *ar,
+ * heartbeat/session rule on the entity's resolved values (n live pairs). */
+static int validate(dc_req_t *r, const dc_scope_ent_t *ent,
+                        const kvset_t *s, size_t n, const char **keys,
+                        const char **values, const dc_alter_resource_t *ar,
                         alter_result_t *res) {
   const dc_broker_opts_t *o = &r->b->opts;
   char why[256];
   for (int32_t i = 0; i < ar->n_configs; i++) {
     const char *key = ar->configs[i].name;
-    int k = kv_index(s, key);
-    if (k < 0)
+    const char *val = kv_get(s, key);
+    if (!val)
       continue; /* deleted or emptied: nothing to check */
-    const char *val = s->values[k];
     const dc_schema_entry_t *e = dc_schema_find(key);
     if (!e) {
       if (o->allow_unknown_keys)
@@ -304,162 +453,289 @@ static int16_t validate(dc_req_t *r, const dc_scope_ent_t *ent,
                     (long long)o->session_timeout_max_ms);
     }
   }
+  const dc_entity_t *cur = dc_configdb_get(r->b->db, ent->type, ent->name);
+  if (n > (size_t)o->max_entity_configs && n > (cur ? cur->n : 0))
+    return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+                "the entity would hold %zu configs; this server keeps at most "
+                "%d per entity (max.entity.configs)",
+                n, (int)o->max_entity_configs);
   /* heartbeat.interval.ms < session.timeout.ms for every (user,
    * client-id) pair this change reaches (scope.c). */
-  if (!dc_scope_check_pair(r->b->db, ent, s->n, s->keys, s->values,
-                           res->msg, sizeof(res->msg)))
-    return res->error = DYNCONF_ERR_INVALID_CONFIG;
+  if (!dc_scope_check_pair(r->b->db, ent, n, keys, values, res->msg,
+                           sizeof(res->msg)))
+    return (res->error = DYNCONF_ERR_INVALID_CONFIG) != 0;
   return 0;
 }
 
-/* Computes, validates and (unless validate_only) commits one resource. */
-static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
-                     bool incremental, bool validate_only,
-                     alter_result_t *res) {
-  int8_t t = ar->resource_type;
-  char why[700]; /* naming and authorization errors */
-  if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", type_error(t));
-    return 0;
-  }
-  /* The entity is named and authorized before anything else is looked
-   * at, so a denied principal learns nothing about its values. */
-  dc_scope_ent_t ent;
-  if (t != DC_RES_BROKER &&
-      dc_scope_ent_init(&ent, t, ar->resource_name, why, sizeof(why))) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", why);
-    return 0;
-  }
-  if (!dc_broker_authorized(r, DC_ACL_ALTER, t, ar->resource_name, why,
-                            sizeof(why))) {
-    fail(res, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED, "%s", why);
-    return 0;
-  }
-  if (t == DC_RES_BROKER) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST,
-         "BROKER configs of dynconfd are read-only; set them with dynconfd's "
-         "flags or --config file");
-    return 0;
-  }
-  const char *entity = ent.name;
+/* Cheap per-config checks, before anything is computed: counts, repeats,
+ * operations and sizes. Fills names (an index of the request's config
+ * names). Returns 0 when fine, 1 with res set, or a negative error. */
+static int check_configs(dc_req_t *r, const dc_alter_resource_t *ar,
+                         dc_strset_t *names, alter_result_t *res) {
+  const dc_broker_opts_t *o = &r->b->opts;
+  if (ar->n_configs > o->max_request_configs)
+    return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+                "the resource lists %d configs; this server accepts at most "
+                "%d per resource (max.request.configs)",
+                (int)ar->n_configs, (int)o->max_request_configs);
+  if (dc_strset_init(names, r->arena, (size_t)(ar->n_configs > 0 ? ar->n_configs : 0)))
+    return DYNCONF_ERR__NOMEM;
   for (int32_t i = 0; i < ar->n_configs; i++) {
     const dc_alter_config_t *c = &ar->configs[i];
-    for (int32_t j = 0; j < i; j++)
-      if (!strcmp(ar->configs[j].name, c->name)) {
-        fail(res, DYNCONF_ERR_INVALID_REQUEST,
-             "config '%s' appears more than once", c->name);
-        return 0;
-      }
-    if (c->op < DC_OP_SET || c->op > DC_OP_SUBTRACT) {
-      fail(res, DYNCONF_ERR_INVALID_REQUEST,
-           "unknown operation %d for config '%s'", c->op, c->name);
-      return 0;
-    }
-    if (!c->value && c->op != DC_OP_DELETE) {
-      fail(res, DYNCONF_ERR_INVALID_REQUEST,
-           "config '%s' has a null value, allowed only with DELETE", c->name);
-      return 0;
-    }
-    if (!*c->name) {
-      fail(res, DYNCONF_ERR_INVALID_REQUEST, "empty config name");
-      return 0;
-    }
+    if (dc_strset_add(names, 0, c->name, i) >= 0)
+      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+                  "config '%.300s' appears more than once", c->name);
+    if (c->op < DC_OP_SET || c->op > DC_OP_SUBTRACT)
+      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+                  "unknown operation %d for config '%.300s'", c->op,
+                  c->name);
+    if (!c->value && c->op != DC_OP_DELETE)
+      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+                  "config '%.300s' has a null value, allowed only with DELETE",
+                  c->name);
+    if (!*c->name)
+      return fail(res, DYNCONF_ERR_INVALID_REQUEST, "empty config name");
+    size_t nl = strlen(c->name);
+    if (nl > DC_CONFIG_NAME_MAX)
+      return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+                  "config name '%.40s...' is %zu bytes; at most %d are "
+                  "accepted",
+                  c->name, nl, DC_CONFIG_NAME_MAX);
+    size_t vl = c->value ? strlen(c->value) : 0;
+    size_t vmax = dc_schema_value_max(dc_schema_find(c->name));
+    if (vl > vmax)
+      return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+                  "the value of '%s' is %zu bytes; at most %zu are accepted",
+                  c->name, vl, vmax);
   }
+  return 0;
+}
 
-  const dc_entity_t *cur = dc_configdb_get(r->b->db, t, entity);
-  size_t ncur = cur ? cur->n : 0;
-  kvset_t s = {0, ncur + (size_t)ar->n_configs, NULL, NULL};
-  s.keys = dc_arena_alloc(r->arena, s.cap * sizeof(char *));
-  s.values = dc_arena_alloc(r->arena, s.cap * sizeof(char *));
-  if (!s.keys || !s.values)
-    return DYNCONF_ERR__NOMEM;
-  if (incremental)
-    for (size_t i = 0; i < ncur; i++)
-      kv_set(&s, cur->keys[i], cur->values[i]);
+/* The request's operation on key, or dflt when the request names it not. */
+static int8_t op_of(const dc_alter_resource_t *ar, const dc_strset_t *names,
+                    const char *key, int8_t dflt) {
+  int32_t j = dc_strset_find(names, 0, key);
+  return j >= 0 ? ar->configs[j].op : dflt;
+}
 
+/* Applies the request's operations to s (which starts from cur when
+ * incremental). 0, 1 with res set, or a negative error. */
+static int apply_ops(dc_req_t *r, const dc_alter_resource_t *ar,
+                     const dc_scope_ent_t *ent, kvset_t *s,
+                     alter_result_t *res) {
   for (int32_t i = 0; i < ar->n_configs; i++) {
     const dc_alter_config_t *c = &ar->configs[i];
     if (c->op == DC_OP_SET) {
-      kv_set(&s, c->name, c->value);
+      kv_put(s, c->name, c->value);
     } else if (c->op == DC_OP_DELETE) {
-      kv_del(&s, c->name);
+      kv_put(s, c->name, NULL);
     } else {
       const dc_schema_entry_t *e = dc_schema_find(c->name);
       if (!e || e->type != DC_TYPE_LIST) {
         fail(res, DYNCONF_ERR_INVALID_CONFIG,
              "%s applies only to LIST configs; '%s' is not one",
              c->op == DC_OP_APPEND ? "APPEND" : "SUBTRACT", c->name);
-        return 0;
+        return 1;
       }
       /* The list starts from what the entity has now: its own value,
        * else what it inherits (scope.c). */
-      int k = kv_index(&s, c->name);
-      const char *base =
-          k >= 0 ? s.values[k] : dc_scope_inherited(r->b->db, &ent, c->name);
+      const char *base = kv_get(s, c->name);
+      if (!base)
+        base = dc_scope_inherited(r->b->db, ent, c->name);
       char *nv = list_apply(r->arena, base ? base : "", c->value,
                             c->op == DC_OP_APPEND);
       if (!nv)
         return DYNCONF_ERR__NOMEM;
-      if (*nv)
-        kv_set(&s, c->name, nv);
-      else
-        kv_del(&s, c->name); /* nothing left: revert to the default */
+      kv_put(s, c->name, *nv ? nv : NULL); /* empty: back to the default */
     }
   }
-  if (validate(r, &ent, &s, ar, res))
-    return 0;
+  return 0;
+}
 
-  /* Audit rows: every key whose value differs. */
-  dc_store_change_t *ch = dc_arena_alloc(
-      r->arena, (ncur + s.n) * sizeof(*ch));
+/* Audit rows: every key whose value differs from cur. NULL on OOM. */
+static dc_store_change_t *changes(dc_req_t *r, const dc_alter_resource_t *ar,
+                                  const dc_strset_t *names,
+                                  const dc_entity_t *cur, const kvset_t *s,
+                                  size_t n, const char **keys,
+                                  const char **values, size_t *nch) {
+  size_t ncur = cur ? cur->n : 0;
+  dc_store_change_t *ch = dc_arena_alloc(r->arena, (ncur + n + 1) * sizeof(*ch));
   if (!ch)
-    return DYNCONF_ERR__NOMEM;
-  size_t nch = 0;
-  for (size_t i = 0; i < s.n; i++) {
-    const char *old = dc_entity_value(cur, s.keys[i]);
-    if (old && !strcmp(old, s.values[i]))
+    return NULL;
+  *nch = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *old = dc_entity_value(cur, keys[i]);
+    if (old && !strcmp(old, values[i]))
       continue;
-    int8_t op = DC_OP_SET;
-    for (int32_t j = 0; j < ar->n_configs; j++)
-      if (!strcmp(ar->configs[j].name, s.keys[i]))
-        op = ar->configs[j].op;
-    ch[nch++] = (dc_store_change_t){s.keys[i], op, old, s.values[i]};
+    ch[(*nch)++] = (dc_store_change_t){
+        keys[i], op_of(ar, names, keys[i], DC_OP_SET), old, values[i]};
   }
   for (size_t i = 0; i < ncur; i++)
-    if (kv_index(&s, cur->keys[i]) < 0) {
-      int8_t op = DC_OP_DELETE;
-      for (int32_t j = 0; j < ar->n_configs; j++)
-        if (!strcmp(ar->configs[j].name, cur->keys[i]))
-          op = ar->configs[j].op;
-      ch[nch++] = (dc_store_change_t){cur->keys[i], op, cur->values[i], NULL};
-    }
-  if (validate_only || nch == 0)
-    return 0;
+    if (!kv_get(s, cur->keys[i]))
+      ch[(*nch)++] = (dc_store_change_t){
+          cur->keys[i], op_of(ar, names, cur->keys[i], DC_OP_DELETE),
+          cur->values[i], NULL};
+  return ch;
+}
 
-  if (r->b->store) {
-    dc_store_commit_t commit = {
-        .resource_type = t,
-        .entity = entity,
-        .principal = r->conn->principal ? r->conn->principal : "User:ANONYMOUS",
-        .peer = r->conn->peer ? r->conn->peer : "",
-        .api = incremental ? "IncrementalAlterConfigs" : "AlterConfigs",
-        .n_configs = s.n,
-        .keys = s.keys,
-        .values = s.values,
-        .n_changes = nch,
-        .changes = ch,
-    };
-    why[0] = '\0';
-    if (dc_store_commit(r->b->store, &commit, why, sizeof(why))) {
-      fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
-           "the change could not be stored and was not applied: %s", why);
-      return 0;
-    }
-  }
-  if (dc_configdb_replace(r->b->db, t, entity, s.n, s.keys, s.values))
-    fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
-         "out of memory applying a stored change; it takes effect on restart");
+/* Names and authorizes the resource. 0 when it may be altered, 1 with
+ * res set otherwise. */
+static int admit(dc_req_t *r, const dc_alter_resource_t *ar,
+                 dc_scope_ent_t *ent, alter_result_t *res) {
+  int8_t t = ar->resource_type;
+  char why[700]; /* naming and authorization errors */
+  if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER)
+    return fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", type_error(t));
+  /* The entity is named and authorized before anything else is looked
+   * at, so a denied principal learns nothing about its values. */
+  if (t != DC_RES_BROKER &&
+      dc_scope_ent_init(ent, t, ar->resource_name, why, sizeof(why)))
+    return fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", why);
+  if (!dc_broker_authorized(r, DC_ACL_ALTER, t, ar->resource_name, why,
+                            sizeof(why)))
+    return fail(res, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED, "%s", why);
+  if (t == DC_RES_BROKER)
+    return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+                "BROKER configs of dynconfd are read-only; set them with "
+                "dynconfd's flags or --config file");
   return 0;
+}
+
+/* One resource's accepted alter: applied in memory, waiting for the
+ * request's single store commit (or its undoing). */
+typedef struct pending {
+  int32_t index; /* in the request */
+  dc_store_commit_t commit;
+  dc_entity_t old; /* the entity's set before, in arena memory */
+} pending_t;
+
+/* An arena copy of e (NULL: an empty set named name); NULL on OOM. */
+static bool snapshot(dc_arena_t *a, const dc_entity_t *e, int8_t type,
+                     const char *name, dc_entity_t *out) {
+  size_t n = e ? e->n : 0;
+  *out = (dc_entity_t){type, dc_arena_strdup(a, name), n,
+                       dc_arena_alloc(a, (n + 1) * sizeof(char *)),
+                       dc_arena_alloc(a, (n + 1) * sizeof(char *))};
+  if (!out->name || !out->keys || !out->values)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(out->keys[i] = dc_arena_strdup(a, e->keys[i])) ||
+        !(out->values[i] = dc_arena_strdup(a, e->values[i])))
+      return false;
+  return true;
+}
+
+/* Computes and validates one resource; unless validate_only, applies it
+ * in memory and describes its commit in *p (p->index stays -1 when there
+ * is nothing to commit). */
+static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
+                     bool incremental, bool validate_only,
+                     alter_result_t *res, pending_t *p) {
+  dc_scope_ent_t ent;
+  dc_strset_t names;
+  int rc = admit(r, ar, &ent, res);
+  if (!rc)
+    rc = check_configs(r, ar, &names, res);
+  if (rc)
+    return rc < 0 ? rc : 0;
+
+  /* The current set is copied first: the new set, its audit rows and an
+   * undo point into the copy, which outlives the entity's replacement. */
+  int8_t t = ar->resource_type;
+  dc_entity_t *cur = &p->old;
+  if (!snapshot(r->arena, dc_configdb_get(r->b->db, t, ent.name), t, ent.name,
+                cur))
+    return DYNCONF_ERR__NOMEM;
+  size_t ncur = cur->n, cap = ncur + (size_t)ar->n_configs;
+  kvset_t s;
+  const char **keys = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*keys));
+  const char **values = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*values));
+  if (!keys || !values || kv_init(&s, r->arena, cap))
+    return DYNCONF_ERR__NOMEM;
+  if (incremental)
+    for (size_t i = 0; i < ncur; i++)
+      kv_put(&s, cur->keys[i], cur->values[i]);
+  if ((rc = apply_ops(r, ar, &ent, &s, res)))
+    return rc < 0 ? rc : 0;
+  size_t n = kv_live(&s, keys, values);
+  if (validate(r, &ent, &s, n, keys, values, ar, res) || validate_only)
+    return 0;
+  size_t nch;
+  dc_store_change_t *ch = changes(r, ar, &names, cur, &s, n, keys, values, &nch);
+  if (!ch)
+    return DYNCONF_ERR__NOMEM;
+  if (nch == 0)
+    return 0;
+  if (dc_configdb_replace(r->b->db, t, p->old.name, n, keys, values)) {
+    fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
+         "out of memory applying the change; nothing was changed");
+    return 0;
+  }
+  p->commit = (dc_store_commit_t){
+      .resource_type = t,
+      .entity = p->old.name,
+      .principal = r->conn->principal ? r->conn->principal : "User:ANONYMOUS",
+      .peer = r->conn->peer ? r->conn->peer : "",
+      .api = incremental ? "IncrementalAlterConfigs" : "AlterConfigs",
+      .n_configs = n,
+      .keys = keys,
+      .values = values,
+      .n_changes = nch,
+      .changes = ch,
+  };
+  return 0;
+}
+
+/* Stores every applied alter of the request in one commit. If the store
+ * refuses, the alters are undone in memory (newest first) and each of
+ * their resources answers why. */
+static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
+                          dc_alter_configs_resp_t *resp) {
+  if (!np || !r->b->store)
+    return 0;
+  dc_store_commit_t *c = dc_arena_alloc(r->arena, np * sizeof(*c));
+  if (!c)
+    return DYNCONF_ERR__NOMEM;
+  for (size_t i = 0; i < np; i++)
+    c[i] = p[i].commit;
+  char why[512] = "", msg[700];
+  if (!dc_store_commit_many(r->b->store, c, np, why, sizeof(why)))
+    return 0;
+  snprintf(msg, sizeof(msg),
+           "the change could not be stored and was not applied: %s", why);
+  char *m = dc_arena_strdup(r->arena, msg);
+  if (!m)
+    return DYNCONF_ERR__NOMEM;
+  for (size_t i = np; i-- > 0;) {
+    const dc_entity_t *o = &p[i].old;
+    if (dc_configdb_replace(r->b->db, o->type, o->name, o->n,
+                            (const char *const *)o->keys,
+                            (const char *const *)o->values))
+      dc_log(DC_LOG_ERR, "out of memory undoing an unstored change of '%s'; "
+                         "restart dynconfd to serve the stored configs",
+             o->name);
+    resp->responses[p[i].index].error_code = DYNCONF_ERR_UNKNOWN_SERVER_ERROR;
+    resp->responses[p[i].index].error_message = m;
+  }
+  return 0;
+}
+
+/* Marks every resource listed more than once (each occurrence). NULL on
+ * OOM. */
+static bool *repeated_resources(dc_req_t *r, const dc_alter_configs_req_t *req) {
+  size_t n = (size_t)req->n_resources;
+  bool *dup = dc_arena_alloc(r->arena, (n ? n : 1) * sizeof(*dup));
+  dc_strset_t set;
+  if (!dup || dc_strset_init(&set, r->arena, n))
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    const dc_alter_resource_t *ar = &req->resources[i];
+    int32_t j = dc_strset_add(&set, ar->resource_type, ar->resource_name,
+                              (int32_t)i);
+    if (j >= 0)
+      dup[i] = dup[j] = true;
+  }
+  return dup;
 }
 
 static int handle_alter(dc_req_t *r, bool incremental) {
@@ -470,11 +746,21 @@ static int handle_alter(dc_req_t *r, bool incremental) {
                 : dc_alter_configs_req_decode(r->rd, v, &req);
   if (err)
     return r->rd->err ? r->rd->err : err;
+  size_t reserve = 16;
+  for (int32_t i = 0; i < req.n_resources; i++)
+    reserve += error_result_bound(req.resources[i].resource_name);
+  if ((err = answer_fits(r, reserve)))
+    return err;
   dc_alter_configs_resp_t resp = {0};
   resp.n_responses = req.n_resources;
   resp.responses = dc_arena_alloc(r->arena, (size_t)req.n_resources *
                                                 sizeof(*resp.responses));
-  if (!resp.responses)
+  const char *too_many = too_many_resources(r, req.n_resources);
+  bool *dup = too_many ? NULL : repeated_resources(r, &req);
+  size_t np = 0;
+  pending_t *pend = dc_arena_alloc(
+      r->arena, (size_t)(req.n_resources ? req.n_resources : 1) * sizeof(*pend));
+  if (!resp.responses || !pend || (!too_many && !dup))
     return DYNCONF_ERR__NOMEM;
   for (int32_t i = 0; i < req.n_resources; i++) {
     const dc_alter_resource_t *ar = &req.resources[i];
@@ -482,20 +768,22 @@ static int handle_alter(dc_req_t *r, bool incremental) {
     out->resource_type = ar->resource_type;
     out->resource_name = ar->resource_name;
     alter_result_t res = {0, ""};
-    bool dup = false;
-    for (int32_t j = 0; j < req.n_resources; j++)
-      if (j != i && req.resources[j].resource_type == ar->resource_type &&
-          !strcmp(req.resources[j].resource_name, ar->resource_name))
-        dup = true;
-    if (dup)
+    if (too_many)
+      fail(&res, DYNCONF_ERR_INVALID_REQUEST, "%s", too_many);
+    else if (dup[i])
       fail(&res, DYNCONF_ERR_INVALID_REQUEST,
            "resource listed more than once in one request");
-    else if ((err = alter_one(r, ar, incremental, req.validate_only, &res)))
+    else if ((err = alter_one(r, ar, incremental, req.validate_only, &res,
+                              &pend[np])))
       return err;
+    else if (pend[np].commit.entity)
+      pend[np++].index = i;
     out->error_code = res.error;
-    if (res.error)
-      out->error_message = dc_arena_strdup(r->arena, res.msg);
+    if (res.error && !(out->error_message = dc_arena_strdup(r->arena, res.msg)))
+      return DYNCONF_ERR__NOMEM;
   }
+  if ((err = commit_pending(r, pend, np, &resp)))
+    return err;
   return incremental
              ? dc_incremental_alter_configs_resp_encode(r->out, v, &resp)
              : dc_alter_configs_resp_encode(r->out, v, &resp);

@@ -1,6 +1,8 @@
 /* Request dispatch (ApiKey -> handler with version range), ApiVersions and
  * Metadata. The config APIs live in config_apis.c. */
 #include "broker/broker_int.h"
+#include "common/log.h"
+#include "common/schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +14,50 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->cluster_id = "dynconf";
   o->session_timeout_min_ms = 6000;
   o->session_timeout_max_ms = 1800000;
+  o->max_request_resources = DC_DEFAULT_MAX_REQUEST_RESOURCES;
+  o->max_request_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS;
+  o->max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS;
+  o->max_response_size = DC_DEFAULT_MAX_RESPONSE_SIZE;
 }
 
 static int load_cb(void *opaque, int8_t type, const char *entity,
                    const char *key, const char *value) {
   return dc_configdb_set(opaque, type, entity, key, value) ? -1 : 0;
+}
+
+/* Stored values that no longer pass the schema (written by an older,
+ * laxer server) are still served, but agents refuse them: say so once at
+ * start-up, naming the first few. */
+typedef struct stale {
+  size_t n;
+} stale_t;
+
+static int stale_cb(void *opaque, const dc_entity_t *e) {
+  stale_t *st = opaque;
+  char why[256];
+  for (size_t i = 0; i < e->n; i++) {
+    const dc_schema_entry_t *s = dc_schema_find(e->keys[i]);
+    if (s && dc_schema_validate(s, e->values[i], why, sizeof(why)))
+      continue;
+    if (!s && strlen(e->values[i]) <= DC_CONFIG_VALUE_MAX &&
+        strlen(e->keys[i]) <= DC_CONFIG_NAME_MAX)
+      continue;
+    if (st->n++ < 10)
+      dc_log(DC_LOG_WARN, "stored config %s of %s '%.300s' fails today's "
+                          "validation (%s); agents will refuse it until it "
+                          "is set again",
+             e->keys[i], e->type == DC_RES_USER ? "user" : "client", e->name,
+             s ? why : "name or value too long");
+  }
+  return 0;
+}
+
+static void warn_stale(const dc_configdb_t *db) {
+  stale_t st = {0};
+  dc_configdb_foreach(db, stale_cb, &st);
+  if (st.n > 10)
+    dc_log(DC_LOG_WARN, "%zu stored configs in all fail today's validation",
+           st.n);
 }
 
 dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
@@ -46,6 +87,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
       dc_broker_destroy(b);
       return NULL;
     }
+    warn_stale(b->db);
   }
   if (dc_broker_security_init(b, errstr, errstr_size)) {
     dc_broker_destroy(b);
@@ -230,7 +272,8 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
     out->err = 0;
     const dc_api_info_t *ai = dc_api_info(hdr.api_key);
     snprintf(errstr, errstr_size, "cannot process %s v%d request: %s",
-             ai ? ai->name : "?", hdr.api_version, dynconf_err_str(err));
+             ai ? ai->name : "?", hdr.api_version,
+             r.why[0] ? r.why : dynconf_err_str(err));
     return DC_HANDLE_CLOSE;
   }
   dc_wr_frame_end(out, frame);

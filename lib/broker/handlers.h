@@ -29,6 +29,18 @@ typedef struct dc_broker_opts {
   int64_t session_timeout_min_ms;  /* server bounds on session.timeout.ms, */
   int64_t session_timeout_max_ms;  /* default 6000..1800000 */
   bool allow_unknown_keys;         /* relay keys outside the schema */
+  /* Per-request bounds, so no request's cost grows without limit.
+   * A request naming more resources than max_request_resources gets
+   * INVALID_REQUEST for each (or closes the connection when even that
+   * answer would exceed max_response_size); a resource with more keys than
+   * max_request_configs gets INVALID_REQUEST; an alter leaving an entity
+   * with more than max_entity_configs keys gets INVALID_CONFIG; a
+   * DescribeConfigs result that would take the response past
+   * max_response_size bytes gets INVALID_REQUEST instead of its configs. */
+  int32_t max_request_resources;   /* default 1000 */
+  int32_t max_request_configs;     /* default 1000 */
+  int32_t max_entity_configs;      /* default 1000 */
+  size_t max_response_size;        /* default 4 MiB */
   /* The server's own settings, served read-only as the BROKER resource.
    * n_static pairs; borrowed, must outlive the broker. */
   size_t n_static;
@@ -52,6 +64,11 @@ typedef struct dc_broker_opts {
   void *reload_opaque;
 } dc_broker_opts_t;
 
+
+#define DC_DEFAULT_MAX_REQUEST_RESOURCES 1000
+#define DC_DEFAULT_MAX_REQUEST_CONFIGS 1000
+#define DC_DEFAULT_MAX_ENTITY_CONFIGS 1000
+#define DC_DEFAULT_MAX_RESPONSE_SIZE (4u * 1024 * 1024)
 
 #define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 

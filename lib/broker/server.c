@@ -29,7 +29,13 @@
 #define MAX_LISTENERS 16
 #define READ_CHUNK 65536
 
-enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3 };
+/* EP_DEAD: a connection closed during the current batch of events; its
+ * struct is freed once the batch is over, so later events naming it are
+ * recognised and skipped. */
+enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4 };
+
+/* A drained buffer above this capacity is released rather than kept. */
+#define KEEP_BUF 65536
 
 typedef struct listener {
   int kind; /* EP_LISTENER; first member, for epoll data dispatch */
@@ -62,6 +68,7 @@ typedef struct conn {
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
   const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
+  size_t buffered;      /* in.cap + out.cap as last counted in the server */
   struct conn *prev, *next;
 } conn_t;
 
@@ -78,9 +85,12 @@ struct dc_server {
   int n_listeners;
   conn_t *conns;
   size_t n_conns;
+  conn_t *dead;     /* closed during this batch; freed after it */
+  size_t buffered;  /* sum of every connection's buffered bytes */
   volatile sig_atomic_t stop;
   volatile sig_atomic_t reload;
   dc_arena_t arena; /* request scratch, reset after every request */
+  uint8_t rbuf[READ_CHUNK]; /* every read lands here first */
 };
 
 void dc_server_opts_init(dc_server_opts_t *o) {
@@ -90,6 +100,7 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->request_timeout_ms = 30000;
   o->max_connections = 100000;
   o->auth_timeout_ms = 30000;
+  o->max_buffered = 256u * 1024 * 1024;
   o->on_reload = NULL;
   o->reload_opaque = NULL;
 }
@@ -149,9 +160,52 @@ static void conn_close(dc_server_t *s, conn_t *c) {
   if (c->next)
     c->next->prev = c->prev;
   s->n_conns--;
+  s->buffered -= c->buffered;
   dc_buf_free(&c->in);
   dc_buf_free(&c->out);
-  free(c);
+  c->kind = EP_DEAD;
+  c->next = s->dead;
+  s->dead = c;
+}
+
+static void free_dead(dc_server_t *s) {
+  while (s->dead) {
+    conn_t *c = s->dead;
+    s->dead = c->next;
+    free(c);
+  }
+}
+
+/* Buffers a connection no longer needs at their size go back to the
+ * allocator, and the server's total is brought up to date. */
+static void account(dc_server_t *s, conn_t *c) {
+  if (c->out.len == 0 && c->out.cap > KEEP_BUF)
+    dc_buf_free(&c->out);
+  if (c->in.len == 0 && c->in.cap > KEEP_BUF)
+    dc_buf_free(&c->in);
+  size_t now = c->in.cap + c->out.cap;
+  s->buffered += now - c->buffered;
+  c->buffered = now;
+}
+
+/* Over the cap on buffered bytes: close the connections holding the most
+ * until the total is back under it, each with a log line. */
+static void enforce_buffer_cap(dc_server_t *s) {
+  while (s->buffered > s->opts.max_buffered) {
+    conn_t *worst = NULL;
+    for (conn_t *c = s->conns; c; c = c->next)
+      if (!worst || c->buffered > worst->buffered)
+        worst = c;
+    if (!worst || !worst->buffered)
+      return;
+    dc_log(DC_LOG_WARN,
+           "closing connection from %s: it holds %zu bytes (%zu of them "
+           "unread responses) and all connections together hold %zu, over "
+           "the limit of %zu (max.buffered.bytes)",
+           worst->peer, worst->buffered, worst->out.len - worst->out_off,
+           s->buffered, s->opts.max_buffered);
+    conn_close(s, worst);
+  }
 }
 
 void dc_server_destroy(dc_server_t *s) {
@@ -159,6 +213,7 @@ void dc_server_destroy(dc_server_t *s) {
     return;
   while (s->conns)
     conn_close(s, s->conns);
+  free_dead(s);
   for (int i = 0; i < s->n_listeners; i++)
     close(s->listeners[i].fd);
   if (s->wake.fd >= 0)
@@ -544,13 +599,10 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
   /* Bounded: never hold more than one maximal frame plus a chunk. */
   size_t limit = s->opts.max_request_size + 4 + READ_CHUNK;
   for (int i = 0; i < 16 && c->in.len < limit; i++) {
-    if (dc_buf_reserve(&c->in, READ_CHUNK)) {
-      dc_log(DC_LOG_ERR, "out of memory reading from %s", c->peer);
-      conn_close(s, c);
-      return;
-    }
+    /* Read into the shared chunk and keep only what arrived, so an idle
+     * connection holds no input buffer. */
     bool eof;
-    ssize_t n = io_recv(c, c->in.data + c->in.len, READ_CHUNK, &eof);
+    ssize_t n = io_recv(c, s->rbuf, READ_CHUNK, &eof);
     if (n < 0 && eof) {
       c->closing = true; /* peer closed: answer what we have, then close */
       break;
@@ -561,7 +613,12 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
     }
     if (n == 0)
       break;
-    c->in.len += (size_t)n;
+    dc_buf_append(&c->in, s->rbuf, (size_t)n);
+    if (c->in.err) {
+      dc_log(DC_LOG_ERR, "out of memory reading from %s", c->peer);
+      conn_close(s, c);
+      return;
+    }
     c->last_active = dc_mono_ms();
     /* A short plaintext read drained the socket; TLS reads return one
      * record at a time, so keep going until it would block. */
@@ -645,17 +702,22 @@ int dc_server_run(dc_server_t *s) {
         do_accept(s, evs[i].data.ptr);
       } else {
         conn_t *c = evs[i].data.ptr;
-        /* A connection closed earlier in this batch cannot appear again:
-         * epoll drops closed fds, and each fd has one event per batch. */
+        if (c->kind == EP_DEAD)
+          continue; /* closed earlier in this batch */
         if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
           conn_readable(s, c);
         else if (evs[i].events & EPOLLOUT)
           conn_writable(s, c);
+        if (c->kind == EP_CONN)
+          account(s, c);
+        enforce_buffer_cap(s);
       }
     }
+    free_dead(s);
     int64_t now = dc_mono_ms();
     if (now - last_sweep >= 1000) {
       sweep(s, now);
+      free_dead(s);
       last_sweep = now;
     }
   }

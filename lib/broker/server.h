@@ -19,7 +19,12 @@
 
 typedef struct dc_server_opts {
   size_t max_request_size;   /* default 100 MiB, like socket.request.max.bytes */
-  size_t out_high_water;     /* default 4 MiB of unsent responses */
+  size_t out_high_water;     /* default 4 MiB of unsent responses: a
+                                connection's next request is not read
+                                until its backlog is below this */
+  size_t max_buffered;       /* default 256 MiB: input and output buffers
+                                of all connections together; above it the
+                                connections holding the most are closed */
   int idle_timeout_ms;       /* default 600000 (connections.max.idle.ms) */
   int request_timeout_ms;    /* a started frame must complete within this;
                                 default 30000 (slow-drip guard) */

@@ -29,9 +29,14 @@ int dc_store_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
 
 int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
                     size_t errstr_size) {
+  return dc_store_commit_many(st, c, 1, errstr, errstr_size);
+}
+
+int dc_store_commit_many(dc_store_t *st, const dc_store_commit_t *c, size_t n,
+                         char *errstr, size_t errstr_size) {
   if (!st || !st->ops || !st->ops->commit)
     return no_store(errstr, errstr_size);
-  return st->ops->commit(st, c, errstr, errstr_size);
+  return st->ops->commit(st, c, n, errstr, errstr_size);
 }
 
 int dc_store_history(dc_store_t *st, const char *entity,

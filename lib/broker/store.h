@@ -78,6 +78,10 @@ int dc_store_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
  * case nothing changed. */
 int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
                     size_t errstr_size);
+/* Commits n alters (of n different entities) in one atomic, durable step:
+ * all of them, or with -1 none. One request's alters cost one sync. */
+int dc_store_commit_many(dc_store_t *st, const dc_store_commit_t *c, size_t n,
+                         char *errstr, size_t errstr_size);
 /* Audit rows in order; entity NULL = all entities. */
 int dc_store_history(dc_store_t *st, const char *entity,
                      dc_store_history_cb *cb, void *opaque, char *errstr,
@@ -88,8 +92,8 @@ typedef struct dc_store_ops {
   void (*close)(dc_store_t *st);
   int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
               size_t errstr_size);
-  int (*commit)(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
-                size_t errstr_size);
+  int (*commit)(dc_store_t *st, const dc_store_commit_t *c, size_t n,
+                char *errstr, size_t errstr_size);
   int (*history)(dc_store_t *st, const char *entity, dc_store_history_cb *cb,
                  void *opaque, char *errstr, size_t errstr_size);
 } dc_store_ops_t;

@@ -374,20 +374,24 @@ static int commit_body(sqlite_store_t *s, const dc_store_commit_t *c,
 }
 
 static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
-                         char *errstr, size_t errstr_size) {
+                         size_t n, char *errstr, size_t errstr_size) {
   sqlite_store_t *s = (sqlite_store_t *)st;
   if (s->read_only)
     return set_err(errstr, errstr_size,
                    "%s: store is open read-only; commit refused", s->path);
-  if (reentered(s, errstr, errstr_size) ||
-      check_commit_args(c, errstr, errstr_size))
+  if (reentered(s, errstr, errstr_size))
     return -1;
+  for (size_t i = 0; i < n; i++)
+    if (check_commit_args(&c[i], errstr, errstr_size))
+      return -1;
 
   if (exec_stmt(s, S_BEGIN, "starting transaction", errstr, errstr_size))
     return -1;
-  if (commit_body(s, c, errstr, errstr_size) == 0 &&
-      exec_stmt(s, S_COMMIT, "committing transaction", errstr,
-                errstr_size) == 0)
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = commit_body(s, &c[i], errstr, errstr_size);
+  if (rc == 0 && exec_stmt(s, S_COMMIT, "committing transaction", errstr,
+                           errstr_size) == 0)
     return 0;
 
   /* errstr already says what failed. Some errors (I/O, full disk) roll
@@ -395,9 +399,9 @@ static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
   if (!sqlite3_get_autocommit(s->db)) {
     char rb_err[256];
     if (exec_stmt(s, S_ROLLBACK, "rolling back", rb_err, sizeof(rb_err))) {
-      size_t n = errstr && errstr_size ? strlen(errstr) : 0;
-      if (errstr && n + 1 < errstr_size)
-        snprintf(errstr + n, errstr_size - n, "; then %s", rb_err);
+      size_t used = errstr && errstr_size ? strlen(errstr) : 0;
+      if (errstr && used + 1 < errstr_size)
+        snprintf(errstr + used, errstr_size - used, "; then %s", rb_err);
     }
   }
   return -1;

@@ -205,6 +205,20 @@ static void entry_encode(dc_buf_t *b, int16_t v, bool f,
     dc_wr_tags_empty(b);
 }
 
+static void result_encode(dc_buf_t *b, int16_t v, bool f,
+                          const dc_describe_configs_result_t *r) {
+  dc_wr_i16(b, r->error_code);
+  dc_wr_str(b, f, r->error_message);
+  dc_wr_i8(b, r->resource_type);
+  dc_wr_str_nn(b, f, r->resource_name);
+  int32_t nc = dc_nn_count(r->n_configs);
+  dc_wr_array_len(b, f, nc);
+  for (int32_t k = 0; k < nc; k++)
+    entry_encode(b, v, f, &r->configs[k]);
+  if (f)
+    dc_wr_tags_empty(b);
+}
+
 int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
                                     const dc_describe_configs_resp_t *in) {
   if (!dc_api_supported(API, v))
@@ -214,20 +228,16 @@ int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
   dc_wr_i32(b, in->throttle_time_ms);
   int32_t n = dc_nn_count(in->n_results);
   dc_wr_array_len(b, f, n);
-  for (int32_t i = 0; i < n; i++) {
-    const dc_describe_configs_result_t *r = &in->results[i];
-    dc_wr_i16(b, r->error_code);
-    dc_wr_str(b, f, r->error_message);
-    dc_wr_i8(b, r->resource_type);
-    dc_wr_str_nn(b, f, r->resource_name);
-    int32_t nc = dc_nn_count(r->n_configs);
-    dc_wr_array_len(b, f, nc);
-    for (int32_t k = 0; k < nc; k++)
-      entry_encode(b, v, f, &r->configs[k]);
-    if (f)
-      dc_wr_tags_empty(b);
-  }
+  for (int32_t i = 0; i < n; i++)
+    result_encode(b, v, f, &in->results[i]);
   if (f)
     dc_wr_tags_empty(b);
   return b->err;
+}
+
+size_t dc_describe_configs_result_size(int16_t v,
+                                       const dc_describe_configs_result_t *r) {
+  dc_buf_t m = {.measure = true};
+  result_encode(&m, v, dc_api_flexible(API, v), r);
+  return m.err ? SIZE_MAX : m.len;
 }
