@@ -19,9 +19,10 @@
 #    ratios to the first size measured in the same run (flat is the goal).
 # 2. Memory under a DescribeConfigs amplification attack: a fresh dynconfd
 #    with one client whose every schema key holds a large valid value; 40
-#    connections send pipelined ~1 MiB DescribeConfigs v3 requests
-#    (synonyms, documentation) naming that client as often as fits, and
-#    never read. Prints dynconfd's idle RSS, its peak (VmHWM) and the
+#    connections send pipelined DescribeConfigs v3 requests (synonyms,
+#    documentation) naming that client as often as fits, and never read;
+#    twice: ~1 MiB requests (far over the per-request resource limit) and
+#    ~8 KB ones (about 1000 resources, within the limits). Prints dynconfd's idle RSS, its peak (VmHWM) and the
 #    ratio. The attack stops at an RSS cap (3 GB), when it has settled
 #    (every socket blocked, dynconfd idle) or after 20 s; dynconfd also
 #    runs under an address-space limit of three times the cap, and every
@@ -247,32 +248,41 @@ for n in $SIZES; do
   echo
 done
 
-echo "== DescribeConfigs amplification =="
-A=$TMP/attack-data
-start_dynconfd "$A" $((RSS_CAP_MB * 3 * 1024))
-CMD1="bench/scale attack-seed --target 127.0.0.1:$PORT --client x --value-bytes $VALUE_BYTES"
-echo "\$ $CMD1"
-# shellcheck disable=SC2086
-if "$BUILDDIR"/$CMD1 >"$TMP/seed" 2>"$TMP/seed.err"; then
-  grep -v '^RESULT ' "$TMP/seed" | sed 's/^/    /'
-  sed 's/^/    stderr: /' "$TMP/seed.err"
-  CMD2="bench/scale attack --target 127.0.0.1:$PORT --client x --pid $DPID --connections $ATTACK_CONNS --seconds $ATTACK_SECS --rss-cap-mb $RSS_CAP_MB"
-  echo "\$ $CMD2"
+# Two shapes: ~1 MiB requests naming x as often as fit (far over the
+# per-request resource limit), and ~8 KB requests naming it ~1000 times
+# (within the limits: every answer is built up to max.response.bytes).
+ATTACK_SHAPES="big:1048576 small:8000"
+for shape in $ATTACK_SHAPES; do
+  name=${shape%%:*}
+  bytes=${shape#*:}
+  echo "== DescribeConfigs amplification ($name requests, $bytes bytes) =="
+  A=$TMP/attack-data-$name
+  start_dynconfd "$A" $((RSS_CAP_MB * 3 * 1024))
+  CMD1="bench/scale attack-seed --target 127.0.0.1:$PORT --client x --value-bytes $VALUE_BYTES"
+  echo "\$ $CMD1"
   # shellcheck disable=SC2086
-  "$BUILDDIR"/$CMD2 >"$TMP/attack" 2>"$TMP/attack.err" || FAILED=1
-  grep -v '^RESULT ' "$TMP/attack" | sed 's/^/    /' || true
-  sed 's/^/    stderr: /' "$TMP/attack.err"
-else
-  echo "bench: seeding the attack entity failed:" >&2
-  cat "$TMP/seed" "$TMP/seed.err" >&2
-  FAILED=1
-fi
-kill -0 "$DPID" 2>/dev/null || echo "    dynconfd is no longer running"
-grep -i 'memory\|closing' "$A.err" | sort | uniq -c | sort -rn | head -n 3 |
-  sed 's/^/    dynconfd log: /' || true
-stop_pid "$DPID"
-DPID=
-echo
+  if "$BUILDDIR"/$CMD1 >"$TMP/seed" 2>"$TMP/seed.err"; then
+    grep -v '^RESULT ' "$TMP/seed" | sed 's/^/    /'
+    sed 's/^/    stderr: /' "$TMP/seed.err"
+    CMD2="bench/scale attack --target 127.0.0.1:$PORT --client x --pid $DPID --connections $ATTACK_CONNS --seconds $ATTACK_SECS --rss-cap-mb $RSS_CAP_MB --request-bytes $bytes"
+    echo "\$ $CMD2"
+    # shellcheck disable=SC2086
+    "$BUILDDIR"/$CMD2 >"$TMP/attack.$name" 2>"$TMP/attack.err" || FAILED=1
+    grep -v '^RESULT ' "$TMP/attack.$name" | sed 's/^/    /' || true
+    sed 's/^/    stderr: /' "$TMP/attack.err"
+    echo "$CMD2" >"$TMP/cmd.$name"
+  else
+    echo "bench: seeding the attack entity failed:" >&2
+    cat "$TMP/seed" "$TMP/seed.err" >&2
+    FAILED=1
+  fi
+  kill -0 "$DPID" 2>/dev/null || echo "    dynconfd is no longer running"
+  grep -i 'memory\|closing' "$A.err" | sed 's/.*\(WARN\|ERR\) //; s/from [0-9.:]*/from PEER/' |
+    sort | uniq -c | sort -rn | head -n 3 | sed 's/^/    dynconfd log: /' || true
+  stop_pid "$DPID"
+  DPID=
+  echo
+done
 
 # ---- summary -----------------------------------------------------------------
 # kv FILE KEY [FILTER]: a value from the RESULT line matching FILTER.
@@ -338,34 +348,39 @@ done
 echo "   command per size: bench/scale latency --target 127.0.0.1:PORT --client $CLIENT"
 echo "   --alters $ALTERS --describes $DESCRIBES --seconds $SERIES_SECS"
 echo
-echo "3. DescribeConfigs v3 amplification: $ATTACK_CONNS connections x ~1 MiB requests"
-echo "   naming client x (all schema keys set large), never read"
-idle=$(kv "$TMP/attack" idle_kb)
-hwm=$(kv "$TMP/attack" hwm_kb)
-if [ -n "$idle" ] && [ -n "$hwm" ]; then
-  rb=$(kv "$TMP/seed" result_bytes)
-  reps=$(kv "$TMP/attack" reps)
-  printf '%-12s %-16s %-8s %-11s %-9s %-7s %s\n' 'idle RSS MB' 'peak (VmHWM) MB' \
-    ratio 'RSS end MB' 'requests' seconds 'stopped because'
-  printf '%-12s %-16s %-8s %-11s %-9s %-7s %s\n' "$(mb "$idle")" "$(mb "$hwm")" \
-    "$(ratio "$hwm" "$idle")" "$(mb "$(kv "$TMP/attack" rss_kb)")" \
-    "$(kv "$TMP/attack" frames)" "$(kv "$TMP/attack" seconds)" \
-    "$(case $(kv "$TMP/attack" reason) in
+echo "3. DescribeConfigs v3 amplification: $ATTACK_CONNS connections pipelining"
+echo "   requests naming client x (all schema keys set large), never reading"
+printf '%-6s %-12s %-16s %-8s %-11s %-9s %-7s %s\n' shape 'idle RSS MB' \
+  'peak (VmHWM) MB' ratio 'RSS end MB' 'requests' seconds 'stopped because'
+rb=$(kv "$TMP/seed" result_bytes)
+for shape in $ATTACK_SHAPES; do
+  name=${shape%%:*}
+  f=$TMP/attack.$name
+  idle=$(kv "$f" idle_kb)
+  hwm=$(kv "$f" hwm_kb)
+  if [ -z "$idle" ] || [ -z "$hwm" ]; then
+    echo "$name   (no result)"
+    continue
+  fi
+  printf '%-6s %-12s %-16s %-8s %-11s %-9s %-7s %s\n' "$name" "$(mb "$idle")" \
+    "$(mb "$hwm")" "$(ratio "$hwm" "$idle")" "$(mb "$(kv "$f" rss_kb)")" \
+    "$(kv "$f" frames)" "$(kv "$f" seconds)" \
+    "$(case $(kv "$f" reason) in
       cap) echo "RSS cap (${RSS_CAP_MB} MB)" ;;
       settled) echo "settled (sockets blocked, server idle 1 s)" ;;
       time) echo "time limit" ;;
       closed) echo "dynconfd closed every connection" ;;
       *) echo "dynconfd exited" ;;
     esac)"
-  echo "   one request names x $reps times; one v3 result for x is $rb bytes, so one"
-  echo "   request asks for $(awk -v a="$rb" -v b="$reps" 'BEGIN { printf "%.0f", a * b / 1048576 }') MiB of response."
-  [ "$(kv "$TMP/attack" reason)" = cap ] &&
-    echo "   stopped at the ${RSS_CAP_MB} MB RSS cap (SCALE_RSS_CAP_MB): unbounded growth was cut short."
-  echo "   commands: $CMD1"
-  echo "             $CMD2"
-else
-  echo "   (no result)"
-fi
+  reps=$(kv "$f" reps)
+  echo "       one request names x $reps times and asks for" \
+    "$(awk -v a="$rb" -v b="$reps" 'BEGIN { printf "%.0f", a * b / 1048576 }') MiB" \
+    "of response ($rb bytes per result)"
+  [ "$(kv "$f" reason)" = cap ] &&
+    echo "       stopped at the ${RSS_CAP_MB} MB RSS cap (SCALE_RSS_CAP_MB): unbounded growth was cut short."
+  echo "       command: $(cat "$TMP/cmd.$name" 2>/dev/null)"
+done
+echo "   seed: $CMD1"
 
 if [ "$FAILED" -ne 0 ]; then
   echo "bench: FAILED (see above)" >&2
