@@ -880,8 +880,32 @@ static void test_headers(void) {
   }
 }
 
+/* dc_arena_reset_to keeps what came before the mark, releases the rest,
+ * and the arena goes on handing out memory from the mark. */
+static void test_arena_mark(void) {
+  dc_arena_t a = {0};
+  char *keep = dc_arena_strdup(&a, "kept");
+  dc_arena_mark_t m = dc_arena_mark(&a);
+  size_t total = a.total;
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 100; i++)
+      dc_arena_alloc(&a, 1000); /* spills into new chunks */
+    dc_arena_alloc(&a, 100000); /* one big chunk of its own */
+    dc_arena_reset_to(&a, m);
+  }
+  ok(!strcmp(keep, "kept") && a.total == total,
+     "arena: memory before the mark survives resets to it (total %zu)",
+     a.total);
+  ok(a.head == m.chunk, "arena: the chunk at the mark is the newest again");
+  char *again = dc_arena_strdup(&a, "next");
+  ok(again == keep + 16 && !strcmp(keep, "kept"),
+     "arena: allocation resumes right after the mark");
+  dc_arena_free(&a);
+}
+
 int main(void) {
   dc_arena_init(&arena);
+  test_arena_mark();
   dc_buf_init(&buf);
   test_ints();
   test_int_truncation();

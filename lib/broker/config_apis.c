@@ -259,14 +259,9 @@ int dc_handle_describe_configs(dc_req_t *r) {
   dc_describe_configs_req_t req = {0};
   if (dc_describe_configs_req_decode(r->rd, v, &req))
     return r->rd->err;
-  dc_describe_configs_resp_t resp = {0};
-  resp.n_results = req.n_resources;
-  resp.results =
-      dc_arena_alloc(r->arena, (size_t)req.n_resources * sizeof(*resp.results));
-  if (!resp.results)
-    return DYNCONF_ERR__NOMEM;
   /* The response stays within max_response_size: room for an error result
-   * is kept for every resource not yet answered. */
+   * is kept for every resource not yet answered, and a result that takes
+   * the response past the limit is taken back and replaced by one. */
   size_t reserve = 16, used = 0;
   for (int32_t i = 0; i < req.n_resources; i++)
     reserve += error_result_bound(req.resources[i].resource_name);
@@ -274,28 +269,34 @@ int dc_handle_describe_configs(dc_req_t *r) {
   if (err)
     return err;
   const char *too_many = too_many_resources(r, req.n_resources);
+  /* Each result is encoded as soon as it is built; its scratch memory is
+   * then reused for the next. */
+  dc_arena_mark_t mark = dc_arena_mark(r->arena);
+  dc_describe_configs_resp_begin(r->out, v, 0, req.n_resources);
   for (int32_t i = 0; i < req.n_resources; i++) {
     const dc_describe_configs_req_resource_t *res = &req.resources[i];
-    dc_describe_configs_result_t *out = &resp.results[i];
-    out->resource_type = res->resource_type; /* echoed, as librdkafka needs */
-    out->resource_name = res->resource_name;
+    dc_describe_configs_result_t out = {0};
+    out.resource_type = res->resource_type; /* echoed, as librdkafka needs */
+    out.resource_name = res->resource_name;
     reserve -= error_result_bound(res->resource_name);
     if (too_many) {
-      out->error_code = DYNCONF_ERR_INVALID_REQUEST;
-      out->error_message = (char *)too_many;
-    } else if ((err = describe_one(r, &req, res, out))) {
+      out.error_code = DYNCONF_ERR_INVALID_REQUEST;
+      out.error_message = (char *)too_many;
+    } else if ((err = describe_one(r, &req, res, &out))) {
       return err;
     }
-    size_t size = dc_describe_configs_result_size(v, out);
-    if (size > r->b->opts.max_response_size ||
-        used + size + reserve > r->b->opts.max_response_size) {
-      if ((err = over_budget(r, out)))
+    size_t at = r->out->len;
+    dc_describe_configs_result_encode(r->out, v, &out);
+    if (used + (r->out->len - at) + reserve > r->b->opts.max_response_size) {
+      r->out->len = at;
+      if ((err = over_budget(r, &out)))
         return err;
-      size = dc_describe_configs_result_size(v, out);
+      dc_describe_configs_result_encode(r->out, v, &out);
     }
-    used += size;
+    used += r->out->len - at;
+    dc_arena_reset_to(r->arena, mark);
   }
-  return dc_describe_configs_resp_encode(r->out, v, &resp);
+  return dc_describe_configs_resp_end(r->out, v);
 }
 
 /* ---- AlterConfigs / IncrementalAlterConfigs ------------------------- */

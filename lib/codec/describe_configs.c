@@ -205,8 +205,16 @@ static void entry_encode(dc_buf_t *b, int16_t v, bool f,
     dc_wr_tags_empty(b);
 }
 
-static void result_encode(dc_buf_t *b, int16_t v, bool f,
-                          const dc_describe_configs_result_t *r) {
+void dc_describe_configs_resp_begin(dc_buf_t *b, int16_t v,
+                                    int32_t throttle_time_ms,
+                                    int32_t n_results) {
+  dc_wr_i32(b, throttle_time_ms);
+  dc_wr_array_len(b, dc_api_flexible(API, v), dc_nn_count(n_results));
+}
+
+void dc_describe_configs_result_encode(dc_buf_t *b, int16_t v,
+                                       const dc_describe_configs_result_t *r) {
+  bool f = dc_api_flexible(API, v);
   dc_wr_i16(b, r->error_code);
   dc_wr_str(b, f, r->error_message);
   dc_wr_i8(b, r->resource_type);
@@ -219,25 +227,18 @@ static void result_encode(dc_buf_t *b, int16_t v, bool f,
     dc_wr_tags_empty(b);
 }
 
-int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
-                                    const dc_describe_configs_resp_t *in) {
-  if (!dc_api_supported(API, v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
-  bool f = dc_api_flexible(API, v);
-
-  dc_wr_i32(b, in->throttle_time_ms);
-  int32_t n = dc_nn_count(in->n_results);
-  dc_wr_array_len(b, f, n);
-  for (int32_t i = 0; i < n; i++)
-    result_encode(b, v, f, &in->results[i]);
-  if (f)
+int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v) {
+  if (dc_api_flexible(API, v))
     dc_wr_tags_empty(b);
   return b->err;
 }
 
-size_t dc_describe_configs_result_size(int16_t v,
-                                       const dc_describe_configs_result_t *r) {
-  dc_buf_t m = {.measure = true};
-  result_encode(&m, v, dc_api_flexible(API, v), r);
-  return m.err ? SIZE_MAX : m.len;
+int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
+                                    const dc_describe_configs_resp_t *in) {
+  if (!dc_api_supported(API, v))
+    return DYNCONF_ERR__UNSUPPORTED_API;
+  dc_describe_configs_resp_begin(b, v, in->throttle_time_ms, in->n_results);
+  for (int32_t i = 0; i < dc_nn_count(in->n_results); i++)
+    dc_describe_configs_result_encode(b, v, &in->results[i]);
+  return dc_describe_configs_resp_end(b, v);
 }

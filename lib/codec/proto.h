@@ -225,12 +225,15 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v, dc_describe_configs_r
 int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v, const dc_describe_configs_req_t *in);
 int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v, dc_describe_configs_resp_t *out);
 int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v, const dc_describe_configs_resp_t *in);
-/* Bytes one result takes in a v response (without the response's own
- * header and array count): what a server checks against its limit.
- * SIZE_MAX when the result cannot be encoded (a string too long for its
- * length field). */
-size_t dc_describe_configs_result_size(int16_t v,
+/* The response piece by piece, for a server that checks its size as it
+ * goes: begin (throttle time and result count), one result_encode per
+ * result, then end (returns b->err). v must be supported. */
+void dc_describe_configs_resp_begin(dc_buf_t *b, int16_t v,
+                                    int32_t throttle_time_ms,
+                                    int32_t n_results);
+void dc_describe_configs_result_encode(dc_buf_t *b, int16_t v,
                                        const dc_describe_configs_result_t *r);
+int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v);
 
 /* ---- AlterConfigs (33) v0-2 and IncrementalAlterConfigs (44) v0-1 -------
  * One request shape for both: AlterConfigs carries no op (decoded as SET),

@@ -307,8 +307,6 @@ size_t dc_wr_frame_begin(dc_buf_t *b) {
 }
 
 void dc_wr_frame_end(dc_buf_t *b, size_t off) {
-  if (b->measure)
-    return; /* nothing was stored to patch */
   if (b->err || off + 4 > b->len)
     return;
   if (b->len - off - 4 > INT32_MAX) { /* the size field is an int32 */

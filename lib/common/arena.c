@@ -69,6 +69,21 @@ void dc_arena_reset(dc_arena_t *a) {
   a->total = 0;
 }
 
+dc_arena_mark_t dc_arena_mark(const dc_arena_t *a) {
+  return (dc_arena_mark_t){a->head, a->head ? a->head->used : 0, a->total};
+}
+
+void dc_arena_reset_to(dc_arena_t *a, dc_arena_mark_t m) {
+  while (a->head && a->head != m.chunk) {
+    dc_arena_chunk_t *next = a->head->next;
+    free(a->head);
+    a->head = next;
+  }
+  if (a->head)
+    a->head->used = m.used;
+  a->total = m.total;
+}
+
 void dc_arena_free(dc_arena_t *a) {
   dc_arena_chunk_t *c = a->head;
   while (c) {

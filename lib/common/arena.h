@@ -22,5 +22,14 @@ void *dc_arena_alloc(dc_arena_t *a, size_t n);
 char *dc_arena_strndup(dc_arena_t *a, const char *s, size_t n);
 char *dc_arena_strdup(dc_arena_t *a, const char *s);
 void dc_arena_reset(dc_arena_t *a);
+
+/* A point to return to: dc_arena_reset_to() releases everything allocated
+ * after dc_arena_mark() returned it, and keeps what came before. */
+typedef struct dc_arena_mark {
+  dc_arena_chunk_t *chunk;
+  size_t used, total;
+} dc_arena_mark_t;
+dc_arena_mark_t dc_arena_mark(const dc_arena_t *a);
+void dc_arena_reset_to(dc_arena_t *a, dc_arena_mark_t m);
 void dc_arena_free(dc_arena_t *a);
 #endif

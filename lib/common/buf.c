@@ -38,11 +38,6 @@ int dc_buf_reserve(dc_buf_t *b, size_t n) {
 }
 
 void dc_buf_append(dc_buf_t *b, const void *p, size_t n) {
-  if (b->measure) {
-    if (!b->err)
-      b->len += n;
-    return;
-  }
   if (n == 0 || dc_buf_reserve(b, n))
     return;
   memcpy(b->data + b->len, p, n);
@@ -63,11 +58,6 @@ void dc_buf_printf(dc_buf_t *b, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  if (b->measure) {
-    if (n >= 0 && !b->err)
-      b->len += (size_t)n;
-    return;
-  }
   if (n < 0 || dc_buf_reserve(b, (size_t)n + 1))
     return;
   va_start(ap, fmt);

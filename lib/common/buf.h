@@ -3,16 +3,12 @@
  * check once at the end. Not thread-safe: one owner. */
 #ifndef DC_BUF_H
 #define DC_BUF_H
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct dc_buf {
   uint8_t *data;
   size_t len, cap;
-  /* Measuring buffer: appends only count bytes into len and data stays
-   * NULL, so an encoder can tell a message's size without building it. */
-  bool measure;
   int err; /* sticky: 0, DYNCONF_ERR__NOMEM, or an encoder's error such as
               DYNCONF_ERR__TOO_LONG (codec/wire.h) */
 } dc_buf_t;
