@@ -1648,6 +1648,20 @@ static void limits_counts(void) {
   is_int(alter1(&t, 44, 1, false, "many-0", "-acks", NULL), 0, "unseed");
   a = alter_many(&t, 1, false, 1000, false, false);
   ok(a && !a->responses[0].error_code, "1000 distinct configs are stored");
+  /* 999 new entities of 3 keys: 6 store rows each (3 configs, 3 audit
+   * rows) against the default 5000 per request. */
+  a = alter_many(&t, 1000, false, 3, false, false);
+  int stored = 0, capped = 0, order_ok = 1;
+  for (int32_t i = 0; a && i < a->n_responses; i++) {
+    const char *m = a->responses[i].error_message;
+    if (!a->responses[i].error_code)
+      order_ok &= !capped, stored++;
+    else if (m && strstr(m, "(max.request.writes)"))
+      capped++;
+  }
+  ok(stored == 1 + 5000 / 6 && capped == 1000 - stored && order_ok,
+     "a request's store writes stop at max.request.writes: %d resources "
+     "stored, the %d after them refused", stored, capped);
   is_int(alter1(&t, 44, 1, false, "many-0", "=one.more=1", NULL),
          DYNCONF_ERR_INVALID_CONFIG, "an entity holding 1000 configs takes no more");
   ok(strstr(t.msg, "max.entity.configs") != NULL, "  %s", t.msg);

@@ -631,7 +631,7 @@ static bool snapshot(dc_arena_t *a, const dc_entity_t *e, int8_t type,
  * is nothing to commit). */
 static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
                      bool incremental, bool validate_only,
-                     alter_result_t *res, pending_t *p) {
+                     alter_result_t *res, pending_t *p, size_t *writes) {
   dc_scope_ent_t ent;
   dc_strset_t names;
   int rc = admit(r, ar, &ent, res);
@@ -667,6 +667,16 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
     return DYNCONF_ERR__NOMEM;
   if (nch == 0)
     return 0;
+  size_t rows = cur->n + n + nch, max = (size_t)r->b->opts.max_request_writes;
+  if (*writes + rows > max) {
+    fail(res, DYNCONF_ERR_INVALID_REQUEST,
+         "this change would take the request past the %zu store writes it "
+         "may make (max.request.writes); send it in a request of its own or "
+         "with fewer resources",
+         max);
+    return 0;
+  }
+  *writes += rows;
   if (dc_configdb_replace(r->b->db, t, p->old.name, n, keys, values)) {
     fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
          "out of memory applying the change; nothing was changed");
@@ -758,7 +768,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
                                                 sizeof(*resp.responses));
   const char *too_many = too_many_resources(r, req.n_resources);
   bool *dup = too_many ? NULL : repeated_resources(r, &req);
-  size_t np = 0;
+  size_t np = 0, writes = 0;
   pending_t *pend = dc_arena_alloc(
       r->arena, (size_t)(req.n_resources ? req.n_resources : 1) * sizeof(*pend));
   if (!resp.responses || !pend || (!too_many && !dup))
@@ -775,7 +785,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
       fail(&res, DYNCONF_ERR_INVALID_REQUEST,
            "resource listed more than once in one request");
     else if ((err = alter_one(r, ar, incremental, req.validate_only, &res,
-                              &pend[np])))
+                              &pend[np], &writes)))
       return err;
     else if (pend[np].commit.entity)
       pend[np++].index = i;

@@ -17,6 +17,7 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->max_request_resources = DC_DEFAULT_MAX_REQUEST_RESOURCES;
   o->max_request_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS;
   o->max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS;
+  o->max_request_writes = DC_DEFAULT_MAX_REQUEST_WRITES;
   o->max_response_size = DC_DEFAULT_MAX_RESPONSE_SIZE;
 }
 

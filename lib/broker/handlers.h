@@ -40,6 +40,11 @@ typedef struct dc_broker_opts {
   int32_t max_request_resources;   /* default 1000 */
   int32_t max_request_configs;     /* default 1000 */
   int32_t max_entity_configs;      /* default 1000 */
+  /* Store rows one alter request may write (each changed entity's new
+   * set, its old one removed, one audit row per change): what bounds
+   * the commit's time on the event loop. A resource that would go past
+   * it gets INVALID_REQUEST; default 5000 (about 10 ms of writing). */
+  int32_t max_request_writes;
   size_t max_response_size;        /* default 4 MiB */
   /* The server's own settings, served read-only as the BROKER resource.
    * n_static pairs; borrowed, must outlive the broker. */
@@ -68,6 +73,7 @@ typedef struct dc_broker_opts {
 #define DC_DEFAULT_MAX_REQUEST_RESOURCES 1000
 #define DC_DEFAULT_MAX_REQUEST_CONFIGS 1000
 #define DC_DEFAULT_MAX_ENTITY_CONFIGS 1000
+#define DC_DEFAULT_MAX_REQUEST_WRITES 5000
 #define DC_DEFAULT_MAX_RESPONSE_SIZE (4u * 1024 * 1024)
 
 #define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
