@@ -110,23 +110,6 @@ static long long json_num(const char *js, const char *key) {
   return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
-/* utime + stime of a process in clock ticks; -1 when it is gone. */
-static long long proc_ticks(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *rp = strrchr(buf, ')');
-  unsigned long long ut, st;
-  if (!rp || sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                    &ut, &st) != 2)
-    return -1;
-  return (long long)(ut + st);
-}
 
 typedef struct opts {
   const char *bootstrap, *cli;
@@ -823,9 +806,9 @@ int main(int argc, char **argv) {
       pump(&f, 100);
     window0 = mono_us();
     for (int i = 0; i < f.n_ch; i++)
-      f.ch[i].ticks0 = proc_ticks(f.ch[i].pid);
+      f.ch[i].ticks0 = bench_proc_ticks(f.ch[i].pid);
     if (o.daemon_pid)
-      d_ticks0 = proc_ticks(o.daemon_pid);
+      d_ticks0 = bench_proc_ticks(o.daemon_pid);
   }
 
   for (int k = 0; !rc && k < o.alters && !g_stop; k++) {
@@ -886,9 +869,9 @@ int main(int argc, char **argv) {
     rc = 1;
   int64_t window1 = mono_us();
   for (int i = 0; i < f.n_ch; i++)
-    f.ch[i].ticks1 = proc_ticks(f.ch[i].pid);
+    f.ch[i].ticks1 = bench_proc_ticks(f.ch[i].pid);
   if (o.daemon_pid)
-    d_ticks1 = proc_ticks(o.daemon_pid);
+    d_ticks1 = bench_proc_ticks(o.daemon_pid);
 
   /* Stop the workers: closing their pipe is the signal. */
   for (int i = 0; i < f.n_ch; i++) {

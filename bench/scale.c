@@ -39,6 +39,7 @@
 #include "common/kclient.h"
 #include "common/schema.h"
 #include "dynconf.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -463,24 +464,6 @@ static bool proc_mem(long pid, long *rss, long *hwm) {
   return *rss >= 0;
 }
 
-/* utime + stime of pid in clock ticks, or -1. */
-static long long proc_cpu(long pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  unsigned long long ut, st;
-  /* After ") ": state, then 10 fields, then utime and stime. */
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                   &ut, &st) != 2)
-    return -1;
-  return (long long)(ut + st);
-}
 
 static int tcp_connect(const char *target) {
   char host[256];
@@ -573,7 +556,7 @@ static int cmd_attack(const cfg_t *c) {
   fflush(stdout);
 
   int64_t t0 = dc_mono_us(), deadline = t0 + (int64_t)(c->seconds * 1e6);
-  long long cpu_mark = proc_cpu(c->pid);
+  long long cpu_mark = bench_proc_ticks((pid_t)c->pid);
   int64_t cpu_mark_us = t0;
   long rss = idle_rss, hwm = idle_hwm, max_rss = idle_rss;
   const char *why = "time limit", *reason = "time";
@@ -628,7 +611,7 @@ static int cmd_attack(const cfg_t *c) {
       break;
     /* Settled: no send progressed for a second and dynconfd used no CPU
      * over the last second, so nothing is left in flight to grow. */
-    long long cpu = proc_cpu(c->pid);
+    long long cpu = bench_proc_ticks((pid_t)c->pid);
     if (now - cpu_mark_us >= 1000000) {
       bool blocked = true;
       for (int i = 0; i < c->connections; i++)

@@ -64,6 +64,19 @@ tap_like() {
 
 tap_diag() { printf '# %s\n' "$*"; }
 
+# dc_expect RC REGEX FILE DESC: the last command run by a test's own
+# wrapper exited $rc == RC and FILE has a line matching REGEX; on failure
+# shows $DC_TMP/out and $DC_TMP/err (where those wrappers write).
+dc_expect() {
+  local want=$1 re=$2 file=$3
+  shift 3
+  [ "$rc" -eq "$want" ] && grep -Eq -- "$re" "$file"
+  tap_ok $? "$*" || {
+    tap_diag "  exit $rc (want $want); want /$re/ in $file:"
+    sed 's/^/#     /' "$DC_TMP/out" "$DC_TMP/err" | cut -c1-300
+  }
+}
+
 # Prints the plan and exits 0 only when every test passed (and at least one
 # ran: a test that stopped before its first check must not look green).
 tap_done() {

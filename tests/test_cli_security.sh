@@ -25,16 +25,6 @@ run() {
   timeout 60 "$DC_CONFIGS" "$@" >"$DC_TMP/out" 2>"$DC_TMP/err"
   rc=$?
 }
-# expect RC REGEX FILE DESC: exit status RC and a line matching REGEX.
-expect() {
-  local want=$1 re=$2 file=$3
-  shift 3
-  [ "$rc" -eq "$want" ] && grep -Eq -- "$re" "$file"
-  tap_ok $? "$*" || {
-    tap_diag "  exit $rc (want $want); want /$re/ in $file:"
-    sed 's/^/#     /' "$DC_TMP/out" "$DC_TMP/err"
-  }
-}
 # props NAME KEY=VALUE...: writes $DC_TMP/NAME.props.
 props() {
   local f="$DC_TMP/$1.props"
@@ -85,24 +75,24 @@ D=(--entity-type clients --entity-default)
 # ---- each protocol ------------------------------------------------------
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512.props" \
   "${D[@]}" --alter --add-config acks=1
-expect 0 "^Completed updating config for the default client-id" "$DC_TMP/out" \
+dc_expect 0 "^Completed updating config for the default client-id" "$DC_TMP/out" \
   "SASL_PLAINTEXT SCRAM-SHA-512: alter"
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/plain.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=1 " "$DC_TMP/out" "SASL_PLAINTEXT PLAIN: describe sees it"
+dc_expect 0 "^  acks=1 " "$DC_TMP/out" "SASL_PLAINTEXT PLAIN: describe sees it"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=1 " "$DC_TMP/out" "SSL: describe"
+dc_expect 0 "^  acks=1 " "$DC_TMP/out" "SSL: describe"
 run --bootstrap-server "localhost:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=1 " "$DC_TMP/out" "SSL by host name (certificate SAN localhost)"
+dc_expect 0 "^  acks=1 " "$DC_TMP/out" "SSL by host name (certificate SAN localhost)"
 run --bootstrap-server "127.0.0.1:$SASL_SSL_PORT" \
   --command-config "$DC_TMP/scram256tls.props" "${D[@]}" --alter \
   --add-config acks=all
-expect 0 "^Completed updating" "$DC_TMP/out" "SASL_SSL SCRAM-SHA-256: alter"
+dc_expect 0 "^Completed updating" "$DC_TMP/out" "SASL_SSL SCRAM-SHA-256: alter"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --alter --add-config acks=0
-expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+dc_expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "SSL without a client certificate is User:ANONYMOUS: alter denied"
 
 # ---- failures with clear errors -----------------------------------------
@@ -110,7 +100,7 @@ props badpw security.protocol=SASL_SSL "ssl.ca.location=$CERTS/ca.pem" \
   sasl.mechanism=SCRAM-SHA-256 sasl.username=admin sasl.password=wrong
 run --bootstrap-server "127.0.0.1:$SASL_SSL_PORT" \
   --command-config "$DC_TMP/badpw.props" "${D[@]}" --describe
-expect 1 "^Error: SASL authentication failed: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256$" \
+dc_expect 1 "^Error: SASL authentication failed: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256$" \
   "$DC_TMP/err" "SCRAM wrong password: clear error, exit 1"
 [ ! -s "$DC_TMP/out" ]
 tap_ok $? "... and nothing on stdout"
@@ -118,50 +108,50 @@ props nouser security.protocol=SASL_SSL "ssl.ca.location=$CERTS/ca.pem" \
   sasl.mechanism=SCRAM-SHA-256 sasl.username=mallory sasl.password=wrong
 run --bootstrap-server "127.0.0.1:$SASL_SSL_PORT" \
   --command-config "$DC_TMP/nouser.props" "${D[@]}" --describe
-expect 1 "invalid credentials with SASL mechanism SCRAM-SHA-256$" "$DC_TMP/err" \
+dc_expect 1 "invalid credentials with SASL mechanism SCRAM-SHA-256$" "$DC_TMP/err" \
   "SCRAM unknown user: the same error as a wrong password"
 props plainbad security.protocol=SASL_PLAINTEXT sasl.mechanism=PLAIN \
   sasl.username=admin sasl.password=wrong
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/plainbad.props" \
   "${D[@]}" --describe
-expect 1 "^Error: SASL authentication failed: Authentication failed: Invalid username or password$" \
+dc_expect 1 "^Error: SASL authentication failed: Authentication failed: Invalid username or password$" \
   "$DC_TMP/err" "PLAIN wrong password: clear error, exit 1"
 run --bootstrap-server "127.0.0.1:$SASL_PORT" "${D[@]}" --describe
-expect 1 "^Error: .*authenticate with --command-config" "$DC_TMP/err" \
+dc_expect 1 "^Error: .*authenticate with --command-config" "$DC_TMP/err" \
   "SASL listener without credentials: refused, with a hint"
 props rogue security.protocol=SSL "ssl.ca.location=$CERTS/rogue-ca.pem"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/rogue.props" \
   "${D[@]}" --describe
-expect 1 "^Error: TLS handshake with 127\.0\.0\.1:$SSL_PORT failed: certificate verify failed" \
+dc_expect 1 "^Error: TLS handshake with 127\.0\.0\.1:$SSL_PORT failed: certificate verify failed" \
   "$DC_TMP/err" "untrusted server certificate: clear error, exit 1"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" "${D[@]}" --describe
-expect 1 "set security.protocol=SSL" "$DC_TMP/err" \
+dc_expect 1 "set security.protocol=SSL" "$DC_TMP/err" \
   "plaintext to a TLS listener: the error suggests SSL"
 run --bootstrap-server "127.0.0.1:$PLAIN_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 1 "TLS handshake with .* failed" "$DC_TMP/err" \
+dc_expect 1 "TLS handshake with .* failed" "$DC_TMP/err" \
   "TLS to a plaintext listener: clear error"
 props unknown security.protocol=SSL ssl.keystore.location=/x
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/unknown.props" \
   "${D[@]}" --describe
-expect 2 "unknown property 'ssl.keystore.location'" "$DC_TMP/err" \
+dc_expect 2 "unknown property 'ssl.keystore.location'" "$DC_TMP/err" \
   "--command-config: an unknown key is a usage error naming it"
 props noca security.protocol=SSL ssl.ca.location=/nonexistent/ca.pem
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/noca.props" \
   "${D[@]}" --describe
-expect 2 "cannot load CA file /nonexistent/ca.pem: No such file or directory" \
+dc_expect 2 "cannot load CA file /nonexistent/ca.pem: No such file or directory" \
   "$DC_TMP/err" "--command-config: a missing CA file is named"
 props nomech security.protocol=SASL_SSL sasl.mechanism=GSSAPI \
   sasl.username=a sasl.password=b
 run --bootstrap-server "127.0.0.1:$SASL_SSL_PORT" \
   --command-config "$DC_TMP/nomech.props" "${D[@]}" --describe
-expect 2 "unsupported SASL mechanism 'GSSAPI'" "$DC_TMP/err" \
+dc_expect 2 "unsupported SASL mechanism 'GSSAPI'" "$DC_TMP/err" \
   "--command-config: an unsupported mechanism is refused"
 
 # ---- --reload-keystore ---------------------------------------------------
 A=(--bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512.props")
 run "${A[@]}" --reload-keystore
-expect 0 "^reloaded listener SSL: subject CN=localhost,O=dynconf-test, valid until [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$" \
+dc_expect 0 "^reloaded listener SSL: subject CN=localhost,O=dynconf-test, valid until [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$" \
   "$DC_TMP/out" "--reload-keystore: one line per TLS listener (SSL)"
 grep -q "^reloaded listener SASL_SSL: " "$DC_TMP/out"
 tap_ok $? "... and SASL_SSL"
@@ -174,25 +164,25 @@ cp "$CERTS/rotated.pem" "$SRV/server.pem.new"
 mv "$SRV/server.key.new" "$SRV/server.key"
 mv "$SRV/server.pem.new" "$SRV/server.pem"
 run "${A[@]}" --reload-keystore --listener SSL
-expect 0 "^reloaded listener SSL: subject CN=localhost-rotated,O=dynconf-test, valid until " \
+dc_expect 0 "^reloaded listener SSL: subject CN=localhost-rotated,O=dynconf-test, valid until " \
   "$DC_TMP/out" "--listener SSL: the rotated certificate is served"
 [ "$(wc -l <"$DC_TMP/out")" -eq 1 ]
 tap_ok $? "... and only that listener is reported"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=all " "$DC_TMP/out" "SSL still works after the reload"
+dc_expect 0 "^  acks=all " "$DC_TMP/out" "SSL still works after the reload"
 run "${A[@]}" --reload-keystore --listener SSL --json
-expect 0 '^\{"listeners":\[\{"listener":"SSL","ok":true,"error":null,"subject":"CN=localhost-rotated,O=dynconf-test","not_after":"' \
+dc_expect 0 '^\{"listeners":\[\{"listener":"SSL","ok":true,"error":null,"subject":"CN=localhost-rotated,O=dynconf-test","not_after":"' \
   "$DC_TMP/out" "--reload-keystore --json"
 
 # A bad new key: the reload fails, the old material stays in use.
 echo "not a key" >"$SRV/server.key"
 run "${A[@]}" --reload-keystore
-expect 1 "^listener SSL: reload failed: " "$DC_TMP/out" \
+dc_expect 1 "^listener SSL: reload failed: " "$DC_TMP/out" \
   "a bad key: 'reload failed' line, exit 1"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=all " "$DC_TMP/out" "... and SSL keeps serving the previous certificate"
+dc_expect 0 "^  acks=all " "$DC_TMP/out" "... and SSL keeps serving the previous certificate"
 cp "$CERTS/rotated.key" "$SRV/server.key"
 
 # A certificate for another name: the client's host check refuses it
@@ -207,38 +197,38 @@ cp "$CERTS/rotated.key" "$SRV/server.key"
 cp "$CERTS/other.key" "$SRV/server.key"
 cp "$CERTS/other.pem" "$SRV/server.pem"
 run "${A[@]}" --reload-keystore --listener SSL
-expect 0 "^reloaded listener SSL: subject CN=other.example," "$DC_TMP/out" \
+dc_expect 0 "^reloaded listener SSL: subject CN=other.example," "$DC_TMP/out" \
   "reload to a certificate for another host name"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
-expect 1 "failed: certificate verify failed \(IP address mismatch\)" "$DC_TMP/err" \
+dc_expect 1 "failed: certificate verify failed \(IP address mismatch\)" "$DC_TMP/err" \
   "the client checks the IP against the certificate"
 props nohost security.protocol=SSL "ssl.ca.location=$CERTS/ca.pem" \
   ssl.endpoint.identification.algorithm=none
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/nohost.props" \
   "${D[@]}" --describe
-expect 0 "^  acks=all " "$DC_TMP/out" \
+dc_expect 0 "^  acks=all " "$DC_TMP/out" \
   "ssl.endpoint.identification.algorithm=none skips only the name check"
 props nohost_rogue security.protocol=SSL "ssl.ca.location=$CERTS/rogue-ca.pem" \
   ssl.endpoint.identification.algorithm=none
 run --bootstrap-server "127.0.0.1:$SSL_PORT" \
   --command-config "$DC_TMP/nohost_rogue.props" "${D[@]}" --describe
-expect 1 "certificate verify failed" "$DC_TMP/err" \
+dc_expect 1 "certificate verify failed" "$DC_TMP/err" \
   "... the chain is still verified"
 
 run "${A[@]}" --reload-keystore --listener NOPE
-expect 1 "NOPE" "$DC_TMP/err" "--listener with an unknown name fails"
+dc_expect 1 "NOPE" "$DC_TMP/err" "--listener with an unknown name fails"
 props alice security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-512 \
   sasl.username=alice sasl.password=alice-pw
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/alice.props" \
   --reload-keystore
-expect 1 "^Error: CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+dc_expect 1 "^Error: CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "--reload-keystore without alter on broker is denied"
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --reload-keystore --describe
-expect 2 "is a command of its own" "$DC_TMP/err" \
+dc_expect 2 "is a command of its own" "$DC_TMP/err" \
   "--reload-keystore does not mix with --describe"
 run --help
-expect 0 "--command-config FILE" "$DC_TMP/out" "--help documents --command-config"
+dc_expect 0 "--command-config FILE" "$DC_TMP/out" "--help documents --command-config"
 grep -q -- "--reload-keystore" "$DC_TMP/out"
 tap_ok $? "--help documents --reload-keystore"
 
@@ -252,11 +242,11 @@ dc_start_daemon "$DC_TMP/data2" --listeners SASL_PLAINTEXT://127.0.0.1:0 \
 SASL_PORT=$(port_of SASL_PLAINTEXT)
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/plain.props" \
   "${D[@]}" --describe
-expect 1 "SASL mechanism PLAIN is not enabled on 127\.0\.0\.1:$SASL_PORT \(enabled: SCRAM-SHA-512\)" \
+dc_expect 1 "SASL mechanism PLAIN is not enabled on 127\.0\.0\.1:$SASL_PORT \(enabled: SCRAM-SHA-512\)" \
   "$DC_TMP/err" "a mechanism the server does not enable: clear error"
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512.props" \
   "${D[@]}" --describe
-expect 0 "^Dynamic configs for the default client-id are:" "$DC_TMP/out" \
+dc_expect 0 "^Dynamic configs for the default client-id are:" "$DC_TMP/out" \
   "the enabled mechanism works"
 dc_stop_daemon
 

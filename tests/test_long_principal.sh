@@ -109,38 +109,28 @@ as() {
     --command-config "$DC_TMP/$who.props" "$@" >"$DC_TMP/out" 2>"$DC_TMP/err"
   rc=$?
 }
-# expect RC REGEX FILE DESC
-expect() {
-  local want=$1 re=$2 file=$3
-  shift 3
-  [ "$rc" -eq "$want" ] && grep -Eq -- "$re" "$file"
-  tap_ok $? "$*" || {
-    tap_diag "  exit $rc (want $want); want /$re/ in $file:"
-    sed 's/^/#     /' "$DC_TMP/out" "$DC_TMP/err" | cut -c1-300
-  }
-}
 alter() { # alter WHO CLIENT KEY=VALUE
   as "$1" --entity-type clients --entity-name "$2" --alter --add-config "$3"
 }
 
 alter victim victim-1 acks=1
-expect 0 "^Completed updating config for client-id 'victim-1'" "$DC_TMP/out" \
+dc_expect 0 "^Completed updating config for client-id 'victim-1'" "$DC_TMP/out" \
   "the victim's certificate may alter client:victim-1"
 alter attacker victim-1 acks=0
-expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+dc_expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "the attacker's certificate (same first 484 bytes) is denied"
 as victim --entity-type clients --entity-name victim-1 --describe
-expect 0 "^  acks=1 " "$DC_TMP/out" "client:victim-1 keeps the victim's value"
+dc_expect 0 "^  acks=1 " "$DC_TMP/out" "client:victim-1 keeps the victim's value"
 
 alter cjkvictim cjk-1 linger.ms=5
-expect 0 "^Completed updating" "$DC_TMP/out" \
+dc_expect 0 "^Completed updating" "$DC_TMP/out" \
   "the CJK victim's certificate may alter client:cjk-1"
 alter cjkattacker cjk-1 linger.ms=9
-expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+dc_expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "the CJK attacker's certificate is denied"
 
 alter edge edge acks=all
-expect 0 "^Completed updating" "$DC_TMP/out" \
+dc_expect 0 "^Completed updating" "$DC_TMP/out" \
   "a $LIMIT-byte principal is served and matched whole"
 
 hist=$(timeout 30 "$DC_DYNCONFD" --data-dir "$DATA" --history)
@@ -172,17 +162,17 @@ sasl() {
 }
 SA=(--entity-type clients --entity-name sasl-1 --alter --add-config)
 sasl SCRAM-SHA-256 "${SU}a" "${SA[@]}" acks=1
-expect 0 "^Completed updating" "$DC_TMP/out" \
+dc_expect 0 "^Completed updating" "$DC_TMP/out" \
   "SASL: the 255-byte user named in the ACL may alter client:sasl-1"
 sasl PLAIN "${SU}b" "${SA[@]}" acks=0
-expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+dc_expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "SASL: the user differing in the 255th byte is denied"
 printf '%s\n' "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DATA" --history)" |
   grep -F -- " User:${SU}a " | grep -Fq " client:sasl-1 acks "
 tap_ok $? "SASL: the audit row carries the whole 260-byte principal"
 for mech in PLAIN SCRAM-SHA-256; do
   sasl "$mech" "${SU}ab" "${SA[@]}" acks=0
-  expect 1 "the user name is 256 bytes, over the limit of 255" "$DC_TMP/err" \
+  dc_expect 1 "the user name is 256 bytes, over the limit of 255" "$DC_TMP/err" \
     "SASL $mech: a 256-byte user name fails with a clear error"
 done
 
@@ -198,7 +188,7 @@ tap_ok $? "dynconfd logs the peer and by how much the subject is over" ||
 dc_daemon_alive
 tap_ok $? "dynconfd still runs"
 as edge --entity-type clients --entity-name edge --describe
-expect 0 "^  acks=all " "$DC_TMP/out" "... and serves others (edge's value unchanged)"
+dc_expect 0 "^  acks=all " "$DC_TMP/out" "... and serves others (edge's value unchanged)"
 
 dc_stop_daemon
 tap_is $? 0 "dynconfd stops cleanly"
