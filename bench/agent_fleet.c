@@ -43,6 +43,7 @@
  * did not get an alter within --timeout-ms); 2 usage. Never on targets.
  */
 #include <dynconf.h>
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
