@@ -1668,6 +1668,31 @@ static void limits_counts(void) {
   tb_free(&t);
 }
 
+static void limits_entities(void) {
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.max_entities = 3;
+  tb_t t;
+  if (!ok(tb_init(&t, &o, NULL), "broker holding at most 3 entities"))
+    return;
+  is_int(alter1(&t, 44, 1, false, "e1", "=acks=1", NULL), 0, "entity 1");
+  is_int(alter1(&t, 44, 1, false, "e2", "=acks=1", NULL), 0, "entity 2");
+  is_int(alter1(&t, 44, 1, false, "<default>", "=acks=1", NULL), 0,
+         "entity 3 (<default>)");
+  is_int(alter1(&t, 44, 1, false, "e4", "=acks=1", NULL),
+         DYNCONF_ERR_POLICY_VIOLATION, "a fourth is refused");
+  ok(strstr(t.msg, "holds 3 entities") && strstr(t.msg, "(max.entities)"),
+     "  %s", t.msg);
+  is_str(dump(&t, "e4"), "acks=1/8", "  and not created");
+  is_int(alter1(&t, 44, 1, false, "e1", "=acks=0", NULL), 0,
+         "an existing entity still changes");
+  is_int(alter1(&t, 44, 1, false, "e2", "-acks", NULL), 0,
+         "emptying one removes it");
+  is_int(alter1(&t, 44, 1, false, "e4", "=acks=1", NULL), 0,
+         "which makes room for another");
+  tb_free(&t);
+}
+
 static void limits_sizes(void) {
   dc_broker_opts_t o;
   tb_opts(&o);
@@ -1821,6 +1846,7 @@ int main(void) {
   test_persistence();
   test_fake_store();
   limits_counts();
+  limits_entities();
   limits_sizes();
   limits_response();
   limits_classic_strings();

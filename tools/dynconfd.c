@@ -39,7 +39,7 @@ typedef struct settings {
   int64_t st_min, st_max;
   bool allow_unknown;
   int64_t max_req_resources, max_req_configs, max_entity_configs,
-      max_req_writes, max_response;
+      max_req_writes, max_entities, max_response;
   dc_server_opts_t srv;
   bool verbose;
 } settings_t;
@@ -98,6 +98,8 @@ static void usage(FILE *f) {
 "  --max-request-configs N   config keys per resource in one request\n"
 "                            (default 1000)\n"
 "  --max-entity-configs N    config keys one entity may hold (default 1000)\n"
+"  --max-entities N          entities the server may hold; an alter creating\n"
+"                            one more is refused (default 2000000)\n"
 "  --max-request-writes N    store rows one alter request may write: each\n"
 "                            changed entity's old and new set and one audit\n"
 "                            row per change (default 5000)\n"
@@ -295,6 +297,8 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
     return parse_num(key, val, 1, 1000000, &st->max_req_configs);
   } else if (!strcmp(key, "max.entity.configs")) {
     return parse_num(key, val, 1, 1000000, &st->max_entity_configs);
+  } else if (!strcmp(key, "max.entities")) {
+    return parse_num(key, val, 1, INT64_MAX / 2, &st->max_entities);
   } else if (!strcmp(key, "max.request.writes")) {
     return parse_num(key, val, 3000, 100000000, &st->max_req_writes);
   } else if (!strcmp(key, "max.response.bytes")) {
@@ -491,6 +495,7 @@ int main(int argc, char **argv) {
                    .max_req_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS,
                    .max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS,
                    .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
+                   .max_entities = DC_DEFAULT_MAX_ENTITIES,
                    .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE};
   dc_server_opts_init(&st.srv);
   bool history = false;
@@ -500,7 +505,7 @@ int main(int argc, char **argv) {
          O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
          O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
          O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
-         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR };
+         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -531,6 +536,7 @@ int main(int argc, char **argv) {
       {"max-request-configs", required_argument, NULL, O_MAXCFG},
       {"max-entity-configs", required_argument, NULL, O_MAXENT},
       {"max-request-writes", required_argument, NULL, O_MAXWR},
+      {"max-entities", required_argument, NULL, O_MAXENTS},
       {"max-response-bytes", required_argument, NULL, O_MAXRESP},
       {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
       {"verbose", no_argument, NULL, 'v'},
@@ -561,6 +567,7 @@ int main(int argc, char **argv) {
       [O_MAXCFG - 256] = "max.request.configs",
       [O_MAXENT - 256] = "max.entity.configs",
       [O_MAXWR - 256] = "max.request.writes",
+      [O_MAXENTS - 256] = "max.entities",
       [O_MAXRESP - 256] = "max.response.bytes",
       [O_MAXBUF - 256] = "max.buffered.bytes",
   };
@@ -702,7 +709,8 @@ int main(int argc, char **argv) {
 
   /* The BROKER resource: our own settings, read-only. */
   char node[16], stmin[24], stmax[24], maxreq[24], idle[24], maxconn[24];
-  char maxres[24], maxcfg[24], maxent[24], maxwr[24], maxresp[24], maxbuf[24];
+  char maxres[24], maxcfg[24], maxent[24], maxwr[24], maxresp[24], maxbuf[24],
+      maxents[24];
   char listeners[1024] = "", adv[1024] = "";
   snprintf(node, sizeof(node), "%d", (int)st.node_id);
   snprintf(stmin, sizeof(stmin), "%lld", (long long)st.st_min);
@@ -714,6 +722,7 @@ int main(int argc, char **argv) {
   snprintf(maxcfg, sizeof(maxcfg), "%lld", (long long)st.max_req_configs);
   snprintf(maxent, sizeof(maxent), "%lld", (long long)st.max_entity_configs);
   snprintf(maxwr, sizeof(maxwr), "%lld", (long long)st.max_req_writes);
+  snprintf(maxents, sizeof(maxents), "%lld", (long long)st.max_entities);
   snprintf(maxresp, sizeof(maxresp), "%lld", (long long)st.max_response);
   snprintf(maxbuf, sizeof(maxbuf), "%zu", st.srv.max_buffered);
   const char *skeys[] = {"node.id", "listeners", "advertised.listeners",
@@ -725,6 +734,7 @@ int main(int argc, char **argv) {
                          "sasl.enabled.mechanisms", "acl.file",
                          "max.request.resources", "max.request.configs",
                          "max.entity.configs", "max.request.writes",
+                         "max.entities",
                          "max.response.bytes",
                          "max.buffered.bytes", "dynconf.version"};
   static const char *const cauth[] = {"none", "requested", "required"};
@@ -742,7 +752,8 @@ int main(int argc, char **argv) {
                          st.sasl_mechanisms ? st.sasl_mechanisms
                                             : DC_SASL_DEFAULT_MECHANISMS,
                          st.acl_file ? st.acl_file : "",
-                         maxres, maxcfg, maxent, maxwr, maxresp, maxbuf,
+                         maxres, maxcfg, maxent, maxwr, maxents, maxresp,
+                         maxbuf,
                          dynconf_version_str()};
   dc_broker_opts_t bo;
   dc_broker_opts_init(&bo);
@@ -754,6 +765,7 @@ int main(int argc, char **argv) {
   bo.max_request_configs = (int32_t)st.max_req_configs;
   bo.max_entity_configs = (int32_t)st.max_entity_configs;
   bo.max_request_writes = (int32_t)st.max_req_writes;
+  bo.max_entities = st.max_entities;
   bo.max_response_size = (size_t)st.max_response;
   bo.n_static = sizeof(skeys) / sizeof(skeys[0]);
   bo.static_keys = skeys;

@@ -460,6 +460,11 @@ static int validate(dc_req_t *r, const dc_scope_ent_t *ent,
                 "the entity would hold %zu configs; this server keeps at most "
                 "%d per entity (max.entity.configs)",
                 n, (int)o->max_entity_configs);
+  if (!cur && n && dc_configdb_count(r->b->db) >= (size_t)o->max_entities)
+    return fail(res, DYNCONF_ERR_POLICY_VIOLATION,
+                "this server already holds %zu entities, its limit "
+                "(max.entities); remove unused ones or raise the limit",
+                dc_configdb_count(r->b->db));
   /* heartbeat.interval.ms < session.timeout.ms for every (user,
    * client-id) pair this change reaches (scope.c). */
   if (!dc_scope_check_pair(r->b->db, ent, n, keys, values, res->msg,

@@ -18,6 +18,7 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->max_request_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS;
   o->max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS;
   o->max_request_writes = DC_DEFAULT_MAX_REQUEST_WRITES;
+  o->max_entities = DC_DEFAULT_MAX_ENTITIES;
   o->max_response_size = DC_DEFAULT_MAX_RESPONSE_SIZE;
 }
 

@@ -40,6 +40,9 @@ typedef struct dc_broker_opts {
   int32_t max_request_resources;   /* default 1000 */
   int32_t max_request_configs;     /* default 1000 */
   int32_t max_entity_configs;      /* default 1000 */
+  /* Entities (clients, users, user+clients with configs) the server
+   * holds; an alter creating one more gets POLICY_VIOLATION. */
+  int64_t max_entities;            /* default 2,000,000 */
   /* Store rows one alter request may write (each changed entity's new
    * set, its old one removed, one audit row per change): what bounds
    * the commit's time on the event loop. A resource that would go past
@@ -74,6 +77,7 @@ typedef struct dc_broker_opts {
 #define DC_DEFAULT_MAX_REQUEST_CONFIGS 1000
 #define DC_DEFAULT_MAX_ENTITY_CONFIGS 1000
 #define DC_DEFAULT_MAX_REQUEST_WRITES 5000
+#define DC_DEFAULT_MAX_ENTITIES 2000000
 #define DC_DEFAULT_MAX_RESPONSE_SIZE (4u * 1024 * 1024)
 
 #define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
