@@ -5,7 +5,7 @@
 #include "lg_tls.h"
 
 #include "codec/proto.h"
-#include "common/scram.h"
+#include "client/scram_client.h"
 
 #include <openssl/crypto.h>
 

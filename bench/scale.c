@@ -3,7 +3,7 @@
  *
  *   scale latency --target H:P --client NAME [--alters N] [--describes N]
  *                 [--seconds S] [--timeout-ms MS]
- *       One request at a time over one connection (lib/common/kclient.h),
+ *       One request at a time over one connection (lib/client/kclient.h),
  *       seven series, each bounded by a count and by S seconds:
  *         IncrementalAlterConfigs of NAME setting heartbeat.interval.ms
  *           (the heartbeat/session cross-entity check runs),
@@ -36,7 +36,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
-#include "common/kclient.h"
+#include "client/kclient.h"
 #include "common/schema.h"
 #include "dynconf.h"
 #include "proc.h"

@@ -23,7 +23,7 @@
 #include "testutil.h"
 
 #include "codec/proto.h"
-#include "common/kclient.h"
+#include "client/kclient.h"
 #include "dynconf.h"
 
 #include <librdkafka/rdkafka.h>

@@ -14,7 +14,7 @@
 #include "tap.h"
 #include "testutil.h"
 
-#include "common/kclient.h"
+#include "client/kclient.h"
 #include "dynconf.h"
 #include "kproxy.h"
 

@@ -5,7 +5,7 @@
  */
 #include "broker/credentials.h"
 #include "broker/sasl_server.h"
-#include "common/scram.h"
+#include "client/scram_client.h"
 #include "tap.h"
 
 #include <stdint.h>

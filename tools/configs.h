@@ -14,7 +14,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/entity.h"
-#include "common/kclient.h"
+#include "client/kclient.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -86,32 +86,15 @@ int dc_scram_nonce(char *out, size_t n);
 char *dc_scram_escape_name(const char *name);
 char *dc_scram_unescape_name(const char *s, size_t n);
 
+/* ClientKey, StoredKey and ServerKey from a salted password. Any of the
+ * outputs may be NULL. 0, or -1 on a crypto failure. */
+int dc_scram_derive_keys(dc_scram_hash_t h, const uint8_t *salted,
+                         uint8_t *client_key, uint8_t *stored_key,
+                         uint8_t *server_key);
+
 /* Finds attribute `key` ("k=value") in a comma-separated SCRAM message.
  * Returns a pointer to the value (not NUL-terminated) and its length in
  * *vlen, or NULL when absent. */
 const char *dc_scram_attr(const char *msg, size_t n, char key, size_t *vlen);
-
-/* ---- client -------------------------------------------------------------
- * Usage: new -> first (send) -> final (feed server-first, send result) ->
- * verify (feed server-final). The password is copied and wiped on
- * destroy. nonce NULL = random; a fixed nonce is for test vectors. */
-typedef struct dc_scram_client dc_scram_client_t;
-
-dc_scram_client_t *dc_scram_client_new(dc_scram_hash_t h, const char *user,
-                                       const char *password, const char *nonce);
-void dc_scram_client_destroy(dc_scram_client_t *c);
-
-/* client-first-message "n,,n=USER,r=NONCE". *out malloc'd (caller frees). */
-int dc_scram_client_first(dc_scram_client_t *c, char **out, size_t *outlen,
-                          char *errstr, size_t errstr_size);
-/* Reads server-first "r=..,s=..,i=.." and builds client-final with the
- * proof. *out malloc'd (caller frees). Fails on a malformed message, a
- * nonce that does not extend ours, or iterations outside MIN..MAX. */
-int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
-                          size_t n, char **out, size_t *outlen, char *errstr,
-                          size_t errstr_size);
-/* Checks server-final "v=SIGNATURE" (or reports "e=ERROR"). */
-int dc_scram_client_verify(dc_scram_client_t *c, const uint8_t *server_final,
-                           size_t n, char *errstr, size_t errstr_size);
 
 #endif

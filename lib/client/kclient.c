@@ -7,8 +7,8 @@
  */
 #include "common/clock.h"
 #include "common/text.h"
-#include "common/scram.h"
-#include "common/tls_client.h"
+#include "client/scram_client.h"
+#include "client/tls_client.h"
 #include "kclient.h"
 
 #include <openssl/crypto.h>

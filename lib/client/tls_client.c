@@ -1,7 +1,7 @@
 /*
  * TLS client context and connections (see tls_client.h).
  */
-#include "common/tls_client.h"
+#include "client/tls_client.h"
 #include "common/text.h"
 #include "common/clock.h"
 
