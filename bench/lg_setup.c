@@ -156,7 +156,7 @@ static int io_rpc(io_t *io, int16_t key, int16_t v, encode_fn enc,
   dc_wr_frame_end(&io->out, off);
   if (err || io->out.err) {
     snprintf(errstr, errstr_size, "cannot encode %s v%d: %s", name, v,
-             dynconf_err_str(err ? err : io->out.err));
+             dc_err_str(err ? err : io->out.err));
     return -1;
   }
   char why[256] = "";
@@ -238,7 +238,7 @@ static int sasl_round(io_t *io, const void *tok, size_t n,
   if (resp.error_code) {
     snprintf(errstr, errstr_size, "SASL authentication failed: %s (%s)",
              resp.error_message ? resp.error_message : "no message",
-             dynconf_err_name((dynconf_err_t)resp.error_code));
+             dc_err_name((dc_err_t)resp.error_code));
     return -1;
   }
   *tok_out = resp.auth_bytes;
@@ -323,8 +323,8 @@ int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
   }
   if (resp.error_code) {
     snprintf(errstr, errstr_size, "SaslHandshake for %s failed: %s%s",
-             c->mechanism, dynconf_err_name((dynconf_err_t)resp.error_code),
-             resp.error_code == DYNCONF_ERR_ILLEGAL_SASL_STATE
+             c->mechanism, dc_err_name((dc_err_t)resp.error_code),
+             resp.error_code == DC_ERR_ILLEGAL_SASL_STATE
                  ? " (is it a SASL listener?)"
                  : "");
     goto out;
@@ -355,7 +355,7 @@ int lg_apiversions(int fd, SSL *ssl, uint64_t deadline_ns, char *errstr,
       resp.error_code) {
     snprintf(errstr, errstr_size, "ApiVersions v%d failed: %s",
              APIVERSIONS_VERSION,
-             resp.error_code ? dynconf_err_name((dynconf_err_t)resp.error_code)
+             resp.error_code ? dc_err_name((dc_err_t)resp.error_code)
                              : "malformed response");
     goto out;
   }

@@ -221,7 +221,7 @@ static int build_template(run_t *r) {
   if (err || b->err) {
     fprintf(stderr, "loadgen: cannot encode %s v%d: %s\n",
             r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata",
-            r->cfg.version, dynconf_err_str(err ? err : b->err));
+            r->cfg.version, dc_err_str(err ? err : b->err));
     return -1;
   }
   return 0;

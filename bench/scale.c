@@ -38,7 +38,7 @@
 #include "common/clock.h"
 #include "client/kclient.h"
 #include "common/schema.h"
-#include "dynconf.h"
+#include "common/errors.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -126,7 +126,7 @@ static int alter_set(dc_kclient_t *kc, int16_t v, const char *entity,
         resp.n_responses == 1) {
       rc = resp.responses[0].error_code;
       if (rc)
-        snprintf(msg, msg_size, "%s: %s", dynconf_err_name(rc),
+        snprintf(msg, msg_size, "%s: %s", dc_err_name(rc),
                  resp.responses[0].error_message
                      ? resp.responses[0].error_message
                      : "(no message)");

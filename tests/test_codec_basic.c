@@ -109,7 +109,7 @@ static void av_vectors(void) {
 
   /* The "unsupported version" answer: v0 body, error 35, key 18's range. */
   dc_api_range_t r18 = {18, 0, 3};
-  dc_apiversions_resp_t unsup = {DYNCONF_ERR_UNSUPPORTED_VERSION, 1, &r18, 0};
+  dc_apiversions_resp_t unsup = {DC_ERR_UNSUPPORTED_VERSION, 1, &r18, 0};
   reset();
   dc_apiversions_resp_encode(&buf, 0, &unsup);
   static const uint8_t uv[] = {
@@ -158,7 +158,7 @@ static void av_vectors(void) {
   /* A null compact string in a v3 request is rejected. */
   static const uint8_t rqnull[] = {0x00, 0x01, 0x00};
   dc_rd_init(&rd, rqnull, sizeof(rqnull), &arena);
-  is_int(dc_apiversions_req_decode(&rd, 3, &rq), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_apiversions_req_decode(&rd, 3, &rq), DC_ERR__BAD_LENGTH,
          "av req v3 null ClientSoftwareName -> _BAD_LENGTH");
 
   /* A v3 response carrying tagged fields (FinalizedFeaturesEpoch, tag 1,
@@ -202,7 +202,7 @@ static int av_resp_eq(int16_t v, const dc_apiversions_resp_t *w,
 }
 
 static void av_roundtrips(void) {
-  dc_apiversions_resp_t resp = {DYNCONF_ERR_UNSUPPORTED_VERSION, 3, av_ranges,
+  dc_apiversions_resp_t resp = {DC_ERR_UNSUPPORTED_VERSION, 3, av_ranges,
                                 12345};
   dc_apiversions_resp_t empty = {0, 0, NULL, 0};
   dc_apiversions_req_t req = {"dynconf-agent", "0.1.0-rc.1"};
@@ -256,7 +256,7 @@ static void av_bad_input(void) {
     reset();
     int r1 = dc_apiversions_req_encode(&buf, v, &req);
     int r2 = dc_apiversions_resp_encode(&buf, v, &resp);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API &&
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API &&
            buf.len == 0,
        "av encode v%d -> _UNSUPPORTED_API, nothing written", v);
     static const uint8_t some[] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -267,7 +267,7 @@ static void av_bad_input(void) {
     r1 = dc_apiversions_req_decode(&rd, v, &rq);
     dc_rd_init(&rd, some, sizeof(some), &arena);
     r2 = dc_apiversions_resp_decode(&rd, v, &rs);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API,
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API,
        "av decode v%d -> _UNSUPPORTED_API", v);
   }
 
@@ -279,19 +279,19 @@ static void av_bad_input(void) {
   dc_rd_t rd;
   dc_apiversions_resp_t rs;
   dc_rd_init(&rd, huge, sizeof(huge), &a);
-  is_int(dc_apiversions_resp_decode(&rd, 0, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_apiversions_resp_decode(&rd, 0, &rs), DC_ERR__BAD_LENGTH,
          "av resp count 0x7fffffff -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   /* Count 2 with one 6-byte entry present: min element size is 6. */
   static const uint8_t two[] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
                                 0x12, 0x00, 0x00, 0x00, 0x03, 0, 0, 0, 0};
   dc_rd_init(&rd, two, sizeof(two), &a);
-  is_int(dc_apiversions_resp_decode(&rd, 1, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_apiversions_resp_decode(&rd, 1, &rs), DC_ERR__BAD_LENGTH,
          "av resp v1 count 2 with 10 bytes left -> _BAD_LENGTH");
   /* Null api_keys array (not nullable). */
   static const uint8_t nul[] = {0x00, 0x00, 0xff, 0xff, 0xff, 0xff};
   dc_rd_init(&rd, nul, sizeof(nul), &a);
-  is_int(dc_apiversions_resp_decode(&rd, 0, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_apiversions_resp_decode(&rd, 0, &rs), DC_ERR__BAD_LENGTH,
          "av resp null api_keys -> _BAD_LENGTH");
   dc_arena_free(&a);
 }
@@ -389,39 +389,39 @@ static void md_req_vectors(void) {
   /* v0 has no null array. */
   static const uint8_t nul[] = {0xff, 0xff, 0xff, 0xff};
   dc_rd_init(&rd, nul, 4, &arena);
-  is_int(dc_metadata_req_decode(&rd, 0, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_req_decode(&rd, 0, &got), DC_ERR__BAD_LENGTH,
          "md req v0 null array -> _BAD_LENGTH");
   /* A null topic name is only valid from v10. */
   static const uint8_t nulname9[] = {0x02, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00};
   dc_rd_init(&rd, nulname9, sizeof(nulname9), &arena);
-  is_int(dc_metadata_req_decode(&rd, 9, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_req_decode(&rd, 9, &got), DC_ERR__BAD_LENGTH,
          "md req v9 null topic name -> _BAD_LENGTH");
   static const uint8_t nulname1[] = {0, 0, 0, 1, 0xff, 0xff};
   dc_rd_init(&rd, nulname1, sizeof(nulname1), &arena);
-  is_int(dc_metadata_req_decode(&rd, 1, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_req_decode(&rd, 1, &got), DC_ERR__BAD_LENGTH,
          "md req v1 null topic name -> _BAD_LENGTH");
   /* Bad booleans. */
   static const uint8_t badbool4[] = {0, 0, 0, 0, 0x02};
   dc_rd_init(&rd, badbool4, sizeof(badbool4), &arena);
-  is_int(dc_metadata_req_decode(&rd, 4, &got), DYNCONF_ERR__BAD_BOOL,
+  is_int(dc_metadata_req_decode(&rd, 4, &got), DC_ERR__BAD_BOOL,
          "md req v4 allow_auto_topic_creation 2 -> _BAD_BOOL");
   static const uint8_t badbool9[] = {0x01, 0x01, 0x00, 0xff, 0x00};
   dc_rd_init(&rd, badbool9, sizeof(badbool9), &arena);
-  is_int(dc_metadata_req_decode(&rd, 9, &got), DYNCONF_ERR__BAD_BOOL,
+  is_int(dc_metadata_req_decode(&rd, 9, &got), DC_ERR__BAD_BOOL,
          "md req v9 include_topic_authorized_operations 0xff -> _BAD_BOOL");
   /* Huge topic count. */
   static const uint8_t huge[] = {0x7f, 0xff, 0xff, 0xff, 0x00, 0x01, 'x', 1};
   dc_arena_t a;
   dc_arena_init(&a);
   dc_rd_init(&rd, huge, sizeof(huge), &a);
-  is_int(dc_metadata_req_decode(&rd, 4, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_req_decode(&rd, 4, &got), DC_ERR__BAD_LENGTH,
          "md req count 0x7fffffff -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   /* v10 topic: 16-byte id + name + tags, so 2 topics need >= 36 bytes. */
   uint8_t two10[1 + 18 + 3] = {0x03};
   two10[17] = 0x01; /* empty name */
   dc_rd_init(&rd, two10, sizeof(two10), &a);
-  is_int(dc_metadata_req_decode(&rd, 10, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_req_decode(&rd, 10, &got), DC_ERR__BAD_LENGTH,
          "md req v10 2 topics in 21 bytes -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   dc_arena_free(&a);
@@ -629,12 +629,12 @@ static void md_resp_vectors(void) {
   reset();
   dc_metadata_resp_encode(&buf, 12, &nonam);
   dc_rd_init(&rd, buf.data, buf.len, &arena);
-  is_int(dc_metadata_resp_decode(&rd, 11, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 11, &got), DC_ERR__BAD_LENGTH,
          "md resp v12 bytes (null name) as v11 -> _BAD_LENGTH");
   static const uint8_t nohost[] = {0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff,
                                    0, 0, 0, 0, 0, 0, 0, 0};
   dc_rd_init(&rd, nohost, sizeof(nohost), &arena);
-  is_int(dc_metadata_resp_decode(&rd, 0, &got), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 0, &got), DC_ERR__BAD_LENGTH,
          "md resp null broker host -> _BAD_LENGTH");
   /* A NULL name in a version where it is not nullable is written as "". */
   reset();
@@ -647,7 +647,7 @@ static void md_resp_vectors(void) {
   static const uint8_t badbool[] = {0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0,
                                     0, 1, 0, 0, 0, 1, 't', 2, 0, 0, 0, 0};
   dc_rd_init(&rd, badbool, sizeof(badbool), &arena);
-  is_int(dc_metadata_resp_decode(&rd, 1, &got), DYNCONF_ERR__BAD_BOOL,
+  is_int(dc_metadata_resp_decode(&rd, 1, &got), DC_ERR__BAD_BOOL,
          "md resp v1 is_internal 2 -> _BAD_BOOL");
 }
 
@@ -759,7 +759,7 @@ static void md_bad_input(void) {
     reset();
     int r1 = dc_metadata_req_encode(&buf, v, &req);
     int r2 = dc_metadata_resp_encode(&buf, v, &resp);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API &&
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API &&
            buf.len == 0,
        "md encode v%d -> _UNSUPPORTED_API, nothing written", v);
     static const uint8_t some[16];
@@ -770,7 +770,7 @@ static void md_bad_input(void) {
     r1 = dc_metadata_req_decode(&rd, v, &rq);
     dc_rd_init(&rd, some, sizeof(some), &arena);
     r2 = dc_metadata_resp_decode(&rd, v, &rs);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API,
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API,
        "md decode v%d -> _UNSUPPORTED_API", v);
   }
 
@@ -782,13 +782,13 @@ static void md_bad_input(void) {
   static const uint8_t brokers[] = {0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1,
                                     0,    1,    'h',  0,    0, 0, 0};
   dc_rd_init(&rd, brokers, sizeof(brokers), &a);
-  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DC_ERR__BAD_LENGTH,
          "md resp broker count 0x7fffffff -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   static const uint8_t topics9[] = {0, 0, 0, 0, 0x01, 0x00, 0, 0, 0, 1,
                                     0xff, 0xff, 0xff, 0xff, 0x07, 0, 0, 2, 't'};
   dc_rd_init(&rd, topics9, sizeof(topics9), &a);
-  is_int(dc_metadata_resp_decode(&rd, 9, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 9, &rs), DC_ERR__BAD_LENGTH,
          "md resp v9 topic count 2^31-2 -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   /* Partition count too large for the remaining bytes. */
@@ -796,7 +796,7 @@ static void md_bad_input(void) {
                                   0x00, 0x10, 0x00, 0x00,
                                   0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   dc_rd_init(&rd, parts, sizeof(parts), &a);
-  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DC_ERR__BAD_LENGTH,
          "md resp partition count 2^20 with 10 bytes left -> _BAD_LENGTH");
   /* Replica array count too large. */
   static const uint8_t reps[] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 't',
@@ -805,7 +805,7 @@ static void md_bad_input(void) {
                                  0x00, 0x00, 0x01, 0x00, /* 256 replicas */
                                  0, 0, 0, 0};
   dc_rd_init(&rd, reps, sizeof(reps), &a);
-  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_metadata_resp_decode(&rd, 0, &rs), DC_ERR__BAD_LENGTH,
          "md resp replica count 256 with 4 bytes left -> _BAD_LENGTH");
   dc_arena_free(&a);
 }

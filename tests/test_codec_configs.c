@@ -242,9 +242,9 @@ static bool all_prefixes_fail(const kind_t *k, int16_t v, const uint8_t *p,
     dc_rd_t rd;
     int rc = decode(k, v, p, i, &m, &rd);
     if (rc >= 0 || rc != rd.err ||
-        (rc != DYNCONF_ERR__TRUNCATED && rc != DYNCONF_ERR__BAD_LENGTH)) {
+        (rc != DC_ERR__TRUNCATED && rc != DC_ERR__BAD_LENGTH)) {
       diag("%s v%d: prefix of %zu/%zu bytes gave %d (%s)", k->name, v, i, n,
-           rc, dynconf_err_name(rc));
+           rc, dc_err_name(rc));
       return false;
     }
   }
@@ -308,9 +308,9 @@ static void check_bad(const kind_t *k, int16_t v, const uint8_t *p, size_t n,
   dc_rd_t rd;
   int rc = decode(k, v, p, n, &m, &rd);
   ok(rc == want && rd.err == want, "%s v%d %s -> %s", k->name, v, what,
-     dynconf_err_name(want));
+     dc_err_name(want));
   if (rc != want || rd.err != want)
-    diag("  got rc %d (%s), rd.err %d", rc, dynconf_err_name(rc), rd.err);
+    diag("  got rc %d (%s), rd.err %d", rc, dc_err_name(rc), rd.err);
 }
 
 #define BAD(k, v, want, what, ...)                                             \
@@ -399,7 +399,7 @@ static dc_describe_configs_entry_t dresp_v1_cfg[] = {
 };
 static dc_describe_configs_result_t dresp_v1_res[] = {
     {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v1_cfg},
-    {DYNCONF_ERR_INVALID_REQUEST, "bad", DC_RES_TOPIC, "t", 0, NULL},
+    {DC_ERR_INVALID_REQUEST, "bad", DC_RES_TOPIC, "t", 0, NULL},
 };
 static const dc_describe_configs_resp_t dresp_v1 = {100, 2, dresp_v1_res};
 static const uint8_t dresp_v1_bytes[] = {
@@ -576,7 +576,7 @@ static const uint8_t areq_v0_bytes[] = {
 
 static dc_alter_result_t aresp_v0_res[] = {
     {0, NULL, DC_RES_CLIENT, "app"},
-    {DYNCONF_ERR_INVALID_CONFIG, "bad value", DC_RES_CLIENT, "b"},
+    {DC_ERR_INVALID_CONFIG, "bad value", DC_RES_CLIENT, "b"},
 };
 static const dc_alter_configs_resp_t aresp_v0 = {0, 2, aresp_v0_res};
 static const uint8_t aresp_v0_bytes[] = {
@@ -611,7 +611,7 @@ static const uint8_t areq_v2_bytes[] = {
 };
 
 static dc_alter_result_t aresp_v2_res[] = {
-    {DYNCONF_ERR_INVALID_REQUEST, "no", DC_RES_BROKER, "1"},
+    {DC_ERR_INVALID_REQUEST, "no", DC_RES_BROKER, "1"},
 };
 static const dc_alter_configs_resp_t aresp_v2 = {5, 1, aresp_v2_res};
 static const uint8_t aresp_v2_bytes[] = {
@@ -687,7 +687,7 @@ static const uint8_t iaresp_v0_bytes[] = {
 };
 
 static dc_alter_result_t iaresp_v1_res[] = {
-    {DYNCONF_ERR_INVALID_REQUEST, "dup", DC_RES_CLIENT, "a"},
+    {DC_ERR_INVALID_REQUEST, "dup", DC_RES_CLIENT, "a"},
     {0, NULL, DC_RES_CLIENT, "b"},
 };
 static const dc_alter_configs_resp_t iaresp_v1 = {0, 2, iaresp_v1_res};
@@ -787,7 +787,7 @@ static dc_describe_configs_entry_t rich_broker_cfg[] = {
 };
 static dc_describe_configs_result_t rich_dresp_res[] = {
     {0, NULL, DC_RES_CLIENT, "app-1", 3, rich_app_cfg},
-    {DYNCONF_ERR_INVALID_REQUEST, "Unsupported resource type", DC_RES_TOPIC,
+    {DC_ERR_INVALID_REQUEST, "Unsupported resource type", DC_RES_TOPIC,
      "topic-a", 0, NULL},
     {0, NULL, DC_RES_BROKER, "1", 1, rich_broker_cfg},
 };
@@ -811,9 +811,9 @@ static const dc_alter_configs_req_t rich_areq = {3, rich_areq_res, true};
 
 static dc_alter_result_t rich_aresp_res[] = {
     {0, NULL, DC_RES_CLIENT, "app-1"},
-    {DYNCONF_ERR_INVALID_CONFIG, "Invalid value for acks", DC_RES_CLIENT,
+    {DC_ERR_INVALID_CONFIG, "Invalid value for acks", DC_RES_CLIENT,
      "<default>"},
-    {DYNCONF_ERR_INVALID_REQUEST, "", DC_RES_BROKER, "1"},
+    {DC_ERR_INVALID_REQUEST, "", DC_RES_BROKER, "1"},
 };
 static const dc_alter_configs_resp_t rich_aresp = {17, 3, rich_aresp_res};
 
@@ -941,12 +941,12 @@ static void check_min_case(const kind_t *k, int16_t v, void (*build)(int32_t),
     anymsg_t m;
     dc_rd_t rd;
     rc = decode(k, v, bk.data, bk.len, &m, &rd);
-    ok(rc == DYNCONF_ERR__BAD_LENGTH && rd.pos == off + 1,
+    ok(rc == DC_ERR__BAD_LENGTH && rd.pos == off + 1,
        "%s v%d %s: count of %d over %d minimal elements rejected at the count",
        k->name, v, label, MIN_K + MIN_D, MIN_K);
-    if (rc != DYNCONF_ERR__BAD_LENGTH || rd.pos != off + 1)
+    if (rc != DC_ERR__BAD_LENGTH || rd.pos != off + 1)
       diag("  rc %d (%s), pos %zu, count ends at %zu", rc,
-           dynconf_err_name(rc), rd.pos, off + 1);
+           dc_err_name(rc), rd.pos, off + 1);
   }
   dc_buf_free(&bk);
   dc_buf_free(&bd);
@@ -979,8 +979,8 @@ static void test_min_sizes(void) {
 /* ---- malformed input ---------------------------------------------------- */
 
 static void test_malformed(void) {
-  const int LEN = DYNCONF_ERR__BAD_LENGTH, BOOL = DYNCONF_ERR__BAD_BOOL,
-            VARINT = DYNCONF_ERR__BAD_VARINT, STR = DYNCONF_ERR__BAD_STRING;
+  const int LEN = DC_ERR__BAD_LENGTH, BOOL = DC_ERR__BAD_BOOL,
+            VARINT = DC_ERR__BAD_VARINT, STR = DC_ERR__BAD_STRING;
 
   /* Negative array lengths other than the null marker. */
   BAD(&K_DREQ, 0, LEN, "resources count -2", 0xff, 0xff, 0xff, 0xfe);
@@ -1167,14 +1167,14 @@ static void test_versions(void) {
       anymsg_t m;
       dc_rd_t rd;
       int rc = decode(k, bad[j], body, sizeof(body), &m, &rd);
-      ok(rc == DYNCONF_ERR__UNSUPPORTED_API &&
-             rd.err == DYNCONF_ERR__UNSUPPORTED_API,
+      ok(rc == DC_ERR__UNSUPPORTED_API &&
+             rd.err == DC_ERR__UNSUPPORTED_API,
          "%s decode v%d -> _UNSUPPORTED_API", k->name, bad[j]);
       dc_buf_t b;
       dc_buf_init(&b);
       memset(&m, 0, sizeof(m));
       rc = k->enc(&b, bad[j], &m);
-      ok(rc == DYNCONF_ERR__UNSUPPORTED_API && b.len == 0,
+      ok(rc == DC_ERR__UNSUPPORTED_API && b.len == 0,
          "%s encode v%d -> _UNSUPPORTED_API, nothing written", k->name, bad[j]);
       dc_buf_free(&b);
     }
@@ -1185,7 +1185,7 @@ static void test_versions(void) {
       dc_rd_t rd;
       int rc = decode(k, v, body, sizeof(body), &m, &rd);
       if (dc_api_flexible(k->api, v))
-        ok(rc == DYNCONF_ERR__BAD_LENGTH, "%s v%d: null top-level array refused",
+        ok(rc == DC_ERR__BAD_LENGTH, "%s v%d: null top-level array refused",
            k->name, v);
       else
         ok(rc == 0, "%s v%d: zero body decodes as empty", k->name, v);

@@ -116,7 +116,7 @@ static void hs_vectors(void) {
 
   /* Response: error_code, mechanisms (classic array of classic strings). */
   char *mechs[] = {"PLAIN", "SCRAM-SHA-512"};
-  dc_sasl_handshake_resp_t resp = {DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM, 2,
+  dc_sasl_handshake_resp_t resp = {DC_ERR_UNSUPPORTED_SASL_MECHANISM, 2,
                                    mechs};
   static const uint8_t rs[] = {
       0x00, 0x21,                                   /* error 33 */
@@ -177,8 +177,8 @@ static void hs_roundtrips(void) {
   char *odd[] = {"", "x"};
   dc_sasl_handshake_resp_t cases[] = {
       {0, 3, three},
-      {DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM, 3, three},
-      {DYNCONF_ERR_ILLEGAL_SASL_STATE, 0, NULL},
+      {DC_ERR_UNSUPPORTED_SASL_MECHANISM, 3, three},
+      {DC_ERR_ILLEGAL_SASL_STATE, 0, NULL},
       {-1, 2, odd},
   };
   const char *mechs[] = {"PLAIN", "SCRAM-SHA-512", "", "GSSAPI"};
@@ -318,7 +318,7 @@ static void sa_vectors(void) {
   is_mem(buf.data, buf.len, rs2, sizeof(rs2), "sa resp v2 bytes (flexible)");
 
   /* Failure 58 with a message and no bytes. */
-  dc_sasl_authenticate_resp_t fail = {DYNCONF_ERR_SASL_AUTHENTICATION_FAILED,
+  dc_sasl_authenticate_resp_t fail = {DC_ERR_SASL_AUTHENTICATION_FAILED,
                                       "bad pw", NULL, 0, 0};
   reset();
   dc_sasl_authenticate_resp_encode(&buf, 0, &fail);
@@ -423,9 +423,9 @@ static void sa_roundtrips(void) {
   dc_sasl_authenticate_resp_t resps[] = {
       {0, NULL, NULL, 0, 0},
       {0, NULL, big, (int32_t)sizeof(big), INT64_MAX},
-      {DYNCONF_ERR_SASL_AUTHENTICATION_FAILED,
+      {DC_ERR_SASL_AUTHENTICATION_FAILED,
        "Authentication failed: invalid credentials for user alice", NULL, 0, 0},
-      {DYNCONF_ERR_ILLEGAL_SASL_STATE, "", PLAIN_TOK,
+      {DC_ERR_ILLEGAL_SASL_STATE, "", PLAIN_TOK,
        (int32_t)sizeof(PLAIN_TOK), -1},
       {-1, NULL, first, (int32_t)sizeof(first) - 1, 1},
   };
@@ -505,7 +505,7 @@ static void rl_vectors(void) {
 
   dc_reload_listener_t ls[] = {
       {"SSL", 0, NULL, "CN=localhost", 1700000000000LL},
-      {"SASL_SSL", DYNCONF_ERR_INVALID_CONFIG, "bad key", NULL, -1},
+      {"SASL_SSL", DC_ERR_INVALID_CONFIG, "bad key", NULL, -1},
   };
   dc_reload_resp_t resp = {0, 0, NULL, 2, ls};
   reset();
@@ -539,7 +539,7 @@ static void rl_vectors(void) {
      "rl resp vector decodes (null message/subject as NULL)");
 
   /* A top-level error (e.g. authorization) with no listeners. */
-  dc_reload_resp_t denied = {5, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED,
+  dc_reload_resp_t denied = {5, DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
                              "no", 0, NULL};
   reset();
   dc_reload_resp_encode(&buf, 0, &denied);
@@ -560,7 +560,7 @@ static void rl_vectors(void) {
                                      0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff,
                                      0, 0, 0, 0, 0, 0, 0, 0};
   dc_rd_init(&rd, nullname, sizeof(nullname), &arena);
-  is_int(dc_reload_resp_decode(&rd, 0, &gr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_reload_resp_decode(&rd, 0, &gr), DC_ERR__BAD_LENGTH,
          "rl resp null listener_name -> _BAD_LENGTH");
 }
 
@@ -584,16 +584,16 @@ static void rl_roundtrips(void) {
   dc_reload_listener_t ls[] = {
       {"PLAINTEXT", 0, NULL, NULL, -1},
       {"SSL", 0, NULL, "CN=localhost,O=dynconf-test", INT64_MAX},
-      {"SASL_SSL", DYNCONF_ERR_INVALID_CONFIG,
+      {"SASL_SSL", DC_ERR_INVALID_CONFIG,
        "server.key: key does not match certificate; kept the old context",
        "CN=old", 0},
       {"", -1, "", "", INT64_MIN},
   };
   dc_reload_resp_t resps[] = {
       {0, 0, NULL, 4, ls},
-      {100, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED,
+      {100, DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
        "User:bob may not alter broker", 0, NULL},
-      {0, DYNCONF_ERR_RESOURCE_NOT_FOUND, "no listener named X", -1, NULL},
+      {0, DC_ERR_RESOURCE_NOT_FOUND, "no listener named X", -1, NULL},
       {INT32_MAX, 0, "", 1, ls + 2},
   };
   for (size_t c = 0; c < sizeof(resps) / sizeof(resps[0]); c++) {
@@ -649,7 +649,7 @@ static void bad_versions(void) {
     reset();
     int r1 = dc_sasl_handshake_req_encode(&buf, v, &hq);
     int r2 = dc_sasl_handshake_resp_encode(&buf, v, &hr);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API &&
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API &&
            buf.len == 0,
        "hs encode v%d -> _UNSUPPORTED_API, nothing written", v);
     dc_rd_t rd;
@@ -659,7 +659,7 @@ static void bad_versions(void) {
     r1 = dc_sasl_handshake_req_decode(&rd, v, &rq);
     dc_rd_init(&rd, some, sizeof(some), &arena);
     r2 = dc_sasl_handshake_resp_decode(&rd, v, &rs);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API,
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API,
        "hs decode v%d -> _UNSUPPORTED_API", v);
   }
 
@@ -671,7 +671,7 @@ static void bad_versions(void) {
     reset();
     int r1 = dc_sasl_authenticate_req_encode(&buf, v, &aq);
     int r2 = dc_sasl_authenticate_resp_encode(&buf, v, &ar);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API &&
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API &&
            buf.len == 0,
        "sa encode v%d -> _UNSUPPORTED_API, nothing written", v);
     dc_rd_t rd;
@@ -681,7 +681,7 @@ static void bad_versions(void) {
     r1 = dc_sasl_authenticate_req_decode(&rd, v, &rq);
     dc_rd_init(&rd, some, sizeof(some), &arena);
     r2 = dc_sasl_authenticate_resp_decode(&rd, v, &rs);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API,
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API,
        "sa decode v%d -> _UNSUPPORTED_API", v);
   }
 
@@ -693,7 +693,7 @@ static void bad_versions(void) {
     reset();
     int r1 = dc_reload_req_encode(&buf, v, &lq);
     int r2 = dc_reload_resp_encode(&buf, v, &lr);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API &&
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API &&
            buf.len == 0,
        "rl encode v%d -> _UNSUPPORTED_API, nothing written", v);
     dc_rd_t rd;
@@ -703,7 +703,7 @@ static void bad_versions(void) {
     r1 = dc_reload_req_decode(&rd, v, &rq);
     dc_rd_init(&rd, some, sizeof(some), &arena);
     r2 = dc_reload_resp_decode(&rd, v, &rs);
-    ok(r1 == DYNCONF_ERR__UNSUPPORTED_API && r2 == DYNCONF_ERR__UNSUPPORTED_API,
+    ok(r1 == DC_ERR__UNSUPPORTED_API && r2 == DC_ERR__UNSUPPORTED_API,
        "rl decode v%d -> _UNSUPPORTED_API", v);
   }
 }
@@ -716,39 +716,39 @@ static void bad_input(void) {
   /* Null where the schema does not allow it. */
   dc_sasl_handshake_req_t hq;
   dc_rd_init(&rd, "\xff\xff", 2, &a);
-  is_int(dc_sasl_handshake_req_decode(&rd, 0, &hq), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_handshake_req_decode(&rd, 0, &hq), DC_ERR__BAD_LENGTH,
          "hs req null mechanism -> _BAD_LENGTH");
   dc_sasl_handshake_resp_t hr;
   static const uint8_t nullarr[] = {0x00, 0x00, 0xff, 0xff, 0xff, 0xff};
   dc_rd_init(&rd, nullarr, sizeof(nullarr), &a);
-  is_int(dc_sasl_handshake_resp_decode(&rd, 1, &hr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_handshake_resp_decode(&rd, 1, &hr), DC_ERR__BAD_LENGTH,
          "hs resp null mechanisms array -> _BAD_LENGTH");
   static const uint8_t nullmech[] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
                                      0xff, 0xff};
   dc_rd_init(&rd, nullmech, sizeof(nullmech), &a);
-  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DC_ERR__BAD_LENGTH,
          "hs resp null mechanism entry -> _BAD_LENGTH");
   dc_sasl_authenticate_req_t aq;
   dc_rd_init(&rd, "\xff\xff\xff\xff", 4, &a);
-  is_int(dc_sasl_authenticate_req_decode(&rd, 0, &aq), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_authenticate_req_decode(&rd, 0, &aq), DC_ERR__BAD_LENGTH,
          "sa req v0 null auth_bytes -> _BAD_LENGTH");
   dc_rd_init(&rd, "\x00\x00", 2, &a);
-  is_int(dc_sasl_authenticate_req_decode(&rd, 2, &aq), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_authenticate_req_decode(&rd, 2, &aq), DC_ERR__BAD_LENGTH,
          "sa req v2 null (compact 0) auth_bytes -> _BAD_LENGTH");
   dc_sasl_authenticate_resp_t ar;
   static const uint8_t nullab[] = {0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   dc_rd_init(&rd, nullab, sizeof(nullab), &a);
-  is_int(dc_sasl_authenticate_resp_decode(&rd, 0, &ar), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_authenticate_resp_decode(&rd, 0, &ar), DC_ERR__BAD_LENGTH,
          "sa resp v0 null auth_bytes -> _BAD_LENGTH");
 
   /* Embedded NUL in a string. */
   dc_rd_init(&rd, "\x00\x03P\x00N", 5, &a);
-  is_int(dc_sasl_handshake_req_decode(&rd, 0, &hq), DYNCONF_ERR__BAD_STRING,
+  is_int(dc_sasl_handshake_req_decode(&rd, 0, &hq), DC_ERR__BAD_STRING,
          "hs req mechanism with a NUL byte -> _BAD_STRING");
   static const uint8_t nulmsg[] = {0x00, 0x3a, 0x04, 'a', 0x00, 'b', 0x01,
                                    0, 0, 0, 0, 0, 0, 0, 0, 0x00};
   dc_rd_init(&rd, nulmsg, sizeof(nulmsg), &a);
-  is_int(dc_sasl_authenticate_resp_decode(&rd, 2, &ar), DYNCONF_ERR__BAD_STRING,
+  is_int(dc_sasl_authenticate_resp_decode(&rd, 2, &ar), DC_ERR__BAD_STRING,
          "sa resp v2 error_message with a NUL byte -> _BAD_STRING");
 
   /* Lengths beyond the input. */
@@ -767,21 +767,21 @@ static void bad_input(void) {
   static const uint8_t huge[] = {0x00, 0x00, 0x7f, 0xff, 0xff, 0xff,
                                  0x00, 0x01, 'P', 0x00, 0x01, 'Q'};
   dc_rd_init(&rd, huge, sizeof(huge), &a);
-  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DC_ERR__BAD_LENGTH,
          "hs resp mechanism count 0x7fffffff -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   /* Count 4 with 6 bytes left (min element size 2). */
   static const uint8_t four[] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x04,
                                  0x00, 0x01, 'P', 0x00, 0x01, 'Q'};
   dc_rd_init(&rd, four, sizeof(four), &a);
-  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_sasl_handshake_resp_decode(&rd, 0, &hr), DC_ERR__BAD_LENGTH,
          "hs resp count 4 with 6 bytes left -> _BAD_LENGTH");
   dc_arena_reset(&a);
   dc_reload_resp_t lr;
   static const uint8_t rhuge[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff,
                                   0x10, 0x00, 0x00, 0x00, 0, 0, 0, 0};
   dc_rd_init(&rd, rhuge, sizeof(rhuge), &a);
-  is_int(dc_reload_resp_decode(&rd, 0, &lr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_reload_resp_decode(&rd, 0, &lr), DC_ERR__BAD_LENGTH,
          "rl resp listener count 2^28 -> _BAD_LENGTH");
   is_int(a.total, 0, "... nothing allocated");
   /* Count 1 with 15 bytes left (minimum element is 16). */
@@ -794,7 +794,7 @@ static void bad_input(void) {
   static const uint8_t rnull[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff,
                                   0xff, 0xff, 0xff, 0xff};
   dc_rd_init(&rd, rnull, sizeof(rnull), &a);
-  is_int(dc_reload_resp_decode(&rd, 0, &lr), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_reload_resp_decode(&rd, 0, &lr), DC_ERR__BAD_LENGTH,
          "rl resp null listeners array -> _BAD_LENGTH");
   dc_arena_free(&a);
 }

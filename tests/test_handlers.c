@@ -1482,7 +1482,7 @@ static void test_fake_store(void) {
                      {DC_RES_CLIENT, "b3", {"=linger.ms=3", NULL}}};
   const dc_alter_configs_resp_t *a = alter(&t, 44, 1, false, 3, three);
   ok(a && !a->responses[0].error_code &&
-         a->responses[1].error_code == DYNCONF_ERR_INVALID_CONFIG &&
+         a->responses[1].error_code == DC_ERR_INVALID_CONFIG &&
          !a->responses[2].error_code,
      "three resources, one invalid: two accepted");
   ok(f.commits == c0 + 3 && f.batch == 2,
@@ -1614,13 +1614,13 @@ static void limits_counts(void) {
      "  every one of them described");
   is_int(describe_many(&t, 1, 1001, "many-0", 0, false, false, &r),
          DC_HANDLE_OK, "describe naming 1001 resources is answered");
-  ok(all_describe_errors(&r, DYNCONF_ERR_INVALID_REQUEST,
+  ok(all_describe_errors(&r, DC_ERR_INVALID_REQUEST,
                          "at most 1000 per request (max.request.resources)"),
      "  each gets INVALID_REQUEST naming the limit: %s",
      r.results[0].error_message ? r.results[0].error_message : "~");
   is_int(describe_many(&t, 1, 1, "many-0", 1001, false, false, &r),
          DC_HANDLE_OK, "describe asking for 1001 keys");
-  ok(all_describe_errors(&r, DYNCONF_ERR_INVALID_REQUEST,
+  ok(all_describe_errors(&r, DC_ERR_INVALID_REQUEST,
                          "max.request.configs"),
      "  INVALID_REQUEST naming max.request.configs");
   is_int(describe_many(&t, 1, 1, "many-0", 1000, false, false, &r),
@@ -1629,20 +1629,20 @@ static void limits_counts(void) {
      "  answered (none of them is set)");
 
   const dc_alter_configs_resp_t *a = alter_many(&t, 1001, false, 1, false, true);
-  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "max.request.resources"),
+  ok(all_alter_errors(a, DC_ERR_INVALID_REQUEST, "max.request.resources"),
      "alter of 1001 resources: each INVALID_REQUEST naming the limit");
   a = alter_many(&t, 1000, false, 1, false, true);
   ok(all_alter_errors(a, 0, "") == false && a && !a->responses[0].error_code &&
          !a->responses[999].error_code,
      "alter of 1000 resources (validate_only) is accepted");
   a = alter_many(&t, 1000, true, 1, false, true);
-  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "more than once"),
+  ok(all_alter_errors(a, DC_ERR_INVALID_REQUEST, "more than once"),
      "1000 copies of one resource: every copy is refused as repeated");
   a = alter_many(&t, 1, false, 1001, false, true);
-  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST, "max.request.configs"),
+  ok(all_alter_errors(a, DC_ERR_INVALID_REQUEST, "max.request.configs"),
      "1001 configs in one resource: INVALID_REQUEST naming the limit");
   a = alter_many(&t, 1, false, 1000, true, true);
-  ok(all_alter_errors(a, DYNCONF_ERR_INVALID_REQUEST,
+  ok(all_alter_errors(a, DC_ERR_INVALID_REQUEST,
                       "config 'u0' appears more than once"),
      "a repeat at the end of 1000 configs is found");
   is_int(alter1(&t, 44, 1, false, "many-0", "-acks", NULL), 0, "unseed");
@@ -1663,7 +1663,7 @@ static void limits_counts(void) {
      "a request's store writes stop at max.request.writes: %d resources "
      "stored, the %d after them refused", stored, capped);
   is_int(alter1(&t, 44, 1, false, "many-0", "=one.more=1", NULL),
-         DYNCONF_ERR_INVALID_CONFIG, "an entity holding 1000 configs takes no more");
+         DC_ERR_INVALID_CONFIG, "an entity holding 1000 configs takes no more");
   ok(strstr(t.msg, "max.entity.configs") != NULL, "  %s", t.msg);
   tb_free(&t);
 }
@@ -1680,7 +1680,7 @@ static void limits_entities(void) {
   is_int(alter1(&t, 44, 1, false, "<default>", "=acks=1", NULL), 0,
          "entity 3 (<default>)");
   is_int(alter1(&t, 44, 1, false, "e4", "=acks=1", NULL),
-         DYNCONF_ERR_POLICY_VIOLATION, "a fourth is refused");
+         DC_ERR_POLICY_VIOLATION, "a fourth is refused");
   ok(strstr(t.msg, "holds 3 entities") && strstr(t.msg, "(max.entities)"),
      "  %s", t.msg);
   is_str(dump(&t, "e4"), "acks=1/8", "  and not created");
@@ -1705,13 +1705,13 @@ static void limits_sizes(void) {
   name[256] = '\0';
   snprintf(spec, sizeof(spec), "=%s=1", name);
   is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
-         DYNCONF_ERR_INVALID_CONFIG, "a 256-byte config name is refused");
+         DC_ERR_INVALID_CONFIG, "a 256-byte config name is refused");
   ok(strstr(t.msg, "256 bytes; at most 255") != NULL, "  %s", t.msg);
   memset(val, 'x', 4097);
   val[4097] = '\0';
   snprintf(spec, sizeof(spec), "=relayed=%s", val);
   is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
-         DYNCONF_ERR_INVALID_CONFIG, "a 4097-byte relayed value is refused");
+         DC_ERR_INVALID_CONFIG, "a 4097-byte relayed value is refused");
   ok(strstr(t.msg, "4097 bytes; at most 4096") != NULL, "  %s", t.msg);
   val[4096] = '\0';
   snprintf(spec, sizeof(spec), "=relayed=%s", val);
@@ -1721,7 +1721,7 @@ static void limits_sizes(void) {
   val[40] = '\0';
   snprintf(spec, sizeof(spec), "=linger.ms=%s", val);
   is_int(alter1(&t, 44, 1, false, "sz", spec, NULL),
-         DYNCONF_ERR_INVALID_CONFIG, "linger.ms of 40 zeros is refused");
+         DC_ERR_INVALID_CONFIG, "linger.ms of 40 zeros is refused");
   is_int(alter1(&t, 44, 1, false, "sz", "+debug=broker,broker,topic", NULL), 0,
          "APPEND of repeated items");
   const dc_describe_configs_result_t *d =
@@ -1758,7 +1758,7 @@ static void limits_response(void) {
   for (int32_t i = 0; i < r.n_results; i++) {
     if (!r.results[i].error_code && r.results[i].n_configs == 5)
       described++;
-    else if (r.results[i].error_code == DYNCONF_ERR_INVALID_REQUEST &&
+    else if (r.results[i].error_code == DC_ERR_INVALID_REQUEST &&
              strstr(r.results[i].error_message, "max.response.bytes"))
       refused++;
   }
@@ -1816,7 +1816,7 @@ static void limits_classic_strings(void) {
   if (up) {
     const dc_describe_configs_result_t *d =
         describe1(&t, 1, DC_RES_CLIENT, "old", -1, NULL, false, false);
-    ok(d && d->error_code == DYNCONF_ERR_INVALID_REQUEST && !d->n_configs &&
+    ok(d && d->error_code == DC_ERR_INVALID_REQUEST && !d->n_configs &&
            strstr(d->error_message, "32767"),
        "DescribeConfigs v1: an error naming the 32767-byte limit: %s",
        d && d->error_message ? d->error_message : "~");

@@ -4,7 +4,7 @@
  * sentences, dc_parse_int64(), and the public error-name table.
  */
 #include "common/schema.h"
-#include "dynconf.h"
+#include "common/errors.h"
 #include "tap.h"
 
 #include <stdint.h>
@@ -554,22 +554,22 @@ static void test_list_limits(void) {
 }
 
 static void test_err_table(void) {
-  is_str(dynconf_err_name(DYNCONF_ERR_NO_ERROR), "NO_ERROR", "name of 0");
-  is_str(dynconf_err_name(DYNCONF_ERR_INVALID_CONFIG), "INVALID_CONFIG",
+  is_str(dc_err_name(DC_ERR_NO_ERROR), "NO_ERROR", "name of 0");
+  is_str(dc_err_name(DC_ERR_INVALID_CONFIG), "INVALID_CONFIG",
          "name of 40");
-  is_str(dynconf_err_name((dynconf_err_t)42), "INVALID_REQUEST", "name of 42");
-  is_str(dynconf_err_name(DYNCONF_ERR_UNKNOWN_SERVER_ERROR),
+  is_str(dc_err_name((dc_err_t)42), "INVALID_REQUEST", "name of 42");
+  is_str(dc_err_name(DC_ERR_UNKNOWN_SERVER_ERROR),
          "UNKNOWN_SERVER_ERROR", "name of -1");
-  is_str(dynconf_err_name(DYNCONF_ERR__TRUNCATED), "TRUNCATED",
+  is_str(dc_err_name(DC_ERR__TRUNCATED), "TRUNCATED",
          "local error name drops the leading underscore");
-  is_str(dynconf_err_name((dynconf_err_t)12345), "UNKNOWN",
+  is_str(dc_err_name((dc_err_t)12345), "UNKNOWN",
          "name of a code not in the table");
-  is_str(dynconf_err_name((dynconf_err_t)-99), "UNKNOWN", "name of -99");
-  is_str(dynconf_err_str(DYNCONF_ERR_INVALID_REQUEST), "Invalid request",
+  is_str(dc_err_name((dc_err_t)-99), "UNKNOWN", "name of -99");
+  is_str(dc_err_str(DC_ERR_INVALID_REQUEST), "Invalid request",
          "description of 42");
-  is_str(dynconf_err_str(DYNCONF_ERR_UNSUPPORTED_VERSION),
+  is_str(dc_err_str(DC_ERR_UNSUPPORTED_VERSION),
          "Unsupported API version", "description of 35");
-  const char *u = dynconf_err_str((dynconf_err_t)12345);
+  const char *u = dc_err_str((dc_err_t)12345);
   ok(u && u[0], "description of an unknown code is non-empty: %s", u ? u : "");
 
   /* Every table row: a unique name, not "UNKNOWN", and a description. */
@@ -578,17 +578,17 @@ static void test_err_table(void) {
     const char *name;
   } rows[] = {
 #define ROW_(name, code, desc) {code, #name},
-      DYNCONF_ERR_MAP(ROW_)
+      DC_ERR_MAP(ROW_)
 #undef ROW_
   };
   size_t n = sizeof(rows) / sizeof(rows[0]);
   int bad = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *nm = dynconf_err_name((dynconf_err_t)rows[i].code);
+    const char *nm = dc_err_name((dc_err_t)rows[i].code);
     const char *want = rows[i].name[0] == '_' ? rows[i].name + 1 : rows[i].name;
-    if (strcmp(nm, want) || !dynconf_err_str((dynconf_err_t)rows[i].code)[0]) {
+    if (strcmp(nm, want) || !dc_err_str((dc_err_t)rows[i].code)[0]) {
       diag("  code %d: name %s desc %s", rows[i].code, nm,
-           dynconf_err_str((dynconf_err_t)rows[i].code));
+           dc_err_str((dc_err_t)rows[i].code));
       bad++;
     }
     for (size_t j = 0; j < i; j++)

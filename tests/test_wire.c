@@ -83,26 +83,26 @@ static void test_int_truncation(void) {
     dc_rd_t rd;
     dc_rd_init(&rd, b, n, &arena);
     if (n < 1) {
-      if (dc_rd_i8(&rd) != 0 || rd.err != DYNCONF_ERR__TRUNCATED)
+      if (dc_rd_i8(&rd) != 0 || rd.err != DC_ERR__TRUNCATED)
         bad++;
       dc_rd_init(&rd, b, n, &arena);
     }
     if (n < 2) {
-      if (dc_rd_i16(&rd) != 0 || rd.err != DYNCONF_ERR__TRUNCATED)
+      if (dc_rd_i16(&rd) != 0 || rd.err != DC_ERR__TRUNCATED)
         bad++;
       dc_rd_init(&rd, b, n, &arena);
     }
     if (n < 4) {
-      if (dc_rd_i32(&rd) != 0 || rd.err != DYNCONF_ERR__TRUNCATED)
+      if (dc_rd_i32(&rd) != 0 || rd.err != DC_ERR__TRUNCATED)
         bad++;
       dc_rd_init(&rd, b, n, &arena);
     }
-    if (dc_rd_i64(&rd) != 0 || rd.err != DYNCONF_ERR__TRUNCATED)
+    if (dc_rd_i64(&rd) != 0 || rd.err != DC_ERR__TRUNCATED)
       bad++;
     dc_rd_init(&rd, b, n, &arena);
     uint8_t u[16];
     dc_rd_uuid(&rd, u);
-    if (rd.err != DYNCONF_ERR__TRUNCATED)
+    if (rd.err != DC_ERR__TRUNCATED)
       bad++;
   }
   is_int(bad, 0, "every short fixed-width read is _TRUNCATED and yields 0");
@@ -110,9 +110,9 @@ static void test_int_truncation(void) {
   /* Errors are sticky: later reads fail too and the first error stays. */
   RD(rd, 0x02, 0x00, 0x00, 0x00, 0x00);
   dc_rd_bool(&rd);
-  is_int(rd.err, DYNCONF_ERR__BAD_BOOL, "bool 2 fails");
+  is_int(rd.err, DC_ERR__BAD_BOOL, "bool 2 fails");
   is_int(dc_rd_i32(&rd), 0, "read after error returns 0");
-  is_int(rd.err, DYNCONF_ERR__BAD_BOOL, "first error is kept");
+  is_int(rd.err, DC_ERR__BAD_BOOL, "first error is kept");
   is_int(dc_rd_remaining(&rd), 0, "remaining is 0 after an error");
   ok(dc_rd_str(&rd, false, true) == NULL, "string after error is NULL");
   is_int(dc_rd_array_len(&rd, false, true, 1), 0, "array after error is 0");
@@ -135,18 +135,18 @@ static void test_bool_uuid(void) {
   {
     RD(r2, 0x02);
     dc_rd_bool(&r2);
-    is_int(r2.err, DYNCONF_ERR__BAD_BOOL, "bool 0x02 -> _BAD_BOOL");
+    is_int(r2.err, DC_ERR__BAD_BOOL, "bool 0x02 -> _BAD_BOOL");
   }
   {
     RD(r2, 0xff);
     dc_rd_bool(&r2);
-    is_int(r2.err, DYNCONF_ERR__BAD_BOOL, "bool 0xff -> _BAD_BOOL");
+    is_int(r2.err, DC_ERR__BAD_BOOL, "bool 0xff -> _BAD_BOOL");
   }
   {
     dc_rd_t r2;
     dc_rd_init(&r2, "", 0, &arena);
     dc_rd_bool(&r2);
-    is_int(r2.err, DYNCONF_ERR__TRUNCATED, "bool from nothing -> _TRUNCATED");
+    is_int(r2.err, DC_ERR__TRUNCATED, "bool from nothing -> _TRUNCATED");
   }
 
   uint8_t id[16], got[16];
@@ -174,7 +174,7 @@ static void uvarint_case(uint32_t v, const uint8_t *want, size_t wn) {
   int bad = 0;
   for (size_t n = 0; n < wn; n++) {
     dc_rd_init(&rd, want, n, &arena);
-    if (dc_rd_uvarint(&rd) != 0 || rd.err != DYNCONF_ERR__TRUNCATED)
+    if (dc_rd_uvarint(&rd) != 0 || rd.err != DC_ERR__TRUNCATED)
       bad++;
   }
   is_int(bad, 0, "uvarint %u: every prefix -> _TRUNCATED", (unsigned)v);
@@ -195,30 +195,30 @@ static void test_uvarint(void) {
   {
     RD(rd, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01);
     is_int(dc_rd_uvarint(&rd), 0, "6-byte uvarint returns 0");
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT, "6-byte uvarint -> _BAD_VARINT");
+    is_int(rd.err, DC_ERR__BAD_VARINT, "6-byte uvarint -> _BAD_VARINT");
   }
   {
     RD(rd, 0xff, 0xff, 0xff, 0xff, 0x1f);
     dc_rd_uvarint(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT,
+    is_int(rd.err, DC_ERR__BAD_VARINT,
            "5th byte 0x1f (bit 32 set) -> _BAD_VARINT");
   }
   {
     RD(rd, 0x80, 0x80, 0x80, 0x80, 0x10);
     dc_rd_uvarint(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT, "5th byte 0x10 -> _BAD_VARINT");
+    is_int(rd.err, DC_ERR__BAD_VARINT, "5th byte 0x10 -> _BAD_VARINT");
   }
   {
     RD(rd, 0xff, 0xff, 0xff, 0xff, 0x8f, 0x00);
     dc_rd_uvarint(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT,
+    is_int(rd.err, DC_ERR__BAD_VARINT,
            "5th byte with continuation bit -> _BAD_VARINT");
   }
   {
     /* A compact string whose length varint is over-long. */
     RD(rd, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 'a');
     ok(dc_rd_str(&rd, true, true) == NULL, "string with bad varint length");
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT, "-> _BAD_VARINT");
+    is_int(rd.err, DC_ERR__BAD_VARINT, "-> _BAD_VARINT");
   }
 }
 
@@ -268,7 +268,7 @@ static void test_strings(void) {
       for (size_t n = 0; n < buf.len; n++) {
         dc_rd_init(&rd, buf.data, n, &arena);
         if (dc_rd_str(&rd, flex, true) != NULL ||
-            rd.err != DYNCONF_ERR__TRUNCATED)
+            rd.err != DC_ERR__TRUNCATED)
           bad++;
       }
       is_int(bad, 0, "%s string #%zu: every prefix -> _TRUNCATED",
@@ -310,20 +310,20 @@ static void test_string_too_long(void) {
       dc_wr_str(&buf, false, big);
     else
       dc_wr_strn(&buf, false, big, lens[i]);
-    is_int(buf.err, DYNCONF_ERR__TOO_LONG, "classic string of %zu bytes -> "
+    is_int(buf.err, DC_ERR__TOO_LONG, "classic string of %zu bytes -> "
            "_TOO_LONG", lens[i]);
     dc_wr_i16(&buf, 1);
     dc_wr_str(&buf, false, "after");
     BUF_IS("  only the field before it is in the buffer", 0, 0, 0, 7);
   }
-  is_str(dynconf_err_name(DYNCONF_ERR__TOO_LONG), "TOO_LONG",
+  is_str(dc_err_name(DC_ERR__TOO_LONG), "TOO_LONG",
          "_TOO_LONG is in the error table");
 
   /* An earlier error is kept. */
   reset();
-  buf.err = DYNCONF_ERR__NOMEM;
+  buf.err = DC_ERR__NOMEM;
   dc_wr_strn(&buf, false, big, 32768);
-  is_int(buf.err, DYNCONF_ERR__NOMEM, "an earlier buffer error is kept");
+  is_int(buf.err, DC_ERR__NOMEM, "an earlier buffer error is kept");
   reset();
   is_int(buf.err, 0, "dc_buf_clear resets _TOO_LONG");
 
@@ -341,7 +341,7 @@ static void test_string_too_long(void) {
   /* Only the length is looked at before the refusal. */
   reset();
   dc_wr_strn(&buf, true, big, (size_t)UINT32_MAX);
-  ok(buf.err == DYNCONF_ERR__TOO_LONG && buf.len == 0,
+  ok(buf.err == DC_ERR__TOO_LONG && buf.len == 0,
      "compact string of UINT32_MAX bytes -> _TOO_LONG, nothing written");
 #endif
 }
@@ -355,17 +355,17 @@ static void test_string_errors(void) {
   {
     RD(rd, 0xff, 0xff);
     dc_rd_str(&rd, false, false);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic -1 non-nullable -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic -1 non-nullable -> _BAD_LENGTH");
   }
   {
     RD(rd, 0xff, 0xfe, 'a', 'b');
     dc_rd_str(&rd, false, true);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic -2 -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic -2 -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x80, 0x00);
     dc_rd_str(&rd, false, true);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic -32768 -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic -32768 -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x00);
@@ -375,28 +375,28 @@ static void test_string_errors(void) {
   {
     RD(rd, 0x00);
     dc_rd_str(&rd, true, false);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "compact null non-nullable -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "compact null non-nullable -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x00, 0x05, 'a', 'b', 'c');
     dc_rd_str(&rd, false, false);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "classic length past the end -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "classic length past the end -> _TRUNCATED");
   }
   {
     RD(rd, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a');
     dc_rd_str(&rd, true, false);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED,
+    is_int(rd.err, DC_ERR__TRUNCATED,
            "compact length UINT32_MAX-1 -> _TRUNCATED");
   }
   {
     RD(rd, 0x00, 0x03, 'a', 0x00, 'b');
     ok(dc_rd_str(&rd, false, false) == NULL, "embedded NUL -> NULL");
-    is_int(rd.err, DYNCONF_ERR__BAD_STRING, "classic embedded NUL -> _BAD_STRING");
+    is_int(rd.err, DC_ERR__BAD_STRING, "classic embedded NUL -> _BAD_STRING");
   }
   {
     RD(rd, 0x02, 0x00);
     dc_rd_str(&rd, true, true);
-    is_int(rd.err, DYNCONF_ERR__BAD_STRING, "compact \"\\0\" -> _BAD_STRING");
+    is_int(rd.err, DC_ERR__BAD_STRING, "compact \"\\0\" -> _BAD_STRING");
   }
 }
 
@@ -441,7 +441,7 @@ static void test_bytes(void) {
     for (size_t n = 0; n < first; n++) {
       dc_rd_init(&rd, buf.data, n, &arena);
       if (dc_rd_bytes(&rd, flex, true, &n1) != NULL ||
-          rd.err != DYNCONF_ERR__TRUNCATED)
+          rd.err != DC_ERR__TRUNCATED)
         bad++;
     }
     is_int(bad, 0, "%s bytes: every prefix -> _TRUNCATED",
@@ -451,13 +451,13 @@ static void test_bytes(void) {
     RD(rd, 0xff, 0xff, 0xff, 0xfe);
     int32_t n;
     dc_rd_bytes(&rd, false, true, &n);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic bytes -2 -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic bytes -2 -> _BAD_LENGTH");
   }
   {
     RD(rd, 0xff, 0xff, 0xff, 0xff);
     int32_t n;
     dc_rd_bytes(&rd, false, false, &n);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "classic bytes -1 non-nullable -> _BAD_LENGTH");
   }
   {
@@ -465,7 +465,7 @@ static void test_bytes(void) {
     int32_t n;
     size_t before = arena.total;
     dc_rd_bytes(&rd, false, false, &n);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "bytes length 2^31-1 -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "bytes length 2^31-1 -> _TRUNCATED");
     is_int(arena.total, before, "... without allocating");
   }
 }
@@ -495,7 +495,7 @@ static void test_arrays(void) {
   {
     RD(rd, 0x00, 0x00, 0x00, 0x03, 1, 2, 3, 4, 5, 6, 7, 8);
     dc_rd_array_len(&rd, false, false, 4);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "count 3 x 4 bytes with 8 left -> _BAD_LENGTH");
   }
   {
@@ -506,7 +506,7 @@ static void test_arrays(void) {
   {
     RD(rd, 0x04, 1, 2);
     dc_rd_array_len(&rd, true, false, 0);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "compact count 3 with 2 bytes, min size 0 -> _BAD_LENGTH");
   }
   {
@@ -517,18 +517,18 @@ static void test_arrays(void) {
   {
     RD(rd, 0xff, 0xff, 0xff, 0xff);
     dc_rd_array_len(&rd, false, false, 4);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "classic -1 non-nullable -> _BAD_LENGTH");
   }
   {
     RD(rd, 0xff, 0xff, 0xff, 0xfe);
     dc_rd_array_len(&rd, false, true, 4);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic -2 -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic -2 -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x80, 0x00, 0x00, 0x00);
     dc_rd_array_len(&rd, false, true, 1);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "classic INT32_MIN -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "classic INT32_MIN -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x00);
@@ -537,13 +537,13 @@ static void test_arrays(void) {
   {
     RD(rd, 0x00);
     dc_rd_array_len(&rd, true, false, 4);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "compact null non-nullable -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "compact null non-nullable -> _BAD_LENGTH");
   }
   {
     dc_arena_reset(&arena);
     RD(rd, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6);
     dc_rd_array_len(&rd, false, false, 1);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "classic count 0x7fffffff with 6 bytes left -> _BAD_LENGTH");
     ok(dc_rd_alloc(&rd, 0x7fffffff, 64) == NULL, "alloc after it refuses");
     is_int(arena.total, 0, "nothing was allocated");
@@ -552,19 +552,19 @@ static void test_arrays(void) {
     dc_arena_reset(&arena);
     RD(rd, 0xff, 0xff, 0xff, 0xff, 0x07, 1, 2, 3);
     dc_rd_array_len(&rd, true, false, 1);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH,
+    is_int(rd.err, DC_ERR__BAD_LENGTH,
            "compact count 0x7ffffffe with 3 bytes left -> _BAD_LENGTH");
     is_int(arena.total, 0, "nothing was allocated");
   }
   {
     RD(rd, 0x00, 0x00);
     dc_rd_array_len(&rd, false, false, 1);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "classic count cut short -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "classic count cut short -> _TRUNCATED");
   }
   {
     dc_rd_t rd;
     dc_rd_init(&rd, "", 0, &arena);
-    ok(dc_rd_alloc(&rd, SIZE_MAX / 2, 4) == NULL && rd.err == DYNCONF_ERR__NOMEM,
+    ok(dc_rd_alloc(&rd, SIZE_MAX / 2, 4) == NULL && rd.err == DC_ERR__NOMEM,
        "dc_rd_alloc n*sz overflow -> _NOMEM");
     dc_rd_init(&rd, "", 0, &arena);
     ok(dc_rd_alloc(&rd, 0, 8) != NULL && rd.err == 0,
@@ -604,33 +604,33 @@ static void test_tags(void) {
   {
     RD(rd, 0x02, 0x05, 0x00, 0x05, 0x00);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "repeated tag -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "repeated tag -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x02, 0x05, 0x00, 0x01, 0x00);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_LENGTH, "decreasing tags -> _BAD_LENGTH");
+    is_int(rd.err, DC_ERR__BAD_LENGTH, "decreasing tags -> _BAD_LENGTH");
   }
   {
     RD(rd, 0x01, 0x00, 0x05, 0xaa, 0xbb);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "tag data past the end -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "tag data past the end -> _TRUNCATED");
   }
   {
     RD(rd, 0x03, 0x00, 0x00);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "tag count past the end -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "tag count past the end -> _TRUNCATED");
   }
   {
     RD(rd, 0x01, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__BAD_VARINT, "over-long tag number -> _BAD_VARINT");
+    is_int(rd.err, DC_ERR__BAD_VARINT, "over-long tag number -> _BAD_VARINT");
   }
   {
     dc_rd_t rd;
     dc_rd_init(&rd, "", 0, &arena);
     dc_rd_tags(&rd);
-    is_int(rd.err, DYNCONF_ERR__TRUNCATED, "missing tag section -> _TRUNCATED");
+    is_int(rd.err, DC_ERR__TRUNCATED, "missing tag section -> _TRUNCATED");
   }
 }
 
@@ -639,10 +639,10 @@ static void test_tags(void) {
 static void test_writer_sticky(void) {
   dc_buf_t b;
   dc_buf_init(&b);
-  b.err = DYNCONF_ERR__NOMEM;
+  b.err = DC_ERR__NOMEM;
   dc_wr_i32(&b, 1);
   dc_wr_str(&b, true, "abc");
-  ok(b.len == 0 && b.err == DYNCONF_ERR__NOMEM,
+  ok(b.len == 0 && b.err == DC_ERR__NOMEM,
      "writes after a buffer error are dropped and the error stays");
   dc_buf_free(&b);
 }
@@ -661,7 +661,7 @@ static void test_frame_too_long(void) {
   memset(four, 0, sizeof(four));
   fb.len = fb.cap = 4 + (size_t)INT32_MAX + 1;
   dc_wr_frame_end(&fb, 0);
-  ok(fb.err == DYNCONF_ERR__TOO_LONG && !four[0] && !four[3],
+  ok(fb.err == DC_ERR__TOO_LONG && !four[0] && !four[3],
      "frame of INT32_MAX + 1 bytes -> _TOO_LONG, size not patched");
 }
 
@@ -691,18 +691,18 @@ static void test_frames(void) {
   ok(dc_frame_peek(buf.data, 12, 100, &sz) == 1 && sz == 3,
      "peek: extra bytes after the frame are not counted");
   ok(dc_frame_peek(buf.data, 7, 3, &sz) == 1, "peek: size == max is allowed");
-  is_int(dc_frame_peek(buf.data, 7, 2, &sz), DYNCONF_ERR__FRAME_TOO_LARGE,
+  is_int(dc_frame_peek(buf.data, 7, 2, &sz), DC_ERR__FRAME_TOO_LARGE,
          "peek: size > max -> _FRAME_TOO_LARGE");
 
   static const uint8_t neg[] = {0xff, 0xff, 0xff, 0xff};
-  is_int(dc_frame_peek(neg, 4, 100, &sz), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_frame_peek(neg, 4, 100, &sz), DC_ERR__BAD_LENGTH,
          "peek: size -1 -> _BAD_LENGTH");
   static const uint8_t negmin[] = {0x80, 0x00, 0x00, 0x00};
-  is_int(dc_frame_peek(negmin, 4, 100, &sz), DYNCONF_ERR__BAD_LENGTH,
+  is_int(dc_frame_peek(negmin, 4, 100, &sz), DC_ERR__BAD_LENGTH,
          "peek: size INT32_MIN -> _BAD_LENGTH");
   static const uint8_t huge[] = {0x7f, 0xff, 0xff, 0xff};
   is_int(dc_frame_peek(huge, 4, 100 * 1024 * 1024, &sz),
-         DYNCONF_ERR__FRAME_TOO_LARGE,
+         DC_ERR__FRAME_TOO_LARGE,
          "peek: too large is reported from the size field alone");
   static const uint8_t empty[] = {0, 0, 0, 0};
   sz = -7;
@@ -780,7 +780,7 @@ static void req_header_case(const char *what, dc_req_header_t h,
   int bad = 0;
   for (size_t n = 0; n < wn; n++) {
     dc_rd_init(&rd, want, n, &arena);
-    if (dc_req_header_decode(&rd, &got) != DYNCONF_ERR__TRUNCATED)
+    if (dc_req_header_decode(&rd, &got) != DC_ERR__TRUNCATED)
       bad++;
   }
   is_int(bad, 0, "%s: every prefix -> _TRUNCATED", what);
@@ -842,7 +842,7 @@ static void test_headers(void) {
   {
     RD(rd, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0xff, 0xfe);
     dc_req_header_t h;
-    is_int(dc_req_header_decode(&rd, &h), DYNCONF_ERR__BAD_LENGTH,
+    is_int(dc_req_header_decode(&rd, &h), DC_ERR__BAD_LENGTH,
            "request header client_id length -2 -> _BAD_LENGTH");
   }
 
@@ -875,7 +875,7 @@ static void test_headers(void) {
        "%s: decode", rh[i].what);
     dc_rd_init(&rd, want, rh[i].len - 1, &arena);
     is_int(dc_resp_header_decode(&rd, rh[i].key, rh[i].ver, &corr),
-           DYNCONF_ERR__TRUNCATED, "%s: one byte short -> _TRUNCATED",
+           DC_ERR__TRUNCATED, "%s: one byte short -> _TRUNCATED",
            rh[i].what);
   }
 }

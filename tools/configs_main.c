@@ -14,12 +14,13 @@
  * in configs_requests.c, --command-config and --reload-keystore in
  * configs_security.c (see configs.h).
  */
+#include "config.h"
 #include "configs.h"
 
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/schema.h"
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -450,7 +451,7 @@ static int parse_args(opts_t *o, int argc, char **argv) {
       print_help();
       return EXIT_OK;
     case O_VERSION:
-      printf(PROG " %s\n", dynconf_version_str());
+      printf(PROG " %s\n", PACKAGE_VERSION);
       return EXIT_OK;
     case O_COMMAND_CONFIG:
       if (cli_load_command_config(o, optarg))

@@ -7,7 +7,7 @@
 
 #include "common/clock.h"
 #include "common/json.h"
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ int cli_remaining_ms(int64_t deadline) {
 }
 
 const char *cli_err_name(int code, char *buf, size_t size) {
-  const char *n = dynconf_err_name((dynconf_err_t)code);
+  const char *n = dc_err_name((dc_err_t)code);
   if (strcmp(n, "UNKNOWN"))
     return n;
   snprintf(buf, size, "error %d", code);
@@ -45,13 +45,13 @@ int cli_flush_out(dc_buf_t *b) {
 
 /* Prints a transport-level failure; a time-out is reported against the
  * whole --timeout-ms budget rather than the remainder a step was given. */
-static void fail_request(const opts_t *o, dc_kclient_t *kc, dynconf_err_t err,
+static void fail_request(const opts_t *o, dc_kclient_t *kc, dc_err_t err,
                          const char *api, const char *errstr) {
-  if (err == DYNCONF_ERR__TIMED_OUT)
+  if (err == DC_ERR__TIMED_OUT)
     cli_fail("no %s response from %s within %d ms (--timeout-ms)", api,
              dc_kclient_peer(kc)[0] ? dc_kclient_peer(kc) : o->bootstrap,
              o->timeout_ms);
-  else if (err == DYNCONF_ERR__TRANSPORT &&
+  else if (err == DC_ERR__TRANSPORT &&
            !(o->sec.protocol && strcasestr(o->sec.protocol, "SASL")))
     /* What a SASL listener does to an unauthenticated request. */
     cli_fail("%s (if it is a SASL listener, authenticate with "
@@ -66,7 +66,7 @@ int cli_check_error(int16_t code, const char *message) {
   char nb[32];
   cli_fail("%s: %s", cli_err_name(code, nb, sizeof(nb)),
            message && *message ? message
-                               : dynconf_err_str((dynconf_err_t)code));
+                               : dc_err_str((dc_err_t)code));
   return EXIT_FAIL;
 }
 
@@ -83,7 +83,7 @@ int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
   char errstr[512];
   dc_rd_t rd;
   int rc = EXIT_FAIL;
-  dynconf_err_t err =
+  dc_err_t err =
       dc_kclient_request(kc, api->key, v, api->encode, req,
                          cli_remaining_ms(deadline), &rd, &arena, errstr,
                          sizeof(errstr));
@@ -91,7 +91,7 @@ int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
     fail_request(o, kc, err, api->name, errstr);
   else if (api->decode(&rd, v, resp))
     cli_fail("malformed %s v%d response from %s: %s", api->name, v,
-             dc_kclient_peer(kc), dynconf_err_str((dynconf_err_t)rd.err));
+             dc_kclient_peer(kc), dc_err_str((dc_err_t)rd.err));
   else
     rc = api->report(o, kc, v, resp);
   dc_arena_free(&arena);
@@ -105,15 +105,15 @@ int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
     cli_usage_error("--command-config %s: %s", o->command_config, errstr);
     return EXIT_USAGE;
   }
-  dynconf_err_t err =
+  dc_err_t err =
       dc_kclient_connect(kc, o->bootstrap, cli_remaining_ms(deadline), errstr,
                          sizeof(errstr));
-  if (err == DYNCONF_ERR__TIMED_OUT) {
+  if (err == DC_ERR__TIMED_OUT) {
     cli_fail("cannot connect to %s within %d ms (--timeout-ms)", o->bootstrap,
              o->timeout_ms);
     return EXIT_FAIL;
   }
-  if (err == DYNCONF_ERR__INVALID_ARG) {
+  if (err == DC_ERR__INVALID_ARG) {
     cli_usage_error("%s", errstr);
     return EXIT_USAGE;
   }
@@ -123,7 +123,7 @@ int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   }
   err = dc_kclient_api_versions(kc, cli_remaining_ms(deadline), errstr,
                                 sizeof(errstr));
-  if (err == DYNCONF_ERR__TRANSPORT &&
+  if (err == DC_ERR__TRANSPORT &&
       !(o->sec.protocol && strcasestr(o->sec.protocol, "SSL"))) {
     /* A TLS listener drops a plaintext request without a word. */
     cli_fail("%s (if it is a TLS listener, set security.protocol=SSL or "

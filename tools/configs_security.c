@@ -6,7 +6,7 @@
 #include "configs.h"
 
 #include "common/json.h"
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <errno.h>
 #include <stdio.h>

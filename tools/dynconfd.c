@@ -2,6 +2,7 @@
  * dynconfd: the dynconf config broker. Serves KIP-649 CLIENT configs over
  * the Kafka wire protocol, stores them in SQLite, prints its audit history.
  */
+#include "config.h"
 #include "broker/credentials.h"
 #include "broker/handlers.h"
 #include "broker/server.h"
@@ -9,7 +10,7 @@
 #include "codec/proto.h"
 #include "common/log.h"
 #include "common/schema.h"
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -150,7 +151,7 @@ static int reload_tls(void *opaque, const char *listener,
       continue;
     dc_reload_report_t *r = &reports[n++];
     snprintf(r->listener, sizeof(r->listener), "%s", rc->names[i]);
-    r->error_code = failed ? DYNCONF_ERR_UNKNOWN_SERVER_ERROR : 0;
+    r->error_code = failed ? DC_ERR_UNKNOWN_SERVER_ERROR : 0;
     snprintf(r->message, sizeof(r->message), "%s",
              failed ? err : "");
     snprintf(r->subject, sizeof(r->subject), "%s", subject);
@@ -580,7 +581,7 @@ int main(int argc, char **argv) {
       settings_free(&st);
       return 0;
     case 'V':
-      printf("dynconfd %s\n", dynconf_version_str());
+      printf("dynconfd %s\n", PACKAGE_VERSION);
       settings_free(&st);
       return 0;
     case 'v':
@@ -754,7 +755,7 @@ int main(int argc, char **argv) {
                          st.acl_file ? st.acl_file : "",
                          maxres, maxcfg, maxent, maxwr, maxents, maxresp,
                          maxbuf,
-                         dynconf_version_str()};
+                         PACKAGE_VERSION};
   dc_broker_opts_t bo;
   dc_broker_opts_init(&bo);
   bo.node_id = st.node_id;
@@ -843,7 +844,7 @@ int main(int argc, char **argv) {
                st.protocol_map, rctx.names[i])));
   fflush(stdout);
   dc_log(DC_LOG_INFO, "dynconfd %s node %d serving from %s",
-         dynconf_version_str(), (int)st.node_id, st.data_dir);
+         PACKAGE_VERSION, (int)st.node_id, st.data_dir);
   rc = dc_server_run(g_server) ? 1 : 0;
   dc_log(DC_LOG_INFO, "shutting down");
 out:

@@ -28,7 +28,7 @@ typedef struct dc_req {
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative
- * dynconf_err_t when the request cannot be answered (connection closes). */
+ * dc_err_t when the request cannot be answered (connection closes). */
 int dc_handle_describe_configs(dc_req_t *r);
 int dc_handle_alter_configs(dc_req_t *r);
 int dc_handle_incremental_alter_configs(dc_req_t *r);

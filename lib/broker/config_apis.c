@@ -53,7 +53,7 @@ static int answer_fits(dc_req_t *r, size_t reserve) {
            "even an error answer to this request would exceed %zu bytes "
            "(max.response.bytes)",
            r->b->opts.max_response_size);
-  return DYNCONF_ERR_INVALID_REQUEST;
+  return DC_ERR_INVALID_REQUEST;
 }
 
 /* ---- DescribeConfigs ------------------------------------------------- */
@@ -67,7 +67,7 @@ static int wanted_keys(dc_req_t *r,
   if (res->n_configuration_keys <= 0)
     return 0;
   if (dc_strset_init(set, r->arena, (size_t)res->n_configuration_keys))
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (int32_t i = 0; i < res->n_configuration_keys; i++)
     dc_strset_add(set, 0, res->configuration_keys[i], i);
   *out = set;
@@ -109,7 +109,7 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
     total += lv[i].e ? lv[i].e->n : 0;
   out->configs = dc_arena_alloc(r->arena, total * sizeof(*out->configs));
   if (!out->configs)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (;;) {
     const char *key = NULL;
     for (int i = 0; i < nl; i++)
@@ -133,7 +133,7 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
       continue;
     if (!fits) {
       out->n_configs = 0;
-      out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+      out->error_code = DC_ERR_INVALID_REQUEST;
       out->error_message = dc_arena_strdup(
           r->arena, "a stored name or value of this resource is longer than "
                     "the 32767 bytes this request version can carry; use "
@@ -149,7 +149,7 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
       /* Kafka lists every synonym in precedence order, the winner first. */
       e->synonyms = dc_arena_alloc(r->arena, (size_t)nh * sizeof(*e->synonyms));
       if (!e->synonyms)
-        return DYNCONF_ERR__NOMEM;
+        return DC_ERR__NOMEM;
       for (int j = 0; j < nh; j++)
         e->synonyms[j] = (dc_describe_configs_synonym_t){
             (char *)key, (char *)vals[j], lv[have[j]].source};
@@ -165,13 +165,13 @@ static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
                            dc_describe_configs_result_t *out) {
   const dc_broker_opts_t *o = &r->b->opts;
   if (strcmp(res->resource_name, r->b->node_name)) {
-    out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+    out->error_code = DC_ERR_INVALID_REQUEST;
     out->error_message = "BROKER resource name must be this server's node id";
     return 0;
   }
   out->configs = dc_arena_alloc(r->arena, o->n_static * sizeof(*out->configs));
   if (!out->configs)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (size_t i = 0; i < o->n_static; i++) {
     const char *key = o->static_keys[i];
     if (!key_wanted(want, key))
@@ -185,7 +185,7 @@ static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
     if (req->include_synonyms) {
       e->synonyms = dc_arena_alloc(r->arena, sizeof(*e->synonyms));
       if (!e->synonyms)
-        return DYNCONF_ERR__NOMEM;
+        return DC_ERR__NOMEM;
       e->synonyms[0] = (dc_describe_configs_synonym_t){
           e->name, e->value, DC_SRC_STATIC_BROKER};
       e->n_synonyms = 1;
@@ -204,7 +204,7 @@ static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
   const dc_strset_t *want;
   int8_t t = res->resource_type;
   if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER) {
-    out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+    out->error_code = DC_ERR_INVALID_REQUEST;
     out->error_message = (char *)type_error(t);
     return 0;
   }
@@ -223,9 +223,9 @@ static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
              !dc_broker_authorized(r, DC_ACL_DESCRIBE, t, res->resource_name,
                                    why, sizeof(why))) {
     /* Nothing about a denied resource is revealed, not even emptiness. */
-    out->error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    out->error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
     out->error_message = dc_arena_strdup(r->arena, why);
-    return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+    return out->error_message ? 0 : DC_ERR__NOMEM;
   } else {
     int err = wanted_keys(r, res, &set, &want);
     if (err)
@@ -233,9 +233,9 @@ static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
     return t == DC_RES_BROKER ? describe_broker(r, req, res, want, out)
                               : describe_scoped(r, req, want, &ent, out);
   }
-  out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+  out->error_code = DC_ERR_INVALID_REQUEST;
   out->error_message = dc_arena_strdup(r->arena, why);
-  return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+  return out->error_message ? 0 : DC_ERR__NOMEM;
 }
 
 /* Replaces a result that would take the response past its limit with an
@@ -247,11 +247,11 @@ static int over_budget(dc_req_t *r, dc_describe_configs_result_t *out) {
            "bytes (max.response.bytes); describe fewer resources or keys "
            "at a time",
            r->b->opts.max_response_size);
-  out->error_code = DYNCONF_ERR_INVALID_REQUEST;
+  out->error_code = DC_ERR_INVALID_REQUEST;
   out->error_message = dc_arena_strdup(r->arena, msg);
   out->n_configs = 0;
   out->configs = NULL;
-  return out->error_message ? 0 : DYNCONF_ERR__NOMEM;
+  return out->error_message ? 0 : DC_ERR__NOMEM;
 }
 
 int dc_handle_describe_configs(dc_req_t *r) {
@@ -280,7 +280,7 @@ int dc_handle_describe_configs(dc_req_t *r) {
     out.resource_name = res->resource_name;
     reserve -= error_result_bound(res->resource_name);
     if (too_many) {
-      out.error_code = DYNCONF_ERR_INVALID_REQUEST;
+      out.error_code = DC_ERR_INVALID_REQUEST;
       out.error_message = (char *)too_many;
     } else if ((err = describe_one(r, &req, res, &out))) {
       return err;
@@ -436,18 +436,18 @@ static int validate(dc_req_t *r, const dc_scope_ent_t *ent,
     if (!e) {
       if (o->allow_unknown_keys)
         continue;
-      return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+      return fail(res, DC_ERR_INVALID_CONFIG,
                   "Unknown client config '%s' (dynconfd relays only keys in "
                   "its schema; see dynconfd --allow-unknown-keys)",
                   key);
     }
     if (!dc_schema_validate(e, val, why, sizeof(why)))
-      return fail(res, DYNCONF_ERR_INVALID_CONFIG, "Invalid value: %s", why);
+      return fail(res, DC_ERR_INVALID_CONFIG, "Invalid value: %s", why);
     if (!strcmp(key, "session.timeout.ms")) {
       int64_t ms;
       dc_parse_int64(val, &ms);
       if (ms < o->session_timeout_min_ms || ms > o->session_timeout_max_ms)
-        return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+        return fail(res, DC_ERR_INVALID_CONFIG,
                     "session.timeout.ms=%s is outside this server's allowed "
                     "range %lld..%lld (group.min/max.session.timeout.ms)",
                     val, (long long)o->session_timeout_min_ms,
@@ -456,12 +456,12 @@ static int validate(dc_req_t *r, const dc_scope_ent_t *ent,
   }
   const dc_entity_t *cur = dc_configdb_get(r->b->db, ent->type, ent->name);
   if (n > (size_t)o->max_entity_configs && n > (cur ? cur->n : 0))
-    return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+    return fail(res, DC_ERR_INVALID_CONFIG,
                 "the entity would hold %zu configs; this server keeps at most "
                 "%d per entity (max.entity.configs)",
                 n, (int)o->max_entity_configs);
   if (!cur && n && dc_configdb_count(r->b->db) >= (size_t)o->max_entities)
-    return fail(res, DYNCONF_ERR_POLICY_VIOLATION,
+    return fail(res, DC_ERR_POLICY_VIOLATION,
                 "this server already holds %zu entities, its limit "
                 "(max.entities); remove unused ones or raise the limit",
                 dc_configdb_count(r->b->db));
@@ -469,7 +469,7 @@ static int validate(dc_req_t *r, const dc_scope_ent_t *ent,
    * client-id) pair this change reaches (scope.c). */
   if (!dc_scope_check_pair(r->b->db, ent, n, keys, values, res->msg,
                            sizeof(res->msg)))
-    return (res->error = DYNCONF_ERR_INVALID_CONFIG) != 0;
+    return (res->error = DC_ERR_INVALID_CONFIG) != 0;
   return 0;
 }
 
@@ -480,37 +480,37 @@ static int check_configs(dc_req_t *r, const dc_alter_resource_t *ar,
                          dc_strset_t *names, alter_result_t *res) {
   const dc_broker_opts_t *o = &r->b->opts;
   if (ar->n_configs > o->max_request_configs)
-    return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+    return fail(res, DC_ERR_INVALID_REQUEST,
                 "the resource lists %d configs; this server accepts at most "
                 "%d per resource (max.request.configs)",
                 (int)ar->n_configs, (int)o->max_request_configs);
   if (dc_strset_init(names, r->arena, (size_t)(ar->n_configs > 0 ? ar->n_configs : 0)))
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (int32_t i = 0; i < ar->n_configs; i++) {
     const dc_alter_config_t *c = &ar->configs[i];
     if (dc_strset_add(names, 0, c->name, i) >= 0)
-      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+      return fail(res, DC_ERR_INVALID_REQUEST,
                   "config '%.300s' appears more than once", c->name);
     if (c->op < DC_OP_SET || c->op > DC_OP_SUBTRACT)
-      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+      return fail(res, DC_ERR_INVALID_REQUEST,
                   "unknown operation %d for config '%.300s'", c->op,
                   c->name);
     if (!c->value && c->op != DC_OP_DELETE)
-      return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+      return fail(res, DC_ERR_INVALID_REQUEST,
                   "config '%.300s' has a null value, allowed only with DELETE",
                   c->name);
     if (!*c->name)
-      return fail(res, DYNCONF_ERR_INVALID_REQUEST, "empty config name");
+      return fail(res, DC_ERR_INVALID_REQUEST, "empty config name");
     size_t nl = strlen(c->name);
     if (nl > DC_CONFIG_NAME_MAX)
-      return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+      return fail(res, DC_ERR_INVALID_CONFIG,
                   "config name '%.40s...' is %zu bytes; at most %d are "
                   "accepted",
                   c->name, nl, DC_CONFIG_NAME_MAX);
     size_t vl = c->value ? strlen(c->value) : 0;
     size_t vmax = dc_schema_value_max(dc_schema_find(c->name));
     if (vl > vmax)
-      return fail(res, DYNCONF_ERR_INVALID_CONFIG,
+      return fail(res, DC_ERR_INVALID_CONFIG,
                   "the value of '%s' is %zu bytes; at most %zu are accepted",
                   c->name, vl, vmax);
   }
@@ -538,7 +538,7 @@ static int apply_ops(dc_req_t *r, const dc_alter_resource_t *ar,
     } else {
       const dc_schema_entry_t *e = dc_schema_find(c->name);
       if (!e || e->type != DC_TYPE_LIST) {
-        fail(res, DYNCONF_ERR_INVALID_CONFIG,
+        fail(res, DC_ERR_INVALID_CONFIG,
              "%s applies only to LIST configs; '%s' is not one",
              c->op == DC_OP_APPEND ? "APPEND" : "SUBTRACT", c->name);
         return 1;
@@ -551,7 +551,7 @@ static int apply_ops(dc_req_t *r, const dc_alter_resource_t *ar,
       char *nv = list_apply(r->arena, base ? base : "", c->value,
                             c->op == DC_OP_APPEND);
       if (!nv)
-        return DYNCONF_ERR__NOMEM;
+        return DC_ERR__NOMEM;
       kv_put(s, c->name, *nv ? nv : NULL); /* empty: back to the default */
     }
   }
@@ -591,17 +591,17 @@ static int admit(dc_req_t *r, const dc_alter_resource_t *ar,
   int8_t t = ar->resource_type;
   char why[700]; /* naming and authorization errors */
   if (t != DC_RES_CLIENT && t != DC_RES_USER && t != DC_RES_BROKER)
-    return fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", type_error(t));
+    return fail(res, DC_ERR_INVALID_REQUEST, "%s", type_error(t));
   /* The entity is named and authorized before anything else is looked
    * at, so a denied principal learns nothing about its values. */
   if (t != DC_RES_BROKER &&
       dc_scope_ent_init(ent, t, ar->resource_name, why, sizeof(why)))
-    return fail(res, DYNCONF_ERR_INVALID_REQUEST, "%s", why);
+    return fail(res, DC_ERR_INVALID_REQUEST, "%s", why);
   if (!dc_broker_authorized(r, DC_ACL_ALTER, t, ar->resource_name, why,
                             sizeof(why)))
-    return fail(res, DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED, "%s", why);
+    return fail(res, DC_ERR_CLUSTER_AUTHORIZATION_FAILED, "%s", why);
   if (t == DC_RES_BROKER)
-    return fail(res, DYNCONF_ERR_INVALID_REQUEST,
+    return fail(res, DC_ERR_INVALID_REQUEST,
                 "BROKER configs of dynconfd are read-only; set them with "
                 "dynconfd's flags or --config file");
   return 0;
@@ -651,13 +651,13 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
   dc_entity_t *cur = &p->old;
   if (!snapshot(r->arena, dc_configdb_get(r->b->db, t, ent.name), t, ent.name,
                 cur))
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   size_t ncur = cur->n, cap = ncur + (size_t)ar->n_configs;
   kvset_t s;
   const char **keys = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*keys));
   const char **values = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*values));
   if (!keys || !values || kv_init(&s, r->arena, cap))
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   if (incremental)
     for (size_t i = 0; i < ncur; i++)
       kv_put(&s, cur->keys[i], cur->values[i]);
@@ -669,12 +669,12 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
   size_t nch;
   dc_store_change_t *ch = changes(r, ar, &names, cur, &s, n, keys, values, &nch);
   if (!ch)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   if (nch == 0)
     return 0;
   size_t rows = cur->n + n + nch, max = (size_t)r->b->opts.max_request_writes;
   if (*writes + rows > max) {
-    fail(res, DYNCONF_ERR_INVALID_REQUEST,
+    fail(res, DC_ERR_INVALID_REQUEST,
          "this change would take the request past the %zu store writes it "
          "may make (max.request.writes); send it in a request of its own or "
          "with fewer resources",
@@ -683,7 +683,7 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
   }
   *writes += rows;
   if (dc_configdb_replace(r->b->db, t, p->old.name, n, keys, values)) {
-    fail(res, DYNCONF_ERR_UNKNOWN_SERVER_ERROR,
+    fail(res, DC_ERR_UNKNOWN_SERVER_ERROR,
          "out of memory applying the change; nothing was changed");
     return 0;
   }
@@ -711,7 +711,7 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
     return 0;
   dc_store_commit_t *c = dc_arena_alloc(r->arena, np * sizeof(*c));
   if (!c)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (size_t i = 0; i < np; i++)
     c[i] = p[i].commit;
   char why[512] = "", msg[700];
@@ -721,7 +721,7 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
            "the change could not be stored and was not applied: %s", why);
   char *m = dc_arena_strdup(r->arena, msg);
   if (!m)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (size_t i = np; i-- > 0;) {
     const dc_entity_t *o = &p[i].old;
     if (dc_configdb_replace(r->b->db, o->type, o->name, o->n,
@@ -730,7 +730,7 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
       dc_log(DC_LOG_ERR, "out of memory undoing an unstored change of '%s'; "
                          "restart dynconfd to serve the stored configs",
              o->name);
-    resp->responses[p[i].index].error_code = DYNCONF_ERR_UNKNOWN_SERVER_ERROR;
+    resp->responses[p[i].index].error_code = DC_ERR_UNKNOWN_SERVER_ERROR;
     resp->responses[p[i].index].error_message = m;
   }
   return 0;
@@ -777,7 +777,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
   pending_t *pend = dc_arena_alloc(
       r->arena, (size_t)(req.n_resources ? req.n_resources : 1) * sizeof(*pend));
   if (!resp.responses || !pend || (!too_many && !dup))
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   for (int32_t i = 0; i < req.n_resources; i++) {
     const dc_alter_resource_t *ar = &req.resources[i];
     dc_alter_result_t *out = &resp.responses[i];
@@ -785,9 +785,9 @@ static int handle_alter(dc_req_t *r, bool incremental) {
     out->resource_name = ar->resource_name;
     alter_result_t res = {0, ""};
     if (too_many)
-      fail(&res, DYNCONF_ERR_INVALID_REQUEST, "%s", too_many);
+      fail(&res, DC_ERR_INVALID_REQUEST, "%s", too_many);
     else if (dup[i])
-      fail(&res, DYNCONF_ERR_INVALID_REQUEST,
+      fail(&res, DC_ERR_INVALID_REQUEST,
            "resource listed more than once in one request");
     else if ((err = alter_one(r, ar, incremental, req.validate_only, &res,
                               &pend[np], &writes)))
@@ -796,7 +796,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
       pend[np++].index = i;
     out->error_code = res.error;
     if (res.error && !(out->error_message = dc_arena_strdup(r->arena, res.msg)))
-      return DYNCONF_ERR__NOMEM;
+      return DC_ERR__NOMEM;
   }
   if ((err = commit_pending(r, pend, np, &resp)))
     return err;

@@ -138,7 +138,7 @@ static int handle_api_versions(dc_req_t *r) {
      * with our own range for key 18 so it can retry. */
     const dc_api_info_t *self = dc_api_info(DC_API_API_VERSIONS);
     dc_api_range_t only = {self->key, self->min_version, self->max_version};
-    resp.error_code = DYNCONF_ERR_UNSUPPORTED_VERSION;
+    resp.error_code = DC_ERR_UNSUPPORTED_VERSION;
     resp.n_api_keys = 1;
     resp.api_keys = &only;
     return dc_apiversions_resp_encode(r->out, 0, &resp);
@@ -150,7 +150,7 @@ static int handle_api_versions(dc_req_t *r) {
   resp.api_keys = ranges;
   if (v >= 3 && (!valid_software_field(req.client_software_name) ||
                  !valid_software_field(req.client_software_version))) {
-    resp.error_code = DYNCONF_ERR_INVALID_REQUEST;
+    resp.error_code = DC_ERR_INVALID_REQUEST;
     resp.n_api_keys = 0;
   }
   return dc_apiversions_resp_encode(r->out, v, &resp);
@@ -178,7 +178,7 @@ static int handle_metadata(dc_req_t *r) {
     resp.topics = dc_arena_alloc(r->arena, (size_t)req.n_topics *
                                                sizeof(*resp.topics));
     if (!resp.topics)
-      return DYNCONF_ERR__NOMEM;
+      return DC_ERR__NOMEM;
     resp.n_topics = req.n_topics;
     for (int32_t i = 0; i < req.n_topics; i++) {
       dc_metadata_topic_t *t = &resp.topics[i];
@@ -235,7 +235,7 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
   dc_req_header_t hdr = {0};
   if (dc_req_header_decode(&rd, &hdr)) {
     snprintf(errstr, errstr_size, "malformed request header: %s",
-             dynconf_err_str(rd.err));
+             dc_err_str(rd.err));
     return DC_HANDLE_CLOSE;
   }
   dc_handler_fn *fn = NULL;
@@ -275,7 +275,7 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
     const dc_api_info_t *ai = dc_api_info(hdr.api_key);
     snprintf(errstr, errstr_size, "cannot process %s v%d request: %s",
              ai ? ai->name : "?", hdr.api_version,
-             r.why[0] ? r.why : dynconf_err_str(err));
+             r.why[0] ? r.why : dc_err_str(err));
     return DC_HANDLE_CLOSE;
   }
   dc_wr_frame_end(out, frame);

@@ -68,7 +68,7 @@ int dc_handle_sasl_handshake(dc_req_t *r) {
   dc_conn_auth_t *a = r->conn->auth;
   if (!a || a->state != DC_AUTH_HANDSHAKE) {
     /* No SASL on this listener, or a second handshake. */
-    resp.error_code = DYNCONF_ERR_ILLEGAL_SASL_STATE;
+    resp.error_code = DC_ERR_ILLEGAL_SASL_STATE;
     r->close_after = true;
     snprintf(r->why, sizeof(r->why),
              "SaslHandshake %s on listener %s", a && a->state != DC_AUTH_NONE
@@ -83,12 +83,12 @@ int dc_handle_sasl_handshake(dc_req_t *r) {
     /* The client may try another one: the connection stays open. */
     dc_log(DC_LOG_INFO, "client %s asked for SASL mechanism '%s', which is "
                         "not enabled", r->conn->peer, req.mechanism);
-    resp.error_code = DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM;
+    resp.error_code = DC_ERR_UNSUPPORTED_SASL_MECHANISM;
     return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
   }
   a->sasl = dc_sasl_server_new(req.mechanism);
   if (!a->sasl)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   snprintf(a->mechanism, sizeof(a->mechanism), "%s", req.mechanism);
   a->state = r->hdr->api_version == 0 ? DC_AUTH_RAW : DC_AUTH_AUTHENTICATE;
   return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, &resp);
@@ -151,7 +151,7 @@ int dc_handle_sasl_authenticate(dc_req_t *r) {
   dc_sasl_authenticate_resp_t resp = {0};
   dc_conn_auth_t *a = r->conn->auth;
   if (!a || a->state != DC_AUTH_AUTHENTICATE || !a->sasl) {
-    resp.error_code = DYNCONF_ERR_ILLEGAL_SASL_STATE;
+    resp.error_code = DC_ERR_ILLEGAL_SASL_STATE;
     resp.error_message = "SaslAuthenticate is only valid after SaslHandshake v1";
     r->close_after = true;
     snprintf(r->why, sizeof(r->why), "%s", resp.error_message);
@@ -163,7 +163,7 @@ int dc_handle_sasl_authenticate(dc_req_t *r) {
   int rc = auth_step(r->b, r->conn, req.auth_bytes, (size_t)req.n_auth_bytes,
                      &tok, &toklen, why, sizeof(why));
   if (rc == DC_SASL_FAILED) {
-    resp.error_code = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+    resp.error_code = DC_ERR_SASL_AUTHENTICATION_FAILED;
     resp.error_message = why;
     r->close_after = true;
     snprintf(r->why, sizeof(r->why), "SASL authentication failed: %s", why);
@@ -211,7 +211,7 @@ int dc_handle_reload_security(dc_req_t *r) {
   char why[512] = "";
   if (!dc_broker_authorized(r, DC_ACL_ALTER, DC_RES_BROKER, r->b->node_name,
                             why, sizeof(why))) {
-    resp.error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    resp.error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
     resp.error_message = dc_arena_strdup(r->arena, why);
     return dc_reload_resp_encode(r->out, 0, &resp);
   }
@@ -222,20 +222,20 @@ int dc_handle_reload_security(dc_req_t *r) {
     n = r->b->opts.reload_tls(r->b->opts.reload_opaque, req.listener_name,
                               reports, MAX_REPORTS);
   if (n < 0) {
-    resp.error_code = DYNCONF_ERR_INVALID_REQUEST;
+    resp.error_code = DC_ERR_INVALID_REQUEST;
     snprintf(why, sizeof(why), "no TLS listener named '%s'",
              req.listener_name ? req.listener_name : "");
     resp.error_message = dc_arena_strdup(r->arena, why);
     return dc_reload_resp_encode(r->out, 0, &resp);
   }
   if (dc_broker_reload_security(r->b, why, sizeof(why))) {
-    resp.error_code = DYNCONF_ERR_INVALID_CONFIG;
+    resp.error_code = DC_ERR_INVALID_CONFIG;
     resp.error_message = dc_arena_strdup(r->arena, why);
   }
   resp.listeners = dc_arena_alloc(r->arena, (size_t)(n ? n : 1) *
                                                 sizeof(*resp.listeners));
   if (!resp.listeners)
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   resp.n_listeners = n;
   for (int i = 0; i < n; i++) {
     dc_reload_listener_t *l = &resp.listeners[i];

@@ -4,7 +4,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -555,7 +555,7 @@ static void conn_process(dc_server_t *s, conn_t *c) {
                           s->opts.max_request_size, &size);
     if (r < 0) {
       dc_log(DC_LOG_WARN, "closing connection from %s: %s (limit %zu bytes)",
-             c->peer, dynconf_err_str(r), s->opts.max_request_size);
+             c->peer, dc_err_str(r), s->opts.max_request_size);
       c->closing = true;
       break;
     }

@@ -5,6 +5,7 @@
  * poll() bounded by a deadline: connect, send and receive can never hang
  * past the caller's timeout.
  */
+#include "config.h"
 #include "common/clock.h"
 #include "common/text.h"
 #include "client/scram_client.h"
@@ -84,7 +85,7 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
   dc_buf_init(&kc->out);
   kc->client_id = xstrdup(client_id);
   kc->sw_name = xstrdup("dynconf-configs");
-  kc->sw_version = xstrdup(DYNCONF_VERSION_STR);
+  kc->sw_version = xstrdup(PACKAGE_VERSION);
   if ((client_id && !kc->client_id) || !kc->sw_name || !kc->sw_version) {
     dc_kclient_destroy(kc);
     return NULL;
@@ -120,28 +121,28 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
 
 const char *dc_kclient_peer(const dc_kclient_t *kc) { return kc->peer; }
 
-dynconf_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
+dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
                                       const char *version) {
   if (name) {
     char *n = xstrdup(name);
     if (!n)
-      return DYNCONF_ERR__NOMEM;
+      return DC_ERR__NOMEM;
     free(kc->sw_name);
     kc->sw_name = n;
   }
   if (version) {
     char *v = xstrdup(version);
     if (!v)
-      return DYNCONF_ERR__NOMEM;
+      return DC_ERR__NOMEM;
     free(kc->sw_version);
     kc->sw_version = v;
   }
-  return DYNCONF_ERR_NO_ERROR;
+  return DC_ERR_NO_ERROR;
 }
 
 /* ---- security settings ------------------------------------------------ */
 
-dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
+dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
                                       const dc_kclient_security_t *sec,
                                       char *errstr, size_t errstr_size) {
   static const dc_kclient_security_t none = {0};
@@ -161,7 +162,7 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
     dc_seterr(errstr, errstr_size,
            "unknown security protocol '%s' (expected PLAINTEXT, SSL, "
            "SASL_PLAINTEXT or SASL_SSL)", proto);
-    return DYNCONF_ERR__INVALID_ARG;
+    return DC_ERR__INVALID_ARG;
   }
   if (sasl) {
     const char *m = sec->sasl_mechanism;
@@ -169,23 +170,23 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
       dc_seterr(errstr, errstr_size,
              "security protocol %s needs a SASL mechanism (PLAIN, "
              "SCRAM-SHA-256 or SCRAM-SHA-512)", proto);
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
     }
     dc_scram_hash_t h;
     if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
       dc_seterr(errstr, errstr_size,
              "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256 "
              "or SCRAM-SHA-512)", m);
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
     }
     if (!sec->sasl_username || !*sec->sasl_username) {
       dc_seterr(errstr, errstr_size,
              "SASL mechanism %s needs a user name", m);
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
     }
     if (!sec->sasl_password) {
       dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
     }
   }
   dc_tls_client_ctx_t *ctx = NULL;
@@ -197,7 +198,7 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
                                .no_hostname_check = sec->ssl_no_hostname_check};
     ctx = dc_tls_client_ctx_new(&tc, errstr, errstr_size);
     if (!ctx)
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
   }
   char *m = sasl ? xstrdup(sec->sasl_mechanism) : NULL;
   char *u = sasl ? xstrdup(sec->sasl_username) : NULL;
@@ -208,7 +209,7 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
     free_secret(pw);
     dc_tls_client_ctx_destroy(ctx);
     dc_seterr(errstr, errstr_size, "out of memory");
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   }
   dc_tls_client_ctx_destroy(kc->tls_ctx);
   free(kc->sasl_mech);
@@ -220,11 +221,11 @@ dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
   kc->sasl_pass = pw;
   kc->use_tls = tls;
   kc->use_sasl = sasl;
-  return DYNCONF_ERR_NO_ERROR;
+  return DC_ERR_NO_ERROR;
 }
 
 /* TLS and SASL on a fresh TCP connection (defined at the end). */
-static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
+static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
                                        int64_t deadline, char *errstr,
                                        size_t errstr_size);
 
@@ -310,13 +311,13 @@ static int connect_addr(const struct addrinfo *ai, int64_t deadline,
   return fd;
 }
 
-dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
+dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size) {
   dc_kclient_close(kc);
   if (!bootstrap || !*bootstrap) {
     dc_seterr(errstr, errstr_size, "empty bootstrap server list");
-    return DYNCONF_ERR__INVALID_ARG;
+    return DC_ERR__INVALID_ARG;
   }
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   /* Collect "entry: reason" for every failed entry, for one sentence. */
@@ -338,7 +339,7 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
     if (!split_hostport(s, n, host, sizeof(host), port, sizeof(port))) {
       dc_seterr(errstr, errstr_size,
              "invalid bootstrap server '%.*s' (expected HOST:PORT)", (int)n, s);
-      return DYNCONF_ERR__INVALID_ARG;
+      return DC_ERR__INVALID_ARG;
     }
     char entry[300];
     snprintf(entry, sizeof(entry), "%.*s", (int)n, s);
@@ -366,7 +367,7 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
           snprintf(kc->peer, sizeof(kc->peer), "%s", entry);
           /* Certificate or credential trouble would repeat on every
            * address: report it rather than trying the next one. */
-          dynconf_err_t se =
+          dc_err_t se =
               secure_connection(kc, host, deadline, errstr, errstr_size);
           if (se)
             dc_kclient_close(kc);
@@ -389,10 +390,10 @@ dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
   if (timed_out && remaining_ms(deadline) == 0) {
     dc_seterr(errstr, errstr_size, "cannot connect to %s within %d ms (%s)",
            bootstrap, timeout_ms, why);
-    return DYNCONF_ERR__TIMED_OUT;
+    return DC_ERR__TIMED_OUT;
   }
   dc_seterr(errstr, errstr_size, "cannot connect to %s", why);
-  return DYNCONF_ERR__TRANSPORT;
+  return DC_ERR__TRANSPORT;
 }
 
 /* ---- request / response ---------------------------------------------- */
@@ -438,7 +439,7 @@ static ssize_t transport_io(dc_kclient_t *kc, bool writing, uint8_t *p,
 /* Sends all of p[0..n) (writing) or receives exactly n bytes into p, each
  * wait bounded by deadline. 0, or a dynconf error with errstr set; the
  * caller closes the connection on error. */
-static dynconf_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
+static dc_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
                                   size_t n, int64_t deadline, int timeout_ms,
                                   char *errstr, size_t errstr_size) {
   while (n) {
@@ -451,10 +452,10 @@ static dynconf_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
     }
     if (k == 0) {
       dc_seterr(errstr, errstr_size, "connection closed by %s", kc->peer);
-      return DYNCONF_ERR__TRANSPORT;
+      return DC_ERR__TRANSPORT;
     }
     if (k == -2)
-      return DYNCONF_ERR__TRANSPORT;
+      return DC_ERR__TRANSPORT;
     int r = k == -1 ? wait_fd(kc->fd, ev, deadline) : -1;
     if (r > 0)
       continue;
@@ -463,24 +464,24 @@ static dynconf_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
                 writing ? "cannot send to %s within %d ms"
                         : "no response from %s within %d ms",
                 kc->peer, timeout_ms);
-      return DYNCONF_ERR__TIMED_OUT;
+      return DC_ERR__TIMED_OUT;
     }
     dc_seterr(errstr, errstr_size,
               writing ? "cannot send to %s: %s" : "cannot read from %s: %s",
               kc->peer, strerror(errno));
-    return DYNCONF_ERR__TRANSPORT;
+    return DC_ERR__TRANSPORT;
   }
-  return DYNCONF_ERR_NO_ERROR;
+  return DC_ERR_NO_ERROR;
 }
 
-dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
+dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                                  int16_t api_version, dc_kclient_encode_fn *enc,
                                  const void *req, int timeout_ms,
                                  dc_rd_t *rd, dc_arena_t *arena, char *errstr,
                                  size_t errstr_size) {
   if (kc->fd < 0) {
     dc_seterr(errstr, errstr_size, "not connected");
-    return DYNCONF_ERR__TRANSPORT;
+    return DC_ERR__TRANSPORT;
   }
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   int32_t corr = kc->next_corr++;
@@ -502,12 +503,12 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     const dc_api_info_t *ai = dc_api_info(api_key);
     dc_seterr(errstr, errstr_size, "cannot encode %s v%d request: %s",
            ai ? ai->name : "unknown", api_version,
-           dynconf_err_str((dynconf_err_t)e));
-    return (dynconf_err_t)e;
+           dc_err_str((dc_err_t)e));
+    return (dc_err_t)e;
   }
   dc_wr_frame_end(&kc->out, off);
 
-  dynconf_err_t err = transfer_all(kc, true, kc->out.data, kc->out.len,
+  dc_err_t err = transfer_all(kc, true, kc->out.data, kc->out.len,
                                    deadline, timeout_ms, errstr, errstr_size);
   uint8_t szb[4];
   if (!err)
@@ -525,14 +526,14 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
            "%s answered with a TLS alert: it is a TLS listener (use security "
            "protocol SSL or SASL_SSL)", kc->peer);
     dc_kclient_close(kc);
-    return DYNCONF_ERR__BAD_RESPONSE;
+    return DC_ERR__BAD_RESPONSE;
   }
   if (size < 4 || size > DC_KCLIENT_MAX_FRAME) {
     dc_seterr(errstr, errstr_size,
            "bad response from %s: frame size %d outside 4..%d", kc->peer,
            (int)size, DC_KCLIENT_MAX_FRAME);
     dc_kclient_close(kc);
-    return DYNCONF_ERR__BAD_RESPONSE;
+    return DC_ERR__BAD_RESPONSE;
   }
   if ((size_t)size > kc->in_cap) {
     uint8_t *p = realloc(kc->in, (size_t)size);
@@ -540,7 +541,7 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
       dc_seterr(errstr, errstr_size, "out of memory for a %d-byte response",
              (int)size);
       dc_kclient_close(kc);
-      return DYNCONF_ERR__NOMEM;
+      return DC_ERR__NOMEM;
     }
     kc->in = p;
     kc->in_cap = (size_t)size;
@@ -555,18 +556,18 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   int32_t got = 0;
   if (dc_resp_header_decode(rd, api_key, api_version, &got)) {
     dc_seterr(errstr, errstr_size, "bad response header from %s: %s", kc->peer,
-           dynconf_err_str((dynconf_err_t)rd->err));
+           dc_err_str((dc_err_t)rd->err));
     dc_kclient_close(kc);
-    return DYNCONF_ERR__BAD_RESPONSE;
+    return DC_ERR__BAD_RESPONSE;
   }
   if (got != corr) {
     dc_seterr(errstr, errstr_size,
            "bad response from %s: correlation id %d, expected %d", kc->peer,
            (int)got, (int)corr);
     dc_kclient_close(kc);
-    return DYNCONF_ERR__BAD_RESPONSE;
+    return DC_ERR__BAD_RESPONSE;
   }
-  return DYNCONF_ERR_NO_ERROR;
+  return DC_ERR_NO_ERROR;
 }
 
 /* ---- ApiVersions ------------------------------------------------------ */
@@ -575,14 +576,14 @@ static int enc_apiversions(dc_buf_t *b, int16_t v, const void *req) {
   return dc_apiversions_req_encode(b, v, req);
 }
 
-dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
+dc_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
                                       char *errstr, size_t errstr_size) {
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   dc_apiversions_req_t req = {.client_software_name = kc->sw_name,
                               .client_software_version = kc->sw_version};
   dc_arena_t arena;
   dc_arena_init(&arena);
-  dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
+  dc_err_t err = DC_ERR_NO_ERROR;
   dc_apiversions_resp_t resp;
   int16_t v = 3;
   for (;;) {
@@ -595,29 +596,29 @@ dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
     /* The error code leads every version's body, and an
      * UNSUPPORTED_VERSION answer comes in the v0 layout: look first. */
     if (v > 0 && dc_rd_remaining(&rd) >= 2 &&
-        ((rd.p[rd.pos] << 8) | rd.p[rd.pos + 1]) == DYNCONF_ERR_UNSUPPORTED_VERSION) {
+        ((rd.p[rd.pos] << 8) | rd.p[rd.pos + 1]) == DC_ERR_UNSUPPORTED_VERSION) {
       v = 0;
       continue;
     }
     if (dc_apiversions_resp_decode(&rd, v, &resp)) {
       dc_seterr(errstr, errstr_size, "malformed ApiVersions v%d response from %s: %s",
-             v, kc->peer, dynconf_err_str((dynconf_err_t)rd.err));
-      err = DYNCONF_ERR__BAD_RESPONSE;
+             v, kc->peer, dc_err_str((dc_err_t)rd.err));
+      err = DC_ERR__BAD_RESPONSE;
       goto out;
     }
     break;
   }
   if (resp.error_code) {
-    err = (dynconf_err_t)resp.error_code;
+    err = (dc_err_t)resp.error_code;
     dc_seterr(errstr, errstr_size, "%s refused ApiVersions v%d: %s", kc->peer, v,
-           dynconf_err_name(err));
+           dc_err_name(err));
     goto out;
   }
   dc_api_range_t *r = NULL;
   if (resp.n_api_keys > 0) {
     r = malloc((size_t)resp.n_api_keys * sizeof(*r));
     if (!r) {
-      err = DYNCONF_ERR__NOMEM;
+      err = DC_ERR__NOMEM;
       dc_seterr(errstr, errstr_size, "out of memory");
       goto out;
     }
@@ -666,7 +667,7 @@ static int enc_sasl_authenticate(dc_buf_t *b, int16_t v, const void *req) {
 }
 
 /* SaslHandshake v1 for kc->sasl_mech. */
-static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
+static dc_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
                                     char *errstr, size_t errstr_size) {
   int16_t lo, hi;
   if (!dc_kclient_api_range(kc, DC_API_SASL_HANDSHAKE, &lo, &hi) || lo > 1 ||
@@ -674,14 +675,14 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
     dc_seterr(errstr, errstr_size,
            "SASL authentication failed: %s does not offer SaslHandshake v1",
            kc->peer);
-    return DYNCONF_ERR_UNSUPPORTED_VERSION;
+    return DC_ERR_UNSUPPORTED_VERSION;
   }
   dc_sasl_handshake_req_t req = {.mechanism = kc->sasl_mech};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;
   char why[512];
-  dynconf_err_t err =
+  dc_err_t err =
       dc_kclient_request(kc, DC_API_SASL_HANDSHAKE, 1, enc_sasl_handshake,
                          &req, remaining_ms(deadline), &rd, &arena, why,
                          sizeof(why));
@@ -692,8 +693,8 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
   } else if (dc_sasl_handshake_resp_decode(&rd, 1, &resp)) {
     dc_seterr(errstr, errstr_size, "malformed SaslHandshake response from %s",
            kc->peer);
-    err = DYNCONF_ERR__BAD_RESPONSE;
-  } else if (resp.error_code == DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM) {
+    err = DC_ERR__BAD_RESPONSE;
+  } else if (resp.error_code == DC_ERR_UNSUPPORTED_SASL_MECHANISM) {
     char list[256] = "";
     size_t l = 0;
     for (int32_t i = 0; i < resp.n_mechanisms && l < sizeof(list); i++)
@@ -702,12 +703,12 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
     dc_seterr(errstr, errstr_size,
            "SASL mechanism %s is not enabled on %s (enabled: %s)",
            kc->sasl_mech, kc->peer, l ? list : "none");
-    err = DYNCONF_ERR_UNSUPPORTED_SASL_MECHANISM;
+    err = DC_ERR_UNSUPPORTED_SASL_MECHANISM;
   } else if (resp.error_code) {
-    err = (dynconf_err_t)resp.error_code;
+    err = (dc_err_t)resp.error_code;
     dc_seterr(errstr, errstr_size, "SASL handshake with %s failed: %s%s",
-           kc->peer, dynconf_err_name(err),
-           err == DYNCONF_ERR_ILLEGAL_SASL_STATE
+           kc->peer, dc_err_name(err),
+           err == DC_ERR_ILLEGAL_SASL_STATE
                ? " (is it a SASL listener?)"
                : "");
   }
@@ -717,7 +718,7 @@ static dynconf_err_t sasl_handshake(dc_kclient_t *kc, int64_t deadline,
 
 /* One SaslAuthenticate round trip: sends tok, returns the server's token
  * in *out (malloc'd, caller frees; NULL when empty). */
-static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
+static dc_err_t sasl_round(dc_kclient_t *kc, int16_t v,
                                 const void *tok, size_t n, uint8_t **out,
                                 size_t *outlen, int64_t deadline, char *errstr,
                                 size_t errstr_size) {
@@ -729,7 +730,7 @@ static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
   dc_arena_init(&arena);
   dc_rd_t rd;
   char why[512];
-  dynconf_err_t err = dc_kclient_request(
+  dc_err_t err = dc_kclient_request(
       kc, DC_API_SASL_AUTHENTICATE, v, enc_sasl_authenticate, &req,
       remaining_ms(deadline), &rd, &arena, why, sizeof(why));
   dc_sasl_authenticate_resp_t resp;
@@ -738,18 +739,18 @@ static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
   } else if (dc_sasl_authenticate_resp_decode(&rd, v, &resp)) {
     dc_seterr(errstr, errstr_size, "malformed SaslAuthenticate response from %s",
            kc->peer);
-    err = DYNCONF_ERR__BAD_RESPONSE;
+    err = DC_ERR__BAD_RESPONSE;
   } else if (resp.error_code) {
-    err = (dynconf_err_t)resp.error_code;
+    err = (dc_err_t)resp.error_code;
     dc_seterr(errstr, errstr_size, "SASL authentication failed: %s",
            resp.error_message && *resp.error_message
                ? resp.error_message
-               : dynconf_err_str(err));
+               : dc_err_str(err));
   } else if (resp.n_auth_bytes > 0) {
     *out = malloc((size_t)resp.n_auth_bytes);
     if (!*out) {
       dc_seterr(errstr, errstr_size, "out of memory");
-      err = DYNCONF_ERR__NOMEM;
+      err = DC_ERR__NOMEM;
     } else {
       memcpy(*out, resp.auth_bytes, (size_t)resp.n_auth_bytes);
       *outlen = (size_t)resp.n_auth_bytes;
@@ -759,14 +760,14 @@ static dynconf_err_t sasl_round(dc_kclient_t *kc, int16_t v,
   return err;
 }
 
-static dynconf_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
+static dc_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
                                 char *errstr, size_t errstr_size) {
   /* authzid (empty) NUL user NUL password */
   size_t ul = strlen(kc->sasl_user), pl = strlen(kc->sasl_pass);
   uint8_t *tok = malloc(ul + pl + 2);
   if (!tok) {
     dc_seterr(errstr, errstr_size, "out of memory");
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   }
   tok[0] = 0;
   memcpy(tok + 1, kc->sasl_user, ul);
@@ -774,7 +775,7 @@ static dynconf_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
   memcpy(tok + 2 + ul, kc->sasl_pass, pl);
   uint8_t *out = NULL;
   size_t outlen = 0;
-  dynconf_err_t err = sasl_round(kc, v, tok, ul + pl + 2, &out, &outlen,
+  dc_err_t err = sasl_round(kc, v, tok, ul + pl + 2, &out, &outlen,
                                  deadline, errstr, errstr_size);
   OPENSSL_cleanse(tok, ul + pl + 2);
   free(tok);
@@ -782,7 +783,7 @@ static dynconf_err_t sasl_plain(dc_kclient_t *kc, int16_t v, int64_t deadline,
   return err;
 }
 
-static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
+static dc_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
                                 int64_t deadline, char *errstr,
                                 size_t errstr_size) {
   dc_scram_client_t *c =
@@ -792,10 +793,10 @@ static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
   uint8_t *in = NULL;
   size_t inl = 0;
   char why[300];
-  dynconf_err_t err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  dc_err_t err = DC_ERR_SASL_AUTHENTICATION_FAILED;
   if (!c) {
     dc_seterr(errstr, errstr_size, "out of memory");
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   }
   if (dc_scram_client_first(c, &msg, &ml, why, sizeof(why)))
     goto client_error;
@@ -804,7 +805,7 @@ static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
   msg = NULL;
   if (err)
     goto out;
-  err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  err = DC_ERR_SASL_AUTHENTICATION_FAILED;
   if (dc_scram_client_final(c, in, inl, &msg, &ml, why, sizeof(why)))
     goto client_error;
   free(in);
@@ -812,10 +813,10 @@ static dynconf_err_t sasl_scram(dc_kclient_t *kc, dc_scram_hash_t h, int16_t v,
   err = sasl_round(kc, v, msg, ml, &in, &inl, deadline, errstr, errstr_size);
   if (err)
     goto out;
-  err = DYNCONF_ERR_SASL_AUTHENTICATION_FAILED;
+  err = DC_ERR_SASL_AUTHENTICATION_FAILED;
   if (dc_scram_client_verify(c, in, inl, why, sizeof(why)))
     goto client_error;
-  err = DYNCONF_ERR_NO_ERROR;
+  err = DC_ERR_NO_ERROR;
   goto out;
 client_error:
   dc_seterr(errstr, errstr_size, "SASL authentication with %s failed: %s",
@@ -830,21 +831,21 @@ out:
   return err;
 }
 
-static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
+static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
                                        int64_t deadline, char *errstr,
                                        size_t errstr_size) {
   if (kc->use_tls) {
-    dynconf_err_t err =
+    dc_err_t err =
         dc_tls_client_handshake(kc->tls_ctx, kc->fd, host, kc->peer, deadline,
                                 &kc->tls, errstr, errstr_size);
     if (err)
       return err;
   }
   if (!kc->use_sasl)
-    return DYNCONF_ERR_NO_ERROR;
+    return DC_ERR_NO_ERROR;
   /* Like librdkafka: ApiVersions first (allowed before authentication) to
    * learn which SaslAuthenticate versions the server speaks. */
-  dynconf_err_t err = dc_kclient_api_versions(kc, remaining_ms(deadline),
+  dc_err_t err = dc_kclient_api_versions(kc, remaining_ms(deadline),
                                               errstr, errstr_size);
   if (err)
     return err;
@@ -856,7 +857,7 @@ static dynconf_err_t secure_connection(dc_kclient_t *kc, const char *host,
     dc_seterr(errstr, errstr_size,
            "SASL authentication failed: %s does not offer SaslAuthenticate "
            "v0-2", kc->peer);
-    return DYNCONF_ERR_UNSUPPORTED_VERSION;
+    return DC_ERR_UNSUPPORTED_VERSION;
   }
   dc_scram_hash_t h;
   if (dc_scram_hash_from_name(kc->sasl_mech, &h))

@@ -10,7 +10,7 @@
  * Functions block for at most the timeout they are given (name resolution
  * via getaddrinfo excepted: it cannot be bounded portably).
  *
- * Errors: every function that can fail returns a dynconf_err_t and writes a
+ * Errors: every function that can fail returns a dc_err_t and writes a
  * human sentence into errstr (when errstr_size > 0), for example
  * "cannot connect to 127.0.0.1:1: Connection refused" or
  * "no response from 127.0.0.1:9092 within 5000 ms".
@@ -26,13 +26,13 @@
 #include <stdint.h>
 
 /* Largest response frame accepted; a size field above it closes the
- * connection with DYNCONF_ERR__BAD_RESPONSE. */
+ * connection with DC_ERR__BAD_RESPONSE. */
 #define DC_KCLIENT_MAX_FRAME (64 * 1024 * 1024)
 
 typedef struct dc_kclient dc_kclient_t;
 
 /* Appends a request body of the given version; returns 0 or a negative
- * dynconf_err_t. Every dc_*_req_encode in proto.h has this shape once its
+ * dc_err_t. Every dc_*_req_encode in proto.h has this shape once its
  * request pointer is cast to const void *. */
 typedef int(dc_kclient_encode_fn)(dc_buf_t *b, int16_t version,
                                   const void *req);
@@ -57,13 +57,13 @@ void dc_kclient_destroy(dc_kclient_t *kc);
  * for SASL an ApiVersions exchange, SaslHandshake v1 and SaslAuthenticate
  * (so the server's API ranges are known afterwards too). A TLS or SASL
  * failure is not retried on other addresses.
- * Errors: DYNCONF_ERR__INVALID_ARG (unparsable list), __TRANSPORT
+ * Errors: DC_ERR__INVALID_ARG (unparsable list), __TRANSPORT
  * (refused, unresolvable, TLS handshake failed: "TLS handshake with
  * 127.0.0.1:9093 failed: certificate verify failed (...)"), __TIMED_OUT,
  * SASL_AUTHENTICATION_FAILED ("SASL authentication failed: <server
  * message>"), UNSUPPORTED_SASL_MECHANISM, or the errors of
  * dc_kclient_request(). */
-dynconf_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
+dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size);
 
@@ -91,7 +91,7 @@ typedef struct dc_kclient_security {
  * SASL_PLAINTEXT or SASL_SSL)" or "cannot load CA file /x: ...".
  * Returns 0, __INVALID_ARG or __NOMEM; on error the previous setting
  * stays. Does not touch a current connection. */
-dynconf_err_t dc_kclient_set_security(dc_kclient_t *kc,
+dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
                                       const dc_kclient_security_t *sec,
                                       char *errstr, size_t errstr_size);
 
@@ -114,7 +114,7 @@ void dc_kclient_close(dc_kclient_t *kc);
  * destroy. Errors: __TRANSPORT (not connected, peer closed, socket error),
  * __TIMED_OUT, __BAD_RESPONSE (bad frame size, wrong correlation id,
  * unreadable header), __UNSUPPORTED_API / __NOMEM from encoding. */
-dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
+dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                                  int16_t api_version, dc_kclient_encode_fn *enc,
                                  const void *req, int timeout_ms,
                                  dc_rd_t *rd, dc_arena_t *arena, char *errstr,
@@ -126,14 +126,14 @@ dynconf_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
  * ranges are kept in the handle for dc_kclient_api_range() and
  * dc_kclient_pick_version(). Errors: those of dc_kclient_request(),
  * __BAD_RESPONSE for an undecodable body, or the server's error code. */
-dynconf_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
+dc_err_t dc_kclient_api_versions(dc_kclient_t *kc, int timeout_ms,
                                       char *errstr, size_t errstr_size);
 
 /* Sets the ClientSoftwareName/Version sent by dc_kclient_api_versions().
  * Both are copied; NULL keeps the current value. Returns __NOMEM or 0.
  * Names must match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? for a real
  * Kafka broker to accept them. */
-dynconf_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
+dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
                                       const char *version);
 
 /* The server's advertised range for api_key after a successful

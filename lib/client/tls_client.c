@@ -182,7 +182,7 @@ static int wait_fd(int fd, short events, int64_t deadline) {
   }
 }
 
-dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
+dc_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
                                       const char *host, const char *peer,
                                       int64_t deadline, dc_tls_conn_t **out,
                                       char *errstr, size_t errstr_size) {
@@ -194,7 +194,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
     dc_seterr(errstr, errstr_size, "TLS setup for %s failed: %s", peer,
            ssl_reason(why, sizeof(why), "out of memory"));
     dc_tls_conn_destroy(t);
-    return DYNCONF_ERR__NOMEM;
+    return DC_ERR__NOMEM;
   }
   snprintf(t->peer, sizeof(t->peer), "%s", peer);
   bool ip = is_ip_literal(host);
@@ -207,7 +207,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
       dc_seterr(errstr, errstr_size, "TLS setup for %s failed: cannot check "
                                   "host name '%s'", peer, host);
       dc_tls_conn_destroy(t);
-      return DYNCONF_ERR__TRANSPORT;
+      return DC_ERR__TRANSPORT;
     }
   }
   for (;;) {
@@ -230,7 +230,7 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
       if (w == 0) {
         dc_seterr(errstr, errstr_size, "TLS handshake with %s timed out", peer);
         dc_tls_conn_destroy(t);
-        return DYNCONF_ERR__TIMED_OUT;
+        return DC_ERR__TIMED_OUT;
       }
     }
     long vr = SSL_get_verify_result(t->ssl);
@@ -253,10 +253,10 @@ dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
              "TLS handshake with %s failed: connection closed by the server "
              "(is it a TLS listener?)", peer);
     dc_tls_conn_destroy(t);
-    return DYNCONF_ERR__TRANSPORT;
+    return DC_ERR__TRANSPORT;
   }
   *out = t;
-  return DYNCONF_ERR_NO_ERROR;
+  return DC_ERR_NO_ERROR;
 }
 
 void dc_tls_conn_destroy(dc_tls_conn_t *t) {

@@ -14,7 +14,7 @@
 #ifndef DC_TLS_CLIENT_H
 #define DC_TLS_CLIENT_H
 
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,7 +45,7 @@ void dc_tls_client_ctx_destroy(dc_tls_client_ctx_t *ctx);
  * certificate (an IP literal against its IP SANs) and sent as SNI when it
  * is a name; peer ("host:port") is for messages. On success *out is the
  * connection (caller owns). Errors: __TIMED_OUT, __TRANSPORT. */
-dynconf_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
+dc_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
                                       const char *host, const char *peer,
                                       int64_t deadline, dc_tls_conn_t **out,
                                       char *errstr, size_t errstr_size);

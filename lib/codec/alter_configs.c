@@ -28,8 +28,8 @@ static int req_decode(dc_rd_t *rd, int16_t api, int16_t v,
                       dc_alter_configs_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (!dc_api_supported(api, v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
+    return DC_ERR__UNSUPPORTED_API;
   }
   bool f = dc_api_flexible(api, v);
   bool incremental = api == DC_API_INCREMENTAL_ALTER_CONFIGS;
@@ -67,7 +67,7 @@ static int req_decode(dc_rd_t *rd, int16_t api, int16_t v,
 static int req_encode(dc_buf_t *b, int16_t api, int16_t v,
                       const dc_alter_configs_req_t *in) {
   if (!dc_api_supported(api, v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool f = dc_api_flexible(api, v);
   bool incremental = api == DC_API_INCREMENTAL_ALTER_CONFIGS;
 
@@ -103,8 +103,8 @@ static int resp_decode(dc_rd_t *rd, int16_t api, int16_t v,
                        dc_alter_configs_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (!dc_api_supported(api, v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
+    return DC_ERR__UNSUPPORTED_API;
   }
   bool f = dc_api_flexible(api, v);
 
@@ -131,7 +131,7 @@ static int resp_decode(dc_rd_t *rd, int16_t api, int16_t v,
 static int resp_encode(dc_buf_t *b, int16_t api, int16_t v,
                        const dc_alter_configs_resp_t *in) {
   if (!dc_api_supported(api, v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool f = dc_api_flexible(api, v);
 
   dc_wr_i32(b, in->throttle_time_ms);

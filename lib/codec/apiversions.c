@@ -26,7 +26,7 @@ static bool av_version_ok(int16_t v) { return v >= AV_MIN && v <= AV_MAX; }
 int dc_apiversions_req_decode(dc_rd_t *rd, int16_t v, dc_apiversions_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (!av_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   if (v >= AV_FLEX) {
@@ -40,7 +40,7 @@ int dc_apiversions_req_decode(dc_rd_t *rd, int16_t v, dc_apiversions_req_t *out)
 int dc_apiversions_req_encode(dc_buf_t *b, int16_t v,
                               const dc_apiversions_req_t *in) {
   if (!av_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   if (v >= AV_FLEX) {
     /* Both strings are non-nullable: a NULL goes out as "". */
     const char *name = in->client_software_name;
@@ -56,7 +56,7 @@ int dc_apiversions_resp_decode(dc_rd_t *rd, int16_t v,
                                dc_apiversions_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (!av_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   bool flex = v >= AV_FLEX;
@@ -85,7 +85,7 @@ int dc_apiversions_resp_decode(dc_rd_t *rd, int16_t v,
 int dc_apiversions_resp_encode(dc_buf_t *b, int16_t v,
                                const dc_apiversions_resp_t *in) {
   if (!av_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool flex = v >= AV_FLEX;
   int32_t n = in->n_api_keys > 0 ? in->n_api_keys : 0; /* not nullable */
   dc_wr_i16(b, in->error_code);

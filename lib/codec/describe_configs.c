@@ -31,8 +31,8 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
                                    dc_describe_configs_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (!dc_api_supported(API, v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
+    return DC_ERR__UNSUPPORTED_API;
   }
   bool f = dc_api_flexible(API, v);
 
@@ -67,7 +67,7 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
 int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v,
                                    const dc_describe_configs_req_t *in) {
   if (!dc_api_supported(API, v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool f = dc_api_flexible(API, v);
 
   int32_t n = dc_nn_count(in->n_resources);
@@ -147,8 +147,8 @@ int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v,
                                     dc_describe_configs_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (!dc_api_supported(API, v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
+    return DC_ERR__UNSUPPORTED_API;
   }
   bool f = dc_api_flexible(API, v);
 
@@ -236,7 +236,7 @@ int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v) {
 int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
                                     const dc_describe_configs_resp_t *in) {
   if (!dc_api_supported(API, v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   dc_describe_configs_resp_begin(b, v, in->throttle_time_ms, in->n_results);
   for (int32_t i = 0; i < dc_nn_count(in->n_results); i++)
     dc_describe_configs_result_encode(b, v, &in->results[i]);

@@ -66,7 +66,7 @@ int dc_metadata_req_decode(dc_rd_t *rd, int16_t v, dc_metadata_req_t *out) {
   memset(out, 0, sizeof(*out));
   out->allow_auto_topic_creation = true; /* schema default before v4 */
   if (!md_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   bool flex = v >= MD_FLEX;
@@ -103,7 +103,7 @@ int dc_metadata_req_decode(dc_rd_t *rd, int16_t v, dc_metadata_req_t *out) {
 
 int dc_metadata_req_encode(dc_buf_t *b, int16_t v, const dc_metadata_req_t *in) {
   if (!md_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool flex = v >= MD_FLEX;
   int32_t n = in->n_topics;
   if (n < 0 && v == 0)
@@ -186,7 +186,7 @@ int dc_metadata_resp_decode(dc_rd_t *rd, int16_t v, dc_metadata_resp_t *out) {
   out->controller_id = -1;
   out->cluster_authorized_operations = INT32_MIN;
   if (!md_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   bool flex = v >= MD_FLEX;
@@ -263,7 +263,7 @@ static void wr_topic(dc_buf_t *b, int16_t v, const dc_metadata_topic_t *t) {
 int dc_metadata_resp_encode(dc_buf_t *b, int16_t v,
                             const dc_metadata_resp_t *in) {
   if (!md_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool flex = v >= MD_FLEX;
   int32_t nb = in->n_brokers > 0 ? in->n_brokers : 0;
   int32_t nt = in->n_topics > 0 ? in->n_topics : 0;

@@ -6,7 +6,7 @@
  * Conventions for every message type M:
  *   int dc_M_decode(dc_rd_t *rd, int16_t version, M_t *out);
  *       Decodes the body (after the header). Strings and arrays are
- *       allocated in rd->arena. Returns 0 or a negative dynconf_err_t
+ *       allocated in rd->arena. Returns 0 or a negative dc_err_t
  *       (also left in rd->err). Trailing bytes after the body are ignored,
  *       as Kafka does.
  *   int dc_M_encode(dc_buf_t *b, int16_t version, const M_t *in);

@@ -9,7 +9,7 @@
 int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (v != 0) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   out->listener_name = dc_rd_str(rd, false, true);
@@ -18,7 +18,7 @@ int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out) {
 
 int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in) {
   if (v != 0)
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   dc_wr_str(b, false, in->listener_name);
   return b->err;
 }
@@ -26,7 +26,7 @@ int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in) {
 int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (v != 0) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   out->throttle_time_ms = dc_rd_i32(rd);
@@ -51,7 +51,7 @@ int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out) {
 
 int dc_reload_resp_encode(dc_buf_t *b, int16_t v, const dc_reload_resp_t *in) {
   if (v != 0)
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   int32_t n = dc_nn_count(in->n_listeners);
   dc_wr_i32(b, in->throttle_time_ms);
   dc_wr_i16(b, in->error_code);

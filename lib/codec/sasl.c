@@ -22,7 +22,7 @@ int dc_sasl_handshake_req_decode(dc_rd_t *rd, int16_t v,
                                  dc_sasl_handshake_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (!hs_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   out->mechanism = dc_rd_str(rd, false, false);
@@ -32,7 +32,7 @@ int dc_sasl_handshake_req_decode(dc_rd_t *rd, int16_t v,
 int dc_sasl_handshake_req_encode(dc_buf_t *b, int16_t v,
                                  const dc_sasl_handshake_req_t *in) {
   if (!hs_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   dc_wr_str_nn(b, false, in->mechanism);
   return b->err;
 }
@@ -41,7 +41,7 @@ int dc_sasl_handshake_resp_decode(dc_rd_t *rd, int16_t v,
                                   dc_sasl_handshake_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (!hs_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   out->error_code = dc_rd_i16(rd);
@@ -58,7 +58,7 @@ int dc_sasl_handshake_resp_decode(dc_rd_t *rd, int16_t v,
 int dc_sasl_handshake_resp_encode(dc_buf_t *b, int16_t v,
                                   const dc_sasl_handshake_resp_t *in) {
   if (!hs_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   int32_t n = dc_nn_count(in->n_mechanisms);
   dc_wr_i16(b, in->error_code);
   dc_wr_array_len(b, false, n);
@@ -71,7 +71,7 @@ int dc_sasl_authenticate_req_decode(dc_rd_t *rd, int16_t v,
                                     dc_sasl_authenticate_req_t *out) {
   memset(out, 0, sizeof(*out));
   if (!sa_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   bool flex = v >= 2;
@@ -84,7 +84,7 @@ int dc_sasl_authenticate_req_decode(dc_rd_t *rd, int16_t v,
 int dc_sasl_authenticate_req_encode(dc_buf_t *b, int16_t v,
                                     const dc_sasl_authenticate_req_t *in) {
   if (!sa_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool flex = v >= 2;
   /* Not nullable: a NULL pointer goes out as empty bytes. */
   dc_wr_bytes(b, flex, in->auth_bytes ? in->auth_bytes : (const uint8_t *)"",
@@ -98,7 +98,7 @@ int dc_sasl_authenticate_resp_decode(dc_rd_t *rd, int16_t v,
                                      dc_sasl_authenticate_resp_t *out) {
   memset(out, 0, sizeof(*out));
   if (!sa_version_ok(v)) {
-    dc_rd_fail(rd, DYNCONF_ERR__UNSUPPORTED_API);
+    dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   bool flex = v >= 2;
@@ -115,7 +115,7 @@ int dc_sasl_authenticate_resp_decode(dc_rd_t *rd, int16_t v,
 int dc_sasl_authenticate_resp_encode(dc_buf_t *b, int16_t v,
                                      const dc_sasl_authenticate_resp_t *in) {
   if (!sa_version_ok(v))
-    return DYNCONF_ERR__UNSUPPORTED_API;
+    return DC_ERR__UNSUPPORTED_API;
   bool flex = v >= 2;
   dc_wr_i16(b, in->error_code);
   dc_wr_str(b, flex, in->error_message);

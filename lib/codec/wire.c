@@ -20,7 +20,7 @@ static const uint8_t *take(dc_rd_t *rd, size_t n) {
   if (rd->err)
     return NULL;
   if (rd->len - rd->pos < n) {
-    rd->err = DYNCONF_ERR__TRUNCATED;
+    rd->err = DC_ERR__TRUNCATED;
     return NULL;
   }
   const uint8_t *q = rd->p + rd->pos;
@@ -61,7 +61,7 @@ bool dc_rd_bool(dc_rd_t *rd) {
   if (!q)
     return false;
   if (q[0] > 1) {
-    dc_rd_fail(rd, DYNCONF_ERR__BAD_BOOL);
+    dc_rd_fail(rd, DC_ERR__BAD_BOOL);
     return false;
   }
   return q[0] == 1;
@@ -75,14 +75,14 @@ uint32_t dc_rd_uvarint(dc_rd_t *rd) {
       return 0;
     /* The fifth byte may carry only the top 4 bits of a uint32. */
     if (i == 4 && (q[0] & 0xf0)) {
-      dc_rd_fail(rd, DYNCONF_ERR__BAD_VARINT);
+      dc_rd_fail(rd, DC_ERR__BAD_VARINT);
       return 0;
     }
     v |= (uint32_t)(q[0] & 0x7f) << (7 * i);
     if (!(q[0] & 0x80))
       return v;
   }
-  dc_rd_fail(rd, DYNCONF_ERR__BAD_VARINT);
+  dc_rd_fail(rd, DC_ERR__BAD_VARINT);
   return 0;
 }
 
@@ -104,11 +104,11 @@ static int64_t rd_len(dc_rd_t *rd, bool flexible, bool wide, bool nullable) {
   if (rd->err)
     return -2;
   if (n < -1 || (n == -1 && !nullable)) {
-    dc_rd_fail(rd, DYNCONF_ERR__BAD_LENGTH);
+    dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
     return -2;
   }
   if (n > 0 && (uint64_t)n > rd->len - rd->pos) {
-    dc_rd_fail(rd, DYNCONF_ERR__TRUNCATED);
+    dc_rd_fail(rd, DC_ERR__TRUNCATED);
     return -2;
   }
   return n;
@@ -122,12 +122,12 @@ char *dc_rd_str(dc_rd_t *rd, bool flexible, bool nullable) {
   if (!q)
     return NULL;
   if (n && memchr(q, 0, (size_t)n)) {
-    dc_rd_fail(rd, DYNCONF_ERR__BAD_STRING);
+    dc_rd_fail(rd, DC_ERR__BAD_STRING);
     return NULL;
   }
   char *s = dc_arena_strndup(rd->arena, (const char *)q, (size_t)n);
   if (!s)
-    dc_rd_fail(rd, DYNCONF_ERR__NOMEM);
+    dc_rd_fail(rd, DC_ERR__NOMEM);
   return s;
 }
 
@@ -142,7 +142,7 @@ const uint8_t *dc_rd_bytes(dc_rd_t *rd, bool flexible, bool nullable,
     return NULL;
   uint8_t *d = dc_arena_alloc(rd->arena, (size_t)n);
   if (!d) {
-    dc_rd_fail(rd, DYNCONF_ERR__NOMEM);
+    dc_rd_fail(rd, DC_ERR__NOMEM);
     return NULL;
   }
   memcpy(d, q, (size_t)n);
@@ -155,12 +155,12 @@ int32_t dc_rd_array_len(dc_rd_t *rd, bool flexible, bool nullable,
   if (rd->err)
     return 0;
   if (n < -1 || (n == -1 && !nullable)) {
-    dc_rd_fail(rd, DYNCONF_ERR__BAD_LENGTH);
+    dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
     return 0;
   }
   if (n > 0 && (uint64_t)n * (min_elem_size ? min_elem_size : 1) >
                    rd->len - rd->pos) {
-    dc_rd_fail(rd, DYNCONF_ERR__BAD_LENGTH);
+    dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
     return 0;
   }
   return (int32_t)n;
@@ -170,12 +170,12 @@ void *dc_rd_alloc(dc_rd_t *rd, size_t n, size_t sz) {
   if (rd->err)
     return NULL;
   if (sz && n > SIZE_MAX / sz) {
-    dc_rd_fail(rd, DYNCONF_ERR__NOMEM);
+    dc_rd_fail(rd, DC_ERR__NOMEM);
     return NULL;
   }
   void *p = dc_arena_alloc(rd->arena, n * sz);
   if (!p)
-    dc_rd_fail(rd, DYNCONF_ERR__NOMEM);
+    dc_rd_fail(rd, DC_ERR__NOMEM);
   return p;
 }
 
@@ -189,7 +189,7 @@ void dc_rd_tags(dc_rd_t *rd) {
       return;
     /* Kafka requires strictly increasing tags. */
     if ((int64_t)tag <= last) {
-      dc_rd_fail(rd, DYNCONF_ERR__BAD_LENGTH);
+      dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
       return;
     }
     last = tag;
@@ -262,7 +262,7 @@ void dc_wr_strn(dc_buf_t *b, bool flexible, const char *s, size_t n) {
   /* A string its length field cannot describe is an error, never a
    * truncated string: a shorter value would be just as well-formed. */
   if (flexible ? n >= UINT32_MAX : n > INT16_MAX) {
-    wr_fail(b, DYNCONF_ERR__TOO_LONG);
+    wr_fail(b, DC_ERR__TOO_LONG);
     return;
   }
   if (flexible)
@@ -310,7 +310,7 @@ void dc_wr_frame_end(dc_buf_t *b, size_t off) {
   if (b->err || off + 4 > b->len)
     return;
   if (b->len - off - 4 > INT32_MAX) { /* the size field is an int32 */
-    wr_fail(b, DYNCONF_ERR__TOO_LONG);
+    wr_fail(b, DC_ERR__TOO_LONG);
     return;
   }
   uint32_t n = (uint32_t)(b->len - off - 4);
@@ -326,9 +326,9 @@ int dc_frame_peek(const uint8_t *p, size_t avail, size_t max, int32_t *sizep) {
   int32_t n = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
                         ((uint32_t)p[2] << 8) | p[3]);
   if (n < 0)
-    return DYNCONF_ERR__BAD_LENGTH;
+    return DC_ERR__BAD_LENGTH;
   if ((size_t)n > max)
-    return DYNCONF_ERR__FRAME_TOO_LARGE;
+    return DC_ERR__FRAME_TOO_LARGE;
   *sizep = n;
   return avail - 4 >= (size_t)n ? 1 : 0;
 }

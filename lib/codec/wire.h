@@ -3,7 +3,7 @@
  * writer into a dc_buf_t. Pure: no sockets, no globals.
  *
  * Reader errors are sticky: the first failure sets rd->err (a negative
- * dynconf_err_t) and every later read returns 0/NULL, so a decoder reads
+ * dc_err_t) and every later read returns 0/NULL, so a decoder reads
  * straight through and checks rd->err once. Decoded strings and arrays are
  * allocated in rd->arena and live until that arena is reset.
  */
@@ -12,7 +12,7 @@
 
 #include "../common/arena.h"
 #include "../common/buf.h"
-#include "dynconf.h"
+#include "../common/errors.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@ typedef struct dc_rd {
   const uint8_t *p;
   size_t len;
   size_t pos;
-  int err;           /* 0 or negative dynconf_err_t, sticky */
+  int err;           /* 0 or negative dc_err_t, sticky */
   dc_arena_t *arena; /* owner of decoded strings and arrays */
 } dc_rd_t;
 
@@ -37,7 +37,7 @@ int8_t dc_rd_i8(dc_rd_t *rd);
 int16_t dc_rd_i16(dc_rd_t *rd);
 int32_t dc_rd_i32(dc_rd_t *rd);
 int64_t dc_rd_i64(dc_rd_t *rd);
-/* 0 -> false, 1 -> true, anything else -> DYNCONF_ERR__BAD_BOOL. */
+/* 0 -> false, 1 -> true, anything else -> DC_ERR__BAD_BOOL. */
 bool dc_rd_bool(dc_rd_t *rd);
 /* Unsigned LEB128 of at most 5 bytes (fits uint32). */
 uint32_t dc_rd_uvarint(dc_rd_t *rd);

@@ -1,6 +1,6 @@
 #include "buf.h"
 
-#include "dynconf.h"
+#include "common/errors.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,14 +22,14 @@ int dc_buf_reserve(dc_buf_t *b, size_t n) {
   size_t cap = b->cap ? b->cap : 256;
   while (cap - b->len < n) {
     if (cap > SIZE_MAX / 2) {
-      b->err = DYNCONF_ERR__NOMEM;
+      b->err = DC_ERR__NOMEM;
       return -1;
     }
     cap *= 2;
   }
   uint8_t *d = realloc(b->data, cap);
   if (!d) {
-    b->err = DYNCONF_ERR__NOMEM;
+    b->err = DC_ERR__NOMEM;
     return -1;
   }
   b->data = d;

@@ -9,8 +9,8 @@
 typedef struct dc_buf {
   uint8_t *data;
   size_t len, cap;
-  int err; /* sticky: 0, DYNCONF_ERR__NOMEM, or an encoder's error such as
-              DYNCONF_ERR__TOO_LONG (codec/wire.h) */
+  int err; /* sticky: 0, DC_ERR__NOMEM, or an encoder's error such as
+              DC_ERR__TOO_LONG (codec/wire.h) */
 } dc_buf_t;
 
 void dc_buf_init(dc_buf_t *b);

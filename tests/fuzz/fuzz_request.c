@@ -426,7 +426,7 @@ static void write_seed(const char *tag, const dc_buf_t *b) {
   char path[4096];
   if (b->err || b->len > SEED_MAX) {
     fprintf(stderr, "fuzz_request: encoding seed %s failed (%s, %zu bytes)\n",
-            tag, b->err ? dynconf_err_str(b->err) : "over -max_len", b->len);
+            tag, b->err ? dc_err_str(b->err) : "over -max_len", b->len);
     exit(1);
   }
   snprintf(path, sizeof(path), "%s/%03d-%s", g_seed_dir, g_seed_n++, tag);
@@ -446,7 +446,7 @@ static void add_frame(dc_buf_t *b, int16_t api, int16_t v, int32_t corr,
   size_t off = dc_wr_frame_begin(b);
   dc_req_header_encode(b, &h);
   if (enc(b, v, msg) && !b->err)
-    b->err = DYNCONF_ERR__UNSUPPORTED_API;
+    b->err = DC_ERR__UNSUPPORTED_API;
   dc_wr_frame_end(b, off);
 }
 

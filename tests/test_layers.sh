@@ -1,0 +1,30 @@
+#!/bin/bash
+# The layers point one way: common at the ground, the codec above it, the
+# client above the codec, the agent and the broker on top and never
+# including each other; nothing below the agent includes the public
+# dynconf.h (the internal error table is common/errors.h).
+. "$(dirname "$0")/lib.sh"
+
+lib="$DC_SRCDIR/lib"
+# includes LAYER PATTERN: the "file: line" includes in LAYER matching PATTERN.
+includes() {
+  grep -rnE "^#include [\"<]($2)" "$lib/$1" | sed "s|$lib/||"
+}
+
+for layer in common codec client broker; do
+  tap_is "$(includes "$layer" 'dynconf\.h')" "" "lib/$layer does not include dynconf.h"
+done
+tap_is "$(includes common '(\.\./)?(codec|client|broker|agent)/')" "" \
+  "lib/common includes no other layer"
+tap_is "$(includes codec '(\.\./)?(client|broker|agent)/')" "" \
+  "lib/codec includes only lib/common"
+tap_is "$(includes client '(\.\./)?(broker|agent)/')" "" \
+  "lib/client includes neither the broker nor the agent"
+tap_is "$(includes broker '(\.\./)?(client|agent)/')" "" \
+  "lib/broker includes neither the client nor the agent"
+tap_is "$(includes agent '(\.\./)?broker/')" "" "lib/agent does not include the broker"
+# The test must be able to fail: the patterns do find what exists.
+tap_ok "$([ -n "$(includes codec '(\.\./)?common/')" ] && echo 0 || echo 1)" \
+  "the check sees lib/codec's includes of lib/common"
+
+tap_done
