@@ -1006,6 +1006,56 @@ static void test_consumer_rules(void) {
   world_free(&w);
 }
 
+/* group.protocol=consumer (KIP-848): the broker owns the session and
+ * heartbeat timeouts, so the agent reports them ignored, never rebuilds
+ * for them, and checks no rule that involves them. */
+static void test_kip848(void) {
+  world_t w;
+  world_init(&w, true, "session.timeout.ms,heartbeat.interval.ms,"
+                        "max.poll.interval.ms");
+  w.app.broker_owns_timeouts = true;
+  dynconf_event_t *ev = feed(&w, "session.timeout.ms=30000/C "
+                                 "heartbeat.interval.ms=40000/C");
+  if (check_change(ev, 1, 0, 2, "KIP-848 timeouts")) {
+    check_entry(ev, "session.timeout.ms", NULL, "30000", S_CLIENT, O_IGNORED,
+                "~group.protocol=consumer (KIP-848) the broker sets "
+                "session.timeout.ms",
+                "KIP-848 timeouts");
+    check_entry(ev, "heartbeat.interval.ms", NULL, "40000", S_CLIENT,
+                O_IGNORED, "~the broker sets heartbeat.interval.ms",
+                "KIP-848 timeouts");
+  }
+  dc_event_free(ev);
+  ok(!effv(&w, "session.timeout.ms") && !effv(&w, "heartbeat.interval.ms"),
+     "KIP-848: neither timeout takes effect");
+  /* max.poll.interval.ms below the (unused) session default is fine. */
+  ev = feed(&w, "session.timeout.ms=30000/C heartbeat.interval.ms=40000/C "
+                "max.poll.interval.ms=20000/C");
+  ok(ev && dynconf_event_accepted(ev) && w.gen == 1,
+     "KIP-848: max.poll.interval.ms applies and moves the generation once");
+  dc_event_free(ev);
+  is_str(effv(&w, "max.poll.interval.ms"), "20000", "  max.poll applied");
+  ev = feed(&w, "session.timeout.ms=31000/C heartbeat.interval.ms=40000/C "
+                "max.poll.interval.ms=20000/C");
+  ok(ev && nentries(ev) == 1 && w.gen == 1,
+     "KIP-848: a changed session timeout is reported, no rebuild (gen %lld)",
+     (long long)w.gen);
+  if (ev)
+    check_entry(ev, "session.timeout.ms", "30000", "31000", S_CLIENT,
+                O_IGNORED, "~KIP-848", "KIP-848 change");
+  dc_event_free(ev);
+  world_free(&w);
+
+  /* The same fetch without KIP-848: heartbeat 40000 >= session 30000. */
+  world_init(&w, true, NULL);
+  expect_rejected(&w, "session.timeout.ms=30000/C heartbeat.interval.ms=40000/C",
+                  "heartbeat.interval.ms",
+                  "heartbeat.interval.ms (40000) must be lower than "
+                  "session.timeout.ms (30000)",
+                  "classic protocol");
+  world_free(&w);
+}
+
 static void test_schema_invalid(void) {
   world_t w;
   world_init(&w, false, "acks,linger.ms");
@@ -2015,6 +2065,7 @@ int main(void) {
   test_sorting_and_ignored();
   test_pinned();
   test_consumer_rules();
+  test_kip848();
   test_schema_invalid();
   test_fix_after_rejection();
   test_culprit_outside_change();

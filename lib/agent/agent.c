@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,10 +144,15 @@ static void read_app_settings(dynconf_t *dc) {
   a->consumer = dc->type == RD_KAFKA_CONSUMER;
   char *idem = conf_get(c, "enable.idempotence");
   char *txn = conf_get(c, "transactional.id");
+  /* Absent before librdkafka 2.4: then conf_get finds no such property. */
+  char *proto = conf_get(c, "group.protocol");
   a->idempotent = idem && !strcmp(idem, "true");
   a->transactional = txn && *txn;
+  a->broker_owns_timeouts =
+      a->consumer && proto && !strcasecmp(proto, "consumer");
   free(idem);
   free(txn);
+  free(proto);
   a->max_poll_interval_ms = conf_int(c, "max.poll.interval.ms", 300000);
   a->session_timeout_ms = conf_int(c, "session.timeout.ms", 45000);
   a->heartbeat_interval_ms = conf_int(c, "heartbeat.interval.ms", 3000);

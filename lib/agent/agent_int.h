@@ -87,6 +87,10 @@ typedef struct dc_app_settings {
   bool consumer;            /* RD_KAFKA_CONSUMER */
   bool idempotent;          /* enable.idempotence=true */
   bool transactional;       /* transactional.id set */
+  /* group.protocol=consumer (KIP-848, librdkafka 2.4+): the broker owns
+   * session.timeout.ms and heartbeat.interval.ms, and librdkafka refuses
+   * them from the client. */
+  bool broker_owns_timeouts;
   char *values[DC_AGENT_MAX_KEYS]; /* app's value of each allowed key,
                                       owned; NULL = librdkafka default */
   int64_t max_poll_interval_ms;

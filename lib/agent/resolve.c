@@ -187,7 +187,9 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
       return false;
     }
   }
-  if (!app->consumer)
+  /* Under KIP-848 the broker owns the group timeouts: no client-side
+   * rule involves them. */
+  if (!app->consumer || app->broker_owns_timeouts)
     return true;
   int64_t session = resolved_int(app, a, cand, "session.timeout.ms",
                                  app->session_timeout_ms);
@@ -268,11 +270,35 @@ static bool sets_equal(const dc_fetched_set_t *a, const dc_fetched_set_t *b) {
   return true;
 }
 
-/* Whether an allowed key concerns this kind of client at all. */
-static bool applies(const dc_app_settings_t *app, const char *key) {
+static bool group_timeout(const char *key) {
+  return !strcmp(key, "session.timeout.ms") ||
+         !strcmp(key, "heartbeat.interval.ms");
+}
+
+/* Why an allowed key cannot apply to this client, or NULL when it can. */
+static const char *inapplicable(const dc_app_settings_t *app, const char *key,
+                                char *why, size_t why_size) {
   const dc_schema_entry_t *e = dc_schema_find(key);
-  return e && (e->applies & (app->consumer ? DC_APPLIES_CONSUMER
-                                           : DC_APPLIES_PRODUCER));
+  if (!e || !(e->applies & (app->consumer ? DC_APPLIES_CONSUMER
+                                          : DC_APPLIES_PRODUCER))) {
+    snprintf(why, why_size, "%s does not apply to a %s", key,
+             app->consumer ? "consumer" : "producer");
+    return why;
+  }
+  if (app->broker_owns_timeouts && group_timeout(key)) {
+    snprintf(why, why_size,
+             "with group.protocol=consumer (KIP-848) the broker sets %s; "
+             "librdkafka refuses it from the client",
+             key);
+    return why;
+  }
+  return NULL;
+}
+
+/* Whether an allowed key concerns this client at all. */
+static bool applies(const dc_app_settings_t *app, const char *key) {
+  char why[200];
+  return inapplicable(app, key, why, sizeof(why)) == NULL;
 }
 
 static bool acks_pinned(const dc_app_settings_t *app, const char *key,
@@ -349,10 +375,8 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
     if (i < 0) {
       en->outcome = DYNCONF_OUTCOME_IGNORED;
       snprintf(reason, sizeof(reason), "not in dynconf.allow.keys");
-    } else if (!applies(app, keys[k])) {
+    } else if (inapplicable(app, keys[k], reason, sizeof(reason))) {
       en->outcome = DYNCONF_OUTCOME_IGNORED;
-      snprintf(reason, sizeof(reason), "%s does not apply to a %s", keys[k],
-               app->consumer ? "consumer" : "producer");
     } else if (!ok) {
       en->outcome = DYNCONF_OUTCOME_REJECTED;
       snprintf(reason, sizeof(reason), "%s%s",
