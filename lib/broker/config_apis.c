@@ -41,7 +41,9 @@ static const char *too_many_resources(dc_req_t *r, int32_t n) {
            "the request names %d resources; this server accepts at most %d "
            "per request (max.request.resources)",
            (int)n, (int)max);
-  return dc_arena_strdup(r->arena, msg);
+  const char *copy = dc_arena_strdup(r->arena, msg);
+  return copy ? copy
+              : "the request names too many resources (max.request.resources)";
 }
 
 /* Closes the connection when even an all-errors answer to the request's
@@ -53,7 +55,7 @@ static int answer_fits(dc_req_t *r, size_t reserve) {
            "even an error answer to this request would exceed %zu bytes "
            "(max.response.bytes)",
            r->b->opts.max_response_size);
-  return DC_ERR_INVALID_REQUEST;
+  return DC_ERR__INVALID_ARG; /* the connection closes; why says why */
 }
 
 /* ---- DescribeConfigs ------------------------------------------------- */
