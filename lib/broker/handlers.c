@@ -30,12 +30,8 @@ static int load_cb(void *opaque, int8_t type, const char *entity,
 /* Stored values that no longer pass the schema (written by an older,
  * laxer server) are still served, but agents refuse them: say so once at
  * start-up, naming the first few. */
-typedef struct stale {
-  size_t n;
-} stale_t;
-
 static int stale_cb(void *opaque, const dc_entity_t *e) {
-  stale_t *st = opaque;
+  size_t *stale = opaque; /* how many found so far */
   char why[256];
   for (size_t i = 0; i < e->n; i++) {
     const dc_schema_entry_t *s = dc_schema_find(e->keys[i]);
@@ -44,7 +40,7 @@ static int stale_cb(void *opaque, const dc_entity_t *e) {
     if (!s && strlen(e->values[i]) <= DC_CONFIG_VALUE_MAX &&
         strlen(e->keys[i]) <= DC_CONFIG_NAME_MAX)
       continue;
-    if (st->n++ < 10)
+    if ((*stale)++ < 10)
       dc_log(DC_LOG_WARN, "stored config %s of %s '%.300s' fails today's "
                           "validation (%s); agents will refuse it until it "
                           "is set again",
@@ -55,11 +51,11 @@ static int stale_cb(void *opaque, const dc_entity_t *e) {
 }
 
 static void warn_stale(const dc_configdb_t *db) {
-  stale_t st = {0};
-  dc_configdb_foreach(db, stale_cb, &st);
-  if (st.n > 10)
+  size_t stale = 0;
+  dc_configdb_foreach(db, stale_cb, &stale);
+  if (stale > 10)
     dc_log(DC_LOG_WARN, "%zu stored configs in all fail today's validation",
-           st.n);
+           stale);
 }
 
 dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,

@@ -40,7 +40,6 @@ int32_t dc_strset_add(dc_strset_t *s, int8_t tag, const char *key,
   s->slot[i] = idx + 1;
   s->key[idx] = key;
   s->tag[idx] = tag;
-  s->n++;
   return -1;
 }
 

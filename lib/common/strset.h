@@ -18,7 +18,6 @@ typedef struct dc_strset {
   int32_t *slot;     /* member index + 1; 0 = empty */
   const char **key;  /* member strings, by member index */
   int8_t *tag;       /* member tags, by member index */
-  size_t n;
 } dc_strset_t;
 
 /* Room for up to max members. 0, or -1 on OOM. */
