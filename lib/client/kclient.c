@@ -31,6 +31,8 @@
 
 struct dc_kclient {
   int fd;                /* -1 when not connected */
+  int cancel_fd;         /* borrowed; -1 = none (dc_kclient_set_cancel_fd) */
+  int32_t max_frame;     /* largest response frame accepted */
   char *client_id;       /* owned, nullable */
   char *sw_name;         /* owned */
   char *sw_version;      /* owned */
@@ -81,6 +83,8 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
   if (!kc)
     return NULL;
   kc->fd = -1;
+  kc->cancel_fd = -1;
+  kc->max_frame = DC_KCLIENT_MAX_FRAME;
   kc->next_corr = 1;
   dc_buf_init(&kc->out);
   kc->client_id = xstrdup(client_id);
@@ -120,6 +124,30 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
 }
 
 const char *dc_kclient_peer(const dc_kclient_t *kc) { return kc->peer; }
+
+void dc_kclient_set_cancel_fd(dc_kclient_t *kc, int fd) { kc->cancel_fd = fd; }
+
+void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes) {
+  kc->max_frame = max_bytes >= 4 ? max_bytes : 4;
+}
+
+bool dc_kclient_connected(const dc_kclient_t *kc) { return kc->fd >= 0; }
+
+/* Waits for fd to become ready for events, or for the cancel fd: 1 ready,
+ * 0 timed out, -1 error (errno set), -2 cancelled. */
+static int wait_fd(const dc_kclient_t *kc, int fd, short events,
+                   int64_t deadline) {
+  struct pollfd pfd[2] = {{.fd = fd, .events = events},
+                          {.fd = kc->cancel_fd, .events = POLLIN}};
+  for (;;) {
+    int r = poll(pfd, kc->cancel_fd >= 0 ? 2 : 1, remaining_ms(deadline));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r > 0 && kc->cancel_fd >= 0 && pfd[1].revents)
+      return -2;
+    return r < 0 ? -1 : r;
+  }
+}
 
 dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
                                       const char *version) {
@@ -191,11 +219,19 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
   }
   dc_tls_client_ctx_t *ctx = NULL;
   if (tls) {
-    dc_tls_client_conf_t tc = {.ca_file = sec->ssl_ca,
-                               .cert_file = sec->ssl_cert,
-                               .key_file = sec->ssl_key,
-                               .no_verify = sec->ssl_no_verify,
-                               .no_hostname_check = sec->ssl_no_hostname_check};
+    dc_tls_client_conf_t tc = {
+        .ca_file = sec->ssl_ca,
+        .ca_pem = sec->ssl_ca_pem,
+        .cert_file = sec->ssl_cert,
+        .cert_pem = sec->ssl_cert_pem,
+        .key_file = sec->ssl_key,
+        .key_pem = sec->ssl_key_pem,
+        .key_password = sec->ssl_key_password,
+        .keystore_file = sec->ssl_keystore,
+        .keystore_password = sec->ssl_keystore_password,
+        .cipher_suites = sec->ssl_cipher_suites,
+        .no_verify = sec->ssl_no_verify,
+        .no_hostname_check = sec->ssl_no_hostname_check};
     ctx = dc_tls_client_ctx_new(&tc, errstr, errstr_size);
     if (!ctx)
       return DC_ERR__INVALID_ARG;
@@ -271,8 +307,8 @@ static bool split_hostport(const char *s, size_t n, char *host, size_t hsz,
 
 /* Tries one resolved address. Returns a connected non-blocking fd, or -1
  * with *errp set (errno value, or ETIMEDOUT when the deadline passed). */
-static int connect_addr(const struct addrinfo *ai, int64_t deadline,
-                        int *errp) {
+static int connect_addr(const dc_kclient_t *kc, const struct addrinfo *ai,
+                        int64_t deadline, int *errp) {
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                   ai->ai_protocol);
   if (fd < 0) {
@@ -285,13 +321,9 @@ static int connect_addr(const struct addrinfo *ai, int64_t deadline,
       close(fd);
       return -1;
     }
-    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-    int r;
-    do
-      r = poll(&pfd, 1, remaining_ms(deadline));
-    while (r < 0 && errno == EINTR);
+    int r = wait_fd(kc, fd, POLLOUT, deadline);
     if (r <= 0) {
-      *errp = r == 0 ? ETIMEDOUT : errno;
+      *errp = r == 0 ? ETIMEDOUT : r == -2 ? ECANCELED : errno;
       close(fd);
       return -1;
     }
@@ -360,7 +392,7 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
           err = ETIMEDOUT;
           break;
         }
-        int fd = connect_addr(ai, deadline, &err);
+        int fd = connect_addr(kc, ai, deadline, &err);
         if (fd >= 0) {
           freeaddrinfo(res);
           kc->fd = fd;
@@ -375,6 +407,10 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
         }
       }
       freeaddrinfo(res);
+      if (err == ECANCELED) {
+        dc_seterr(errstr, errstr_size, "connecting to %s cancelled", entry);
+        return DC_ERR__TRANSPORT;
+      }
       if (err == ETIMEDOUT)
         timed_out = true;
       wl += (size_t)snprintf(why + wl, wl < sizeof(why) ? sizeof(why) - wl : 0,
@@ -398,17 +434,6 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
 
 /* ---- request / response ---------------------------------------------- */
 
-/* Waits for fd to become ready for events; 1 ready, 0 timed out, -1 error
- * (errno set). */
-static int wait_fd(int fd, short events, int64_t deadline) {
-  struct pollfd pfd = {.fd = fd, .events = events};
-  for (;;) {
-    int r = poll(&pfd, 1, remaining_ms(deadline));
-    if (r < 0 && errno == EINTR)
-      continue;
-    return r < 0 ? -1 : r;
-  }
-}
 
 /* One non-blocking attempt to move bytes over the connection, TLS or
  * plaintext: send p[0..n) when writing, else receive into it. Returns the
@@ -456,9 +481,13 @@ static dc_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
     }
     if (k == -2)
       return DC_ERR__TRANSPORT;
-    int r = k == -1 ? wait_fd(kc->fd, ev, deadline) : -1;
+    int r = k == -1 ? wait_fd(kc, kc->fd, ev, deadline) : -1;
     if (r > 0)
       continue;
+    if (r == -2) {
+      dc_seterr(errstr, errstr_size, "request to %s cancelled", kc->peer);
+      return DC_ERR__TRANSPORT;
+    }
     if (r == 0) {
       dc_seterr(errstr, errstr_size,
                 writing ? "cannot send to %s within %d ms"
@@ -528,10 +557,10 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     dc_kclient_close(kc);
     return DC_ERR__BAD_RESPONSE;
   }
-  if (size < 4 || size > DC_KCLIENT_MAX_FRAME) {
+  if (size < 4 || size > kc->max_frame) {
     dc_seterr(errstr, errstr_size,
            "bad response from %s: frame size %d outside 4..%d", kc->peer,
-           (int)size, DC_KCLIENT_MAX_FRAME);
+           (int)size, (int)kc->max_frame);
     dc_kclient_close(kc);
     return DC_ERR__BAD_RESPONSE;
   }
@@ -837,7 +866,7 @@ static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
   if (kc->use_tls) {
     dc_err_t err =
         dc_tls_client_handshake(kc->tls_ctx, kc->fd, host, kc->peer, deadline,
-                                &kc->tls, errstr, errstr_size);
+                                kc->cancel_fd, &kc->tls, errstr, errstr_size);
     if (err)
       return err;
   }

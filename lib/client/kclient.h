@@ -72,10 +72,18 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
 typedef struct dc_kclient_security {
   /* PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL; any case. */
   const char *protocol;
-  /* SSL and SASL_SSL: */
-  const char *ssl_ca;    /* CA PEM file; NULL = the system trust store */
-  const char *ssl_cert;  /* client certificate PEM; NULL = none */
-  const char *ssl_key;   /* its private key PEM; required with ssl_cert */
+  /* SSL and SASL_SSL, as librdkafka's ssl.* properties: */
+  const char *ssl_ca;      /* ssl.ca.location: CA PEM file or hashed
+                              directory; NULL or "probe" = system store */
+  const char *ssl_ca_pem;  /* ssl.ca.pem */
+  const char *ssl_cert;    /* ssl.certificate.location */
+  const char *ssl_cert_pem; /* ssl.certificate.pem */
+  const char *ssl_key;     /* ssl.key.location; needed with a certificate */
+  const char *ssl_key_pem; /* ssl.key.pem */
+  const char *ssl_key_password; /* ssl.key.password */
+  const char *ssl_keystore; /* ssl.keystore.location (PKCS#12) */
+  const char *ssl_keystore_password; /* ssl.keystore.password */
+  const char *ssl_cipher_suites; /* ssl.cipher.suites */
   bool ssl_no_verify;    /* accept any server certificate (testing only) */
   bool ssl_no_hostname_check; /* verify the chain, not the host name */
   /* SASL_PLAINTEXT and SASL_SSL: all three required. */
@@ -94,6 +102,21 @@ typedef struct dc_kclient_security {
 dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
                                       const dc_kclient_security_t *sec,
                                       char *errstr, size_t errstr_size);
+
+/* Makes every wait of this handle (connect, TLS handshake, send,
+ * receive) also watch fd: once it is readable the call returns
+ * DC_ERR__TRANSPORT with "cancelled" and closes the connection. The fd is
+ * borrowed (the caller keeps it open for the handle's life, or sets -1
+ * first). For a background thread whose owner wants it to stop now. */
+void dc_kclient_set_cancel_fd(dc_kclient_t *kc, int fd);
+
+/* Largest response frame accepted (default DC_KCLIENT_MAX_FRAME). A larger
+ * size field closes the connection before anything is allocated for it. */
+void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes);
+
+/* True when the handle has a connection (it may still have been closed by
+ * the peer since: the next request will say so). */
+bool dc_kclient_connected(const dc_kclient_t *kc);
 
 /* "host:port" as given in the bootstrap list for the current connection,
  * or "" when not connected. Owned by the handle; valid until the next

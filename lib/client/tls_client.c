@@ -169,23 +169,28 @@ static bool is_ip_literal(const char *host) {
          inet_pton(AF_INET6, host, buf) == 1;
 }
 
-/* Waits for fd; 1 ready, 0 deadline passed, -1 error. */
-static int wait_fd(int fd, short events, int64_t deadline) {
-  struct pollfd pfd = {.fd = fd, .events = events};
+/* Waits for fd; 1 ready, 0 deadline passed, -1 error, -2 cancel_fd
+ * readable. */
+static int wait_fd(int fd, short events, int64_t deadline, int cancel_fd) {
+  struct pollfd pfd[2] = {{.fd = fd, .events = events},
+                          {.fd = cancel_fd, .events = POLLIN}};
   for (;;) {
     int64_t left = deadline - dc_mono_ms();
     int ms = left < 0 ? 0 : left > 0x7fffffff ? 0x7fffffff : (int)left;
-    int r = poll(&pfd, 1, ms);
+    int r = poll(pfd, cancel_fd >= 0 ? 2 : 1, ms);
     if (r < 0 && errno == EINTR)
       continue;
+    if (r > 0 && cancel_fd >= 0 && pfd[1].revents)
+      return -2;
     return r < 0 ? -1 : r;
   }
 }
 
 dc_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
-                                      const char *host, const char *peer,
-                                      int64_t deadline, dc_tls_conn_t **out,
-                                      char *errstr, size_t errstr_size) {
+                                 const char *host, const char *peer,
+                                 int64_t deadline, int cancel_fd,
+                                 dc_tls_conn_t **out, char *errstr,
+                                 size_t errstr_size) {
   *out = NULL;
   char why[256];
   ERR_clear_error();
@@ -224,9 +229,15 @@ dc_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
     int e = SSL_get_error(t->ssl, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
       int w = wait_fd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-                      deadline);
+                      deadline, cancel_fd);
       if (w > 0)
         continue;
+      if (w == -2) {
+        dc_seterr(errstr, errstr_size, "TLS handshake with %s cancelled",
+                  peer);
+        dc_tls_conn_destroy(t);
+        return DC_ERR__TRANSPORT;
+      }
       if (w == 0) {
         dc_seterr(errstr, errstr_size, "TLS handshake with %s timed out", peer);
         dc_tls_conn_destroy(t);

@@ -21,11 +21,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* librdkafka's ssl.* properties, each NULL when not set. */
 typedef struct dc_tls_client_conf {
-  const char *ca_file;   /* PEM CA bundle; NULL = the system trust store */
-  const char *cert_file; /* client certificate (PEM, may carry the chain);
-                            NULL = none */
-  const char *key_file;  /* its private key (PEM); required with cert_file */
+  /* Trust: a PEM bundle file or a directory of hashed certificates
+   * (c_rehash / openssl rehash), and/or PEM text. Neither (or "probe") =
+   * the system trust store. */
+  const char *ca_file;
+  const char *ca_pem;
+  /* Client certificate (may carry the chain) and its key, each from a
+   * file or PEM text; or both from a PKCS#12 keystore. The key may be
+   * encrypted with key_password. */
+  const char *cert_file, *cert_pem;
+  const char *key_file, *key_pem, *key_password;
+  const char *keystore_file, *keystore_password;
+  /* OpenSSL cipher list for TLS 1.2 (ssl.cipher.suites); NULL = the
+   * default. */
+  const char *cipher_suites;
   bool no_verify;        /* accept any server certificate (tests only) */
   bool no_hostname_check; /* verify the chain but not the name/IP */
 } dc_tls_client_conf_t;
@@ -43,12 +54,15 @@ void dc_tls_client_ctx_destroy(dc_tls_client_ctx_t *ctx);
 /* TLS handshake over fd (connected, non-blocking; borrowed: the caller
  * closes it after dc_tls_conn_destroy()). host is checked against the
  * certificate (an IP literal against its IP SANs) and sent as SNI when it
- * is a name; peer ("host:port") is for messages. On success *out is the
- * connection (caller owns). Errors: __TIMED_OUT, __TRANSPORT. */
+ * is a name; peer ("host:port") is for messages. cancel_fd (-1 = none)
+ * ends the wait as soon as it is readable (__TRANSPORT, "cancelled"). On
+ * success *out is the connection (caller owns). Errors: __TIMED_OUT,
+ * __TRANSPORT. */
 dc_err_t dc_tls_client_handshake(dc_tls_client_ctx_t *ctx, int fd,
-                                      const char *host, const char *peer,
-                                      int64_t deadline, dc_tls_conn_t **out,
-                                      char *errstr, size_t errstr_size);
+                                 const char *host, const char *peer,
+                                 int64_t deadline, int cancel_fd,
+                                 dc_tls_conn_t **out, char *errstr,
+                                 size_t errstr_size);
 
 /* Sends a best-effort close_notify (no waiting) and frees the connection;
  * the socket is left open. NULL is a no-op. */
