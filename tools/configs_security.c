@@ -9,12 +9,108 @@
 #include "common/errors.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* ---- --command-config ------------------------------------------------- */
+
+/* The string properties and where each goes in dc_kclient_security_t;
+ * pem: the value is PEM text written on one line, "\n" for each newline. */
+static const struct {
+  const char *key;
+  size_t off;
+  bool pem;
+} string_props[] = {
+    {"security.protocol", offsetof(dc_kclient_security_t, protocol), false},
+    {"ssl.ca.location", offsetof(dc_kclient_security_t, ssl_ca), false},
+    {"ssl.ca.pem", offsetof(dc_kclient_security_t, ssl_ca_pem), true},
+    {"ssl.certificate.location", offsetof(dc_kclient_security_t, ssl_cert),
+     false},
+    {"ssl.certificate.pem", offsetof(dc_kclient_security_t, ssl_cert_pem),
+     true},
+    {"ssl.key.location", offsetof(dc_kclient_security_t, ssl_key), false},
+    {"ssl.key.pem", offsetof(dc_kclient_security_t, ssl_key_pem), true},
+    {"ssl.key.password", offsetof(dc_kclient_security_t, ssl_key_password),
+     false},
+    {"ssl.keystore.location", offsetof(dc_kclient_security_t, ssl_keystore),
+     false},
+    {"ssl.keystore.password",
+     offsetof(dc_kclient_security_t, ssl_keystore_password), false},
+    {"ssl.cipher.suites", offsetof(dc_kclient_security_t, ssl_cipher_suites),
+     false},
+    {"sasl.mechanism", offsetof(dc_kclient_security_t, sasl_mechanism), false},
+    {"sasl.mechanisms", offsetof(dc_kclient_security_t, sasl_mechanism),
+     false},
+    {"sasl.username", offsetof(dc_kclient_security_t, sasl_username), false},
+    {"sasl.password", offsetof(dc_kclient_security_t, sasl_password), false},
+};
+
+/* In place: "\n" becomes a newline and "\\" a backslash; any other
+ * backslash stays as written. */
+static void unescape_pem(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    if (r[0] == '\\' && (r[1] == 'n' || r[1] == '\\'))
+      *w++ = *++r == 'n' ? '\n' : '\\';
+    else
+      *w++ = *r;
+  }
+  *w = '\0';
+}
+
+/* Stores val for a string property; false when key is not one. */
+static bool set_string_prop(dc_kclient_security_t *sec, const char *key,
+                            char *val) {
+  for (size_t i = 0; i < sizeof(string_props) / sizeof(string_props[0]);
+       i++) {
+    if (strcmp(key, string_props[i].key))
+      continue;
+    if (string_props[i].pem)
+      unescape_pem(val);
+    *(const char **)((char *)sec + string_props[i].off) = val;
+    return true;
+  }
+  return false;
+}
+
+/* One KEY=VALUE; 0, or -1 after a usage error. */
+static int set_prop(opts_t *o, const char *path, int lineno, const char *key,
+                    char *val) {
+  if (set_string_prop(&o->sec, key, val))
+    return 0;
+  if (!strcmp(key, "enable.ssl.certificate.verification") &&
+      (!strcmp(val, "true") || !strcmp(val, "false"))) {
+    o->sec.ssl_no_verify = !strcmp(val, "false");
+    return 0;
+  }
+  if (!strcmp(key, "ssl.endpoint.identification.algorithm") &&
+      (!strcmp(val, "https") || !strcmp(val, "none"))) {
+    o->sec.ssl_no_hostname_check = !strcmp(val, "none");
+    return 0;
+  }
+  if (!strcmp(key, "enable.ssl.certificate.verification") ||
+      !strcmp(key, "ssl.endpoint.identification.algorithm")) {
+    cli_usage_error("%s line %d: bad value '%s' for %s", path, lineno, val,
+                    key);
+    return -1;
+  }
+  char known[1024] = "";
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof(string_props) / sizeof(string_props[0]);
+       i++)
+    if (n < sizeof(known))
+      n += (size_t)snprintf(known + n, sizeof(known) - n, "%s, ",
+                            string_props[i].key);
+  cli_usage_error("%s line %d: unknown property '%s' (known: %s"
+                  "enable.ssl.certificate.verification, "
+                  "ssl.endpoint.identification.algorithm)",
+                  path, lineno, key, known);
+  return -1;
+}
 
 int cli_load_command_config(opts_t *o, const char *path) {
   if (o->command_config) {
@@ -51,44 +147,10 @@ int cli_load_command_config(opts_t *o, const char *path) {
       rc = -1;
       break;
     }
-    if (!strcmp(key, "security.protocol"))
-      o->sec.protocol = val;
-    else if (!strcmp(key, "ssl.ca.location"))
-      o->sec.ssl_ca = val;
-    else if (!strcmp(key, "ssl.certificate.location"))
-      o->sec.ssl_cert = val;
-    else if (!strcmp(key, "ssl.key.location"))
-      o->sec.ssl_key = val;
-    else if (!strcmp(key, "sasl.mechanism") || !strcmp(key, "sasl.mechanisms"))
-      o->sec.sasl_mechanism = val;
-    else if (!strcmp(key, "sasl.username"))
-      o->sec.sasl_username = val;
-    else if (!strcmp(key, "sasl.password"))
-      o->sec.sasl_password = val;
-    else if (!strcmp(key, "enable.ssl.certificate.verification") &&
-             (!strcmp(val, "true") || !strcmp(val, "false")))
-      o->sec.ssl_no_verify = !strcmp(val, "false");
-    else if (!strcmp(key, "ssl.endpoint.identification.algorithm") &&
-             (!strcmp(val, "https") || !strcmp(val, "none")))
-      o->sec.ssl_no_hostname_check = !strcmp(val, "none");
-    else if (!strcmp(key, "enable.ssl.certificate.verification") ||
-             !strcmp(key, "ssl.endpoint.identification.algorithm")) {
-      cli_usage_error("%s line %d: bad value '%s' for %s", path, lineno, val,
-                      key);
-      rc = -1;
-    } else {
-      cli_usage_error("%s line %d: unknown property '%s' (known: "
-                      "security.protocol, ssl.ca.location, "
-                      "ssl.certificate.location, ssl.key.location, "
-                      "sasl.mechanism, sasl.username, sasl.password, "
-                      "enable.ssl.certificate.verification, "
-                      "ssl.endpoint.identification.algorithm)",
-                      path, lineno, key);
-      rc = -1;
-    }
+    rc = set_prop(o, path, lineno, key, val);
   }
   if (line)
-    explicit_bzero(line, cap); /* it may have held the password */
+    explicit_bzero(line, cap); /* it may have held a password or key */
   free(line);
   fclose(f);
   return rc;
