@@ -131,10 +131,10 @@ run --bootstrap-server "127.0.0.1:$PLAIN_PORT" --command-config "$DC_TMP/ssl.pro
   "${D[@]}" --describe
 dc_expect 1 "TLS handshake with .* failed" "$DC_TMP/err" \
   "TLS to a plaintext listener: clear error"
-props unknown security.protocol=SSL ssl.keystore.location=/x
+props unknown security.protocol=SSL ssl.truststore.location=/x
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/unknown.props" \
   "${D[@]}" --describe
-dc_expect 2 "unknown property 'ssl.keystore.location'" "$DC_TMP/err" \
+dc_expect 2 "unknown property 'ssl.truststore.location'" "$DC_TMP/err" \
   "--command-config: an unknown key is a usage error naming it"
 props noca security.protocol=SSL ssl.ca.location=/nonexistent/ca.pem
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/noca.props" \
