@@ -349,7 +349,7 @@ F "${C[@]}" --entity-name a --describe --timeout-ms 5000
 rc_and_text 1 "$tmp/err" "Error: malformed ApiVersions" "malformed response: clear error, no crash"
 fake huge
 F "${C[@]}" --entity-name a --describe --timeout-ms 5000
-rc_and_text 1 "$tmp/err" "frame size" "oversized response frame is refused"
+rc_and_text 1 "$tmp/err" "byte frame is over the receive limit" "oversized response frame is refused"
 fake new
 F "${C[@]}" --entity-name a --alter --add-config acks=1
 rc_and_text 1 "$tmp/err" "does not support IncrementalAlterConfigs" \

@@ -1,7 +1,8 @@
 /*
  * The agent: first fetch in dynconf_new(), a background thread that
- * re-fetches with librdkafka's DescribeConfigs, and dynconf_poll() that
- * serves events and logs on the application's thread.
+ * re-fetches (fetch.c: DescribeConfigs over the agent's own connection),
+ * and dynconf_poll() that serves events and logs on the application's
+ * thread.
  */
 #include "agent/agent_int.h"
 #include "common/clock.h"
@@ -82,19 +83,6 @@ void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
   va_end(ap);
 }
 
-/* librdkafka's log callback for the agent's own handle: runs on its
- * internal threads, so it only queues. */
-static void rk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-                      const char *buf) {
-  dynconf_t *dc = rd_kafka_opaque(rk);
-  if (!dc)
-    return;
-  pthread_mutex_lock(&dc->lock);
-  /* Connection failures are reported by the agent once per outage. */
-  log_locked(dc, level < 6 ? 7 : level, fac, "rdkafka: %s", buf);
-  pthread_mutex_unlock(&dc->lock);
-}
-
 static dynconf_event_t *error_event(dynconf_event_type_t type,
                                     dynconf_err_t err, const char *msg) {
   dynconf_event_t *ev = calloc(1, sizeof(*ev));
@@ -158,267 +146,6 @@ static void read_app_settings(dynconf_t *dc) {
   a->heartbeat_interval_ms = conf_int(c, "heartbeat.interval.ms", 3000);
   for (size_t i = 0; i < dc->allow.n; i++)
     a->values[i] = conf_get(c, dc->allow.keys[i]);
-}
-
-/* The agent's own handle inherits only how to reach and authenticate to
- * the cluster, never the application's callbacks or client behaviour. */
-static bool inherited_property(const char *name) {
-  static const char *const exact[] = {
-      "bootstrap.servers", "metadata.broker.list", "security.protocol",
-      "client.dns.lookup", "broker.address.family", "broker.address.ttl",
-      "api.version.request", "api.version.fallback.ms",
-      "broker.version.fallback", "enable.ssl.certificate.verification",
-      "enable.sasl.oauthbearer.unsecure.jwt", "client.rack", NULL};
-  static const char *const prefix[] = {"ssl.", "ssl_", "sasl.", "socket.",
-                                       NULL};
-  for (size_t i = 0; exact[i]; i++)
-    if (!strcmp(name, exact[i]))
-      return true;
-  for (size_t i = 0; prefix[i]; i++)
-    if (!strncmp(name, prefix[i], strlen(prefix[i])))
-      return !strstr(name, "_cb");
-  return false;
-}
-
-static rd_kafka_conf_t *agent_handle_conf(dynconf_t *dc, char *errstr,
-                                          size_t errstr_size) {
-  rd_kafka_conf_t *c = rd_kafka_conf_new();
-  size_t cnt, dcnt;
-  const char **kv = rd_kafka_conf_dump(dc->app_conf, &cnt);
-  /* Only what the application changed from librdkafka's defaults. */
-  const char **defs = rd_kafka_conf_dump(c, &dcnt);
-  for (size_t i = 0; i + 1 < cnt; i += 2) {
-    if (!inherited_property(kv[i]) || !*kv[i + 1])
-      continue;
-    bool is_default = false;
-    for (size_t j = 0; j + 1 < dcnt; j += 2)
-      if (!strcmp(defs[j], kv[i]))
-        is_default = !strcmp(defs[j + 1], kv[i + 1]);
-    if (is_default)
-      continue;
-    char e[256];
-    if (rd_kafka_conf_set(c, kv[i], kv[i + 1], e, sizeof(e)) !=
-        RD_KAFKA_CONF_OK) {
-      /* e.g. a redacted secret: say which and carry on. */
-      pthread_mutex_lock(&dc->lock);
-      log_locked(dc, 4, "CONF", "agent handle: cannot inherit %s: %s", kv[i], e);
-      pthread_mutex_unlock(&dc->lock);
-    }
-  }
-  rd_kafka_conf_dump_free(kv, cnt);
-  rd_kafka_conf_dump_free(defs, dcnt);
-  if (rd_kafka_conf_set(c, "bootstrap.servers", dc->bootstrap, errstr,
-                        errstr_size) != RD_KAFKA_CONF_OK ||
-      rd_kafka_conf_set(c, "client.id", dc->client_id, errstr, errstr_size) !=
-          RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(c);
-    return NULL;
-  }
-  /* Bounds what one answer can make librdkafka read and parse for us.
-   * librdkafka only ties it to fetch.max.bytes for consumers; this handle
-   * is a producer. */
-  char rmax[32];
-  snprintf(rmax, sizeof(rmax), "%d", DC_AGENT_MAX_RESPONSE_BYTES);
-  if (rd_kafka_conf_set(c, "receive.message.max.bytes", rmax, errstr,
-                        errstr_size) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(c);
-    return NULL;
-  }
-  rd_kafka_conf_set_log_cb(c, rk_log_cb);
-  rd_kafka_conf_set_opaque(c, dc);
-  return c;
-}
-
-/* Builds the agent's own handle and its admin-result queue (*rkp, *qp:
- * the caller owns them). 0, or -1 with errstr. */
-static int handle_new(dynconf_t *dc, rd_kafka_t **rkp, rd_kafka_queue_t **qp,
-                      char *errstr, size_t errstr_size) {
-  rd_kafka_conf_t *hc = agent_handle_conf(dc, errstr, errstr_size);
-  if (!hc)
-    return -1;
-  char rkerr[512];
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, hc, rkerr, sizeof(rkerr));
-  if (!rk) {
-    rd_kafka_conf_destroy(hc);
-    snprintf(errstr, errstr_size, "cannot create the agent's librdkafka "
-             "handle: %s", rkerr);
-    return -1;
-  }
-  *rkp = rk;
-  *qp = rd_kafka_queue_new(rk);
-  return 0;
-}
-
-int dc_agent_handle_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size) {
-  rd_kafka_t *rk;
-  rd_kafka_queue_t *q;
-  if (handle_new(dc, &rk, &q, errstr, errstr_size))
-    return -1;
-  /* Swapped under the lock: dynconf_destroy() yields dc->q under it. */
-  pthread_mutex_lock(&dc->lock);
-  rd_kafka_t *old_rk = dc->rk;
-  rd_kafka_queue_t *old_q = dc->q;
-  dc->rk = rk;
-  dc->q = q;
-  pthread_mutex_unlock(&dc->lock);
-  /* No fetch is in flight: fetches run on this thread too. */
-  rd_kafka_queue_destroy(old_q);
-  rd_kafka_destroy(old_rk);
-  return 0;
-}
-
-/* ---- fetching ---------------------------------------------------------- */
-
-typedef enum { FETCH_OK, FETCH_UNSUPPORTED, FETCH_ERROR } fetch_res_t;
-
-static dynconf_err_t map_err(rd_kafka_resp_err_t e) {
-  switch (e) {
-  case RD_KAFKA_RESP_ERR__TIMED_OUT:
-  case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
-    return DYNCONF_ERR__TIMED_OUT;
-  case RD_KAFKA_RESP_ERR__TRANSPORT:
-  case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
-    return DYNCONF_ERR__TRANSPORT;
-  case RD_KAFKA_RESP_ERR__BAD_MSG:
-    return DYNCONF_ERR__BAD_RESPONSE;
-  default:
-    return e > 0 ? (dynconf_err_t)e : DYNCONF_ERR_UNKNOWN_SERVER_ERROR;
-  }
-}
-
-/* One DescribeConfigs round trip on the agent's handle. Not under lock;
- * called by one thread at a time (dynconf_new, then the background
- * thread). */
-static fetch_res_t fetch(dynconf_t *dc, int timeout_ms, dc_fetched_set_t *out,
-                         dynconf_err_t *errp, char *errstr,
-                         size_t errstr_size) {
-  static int seq; /* per process is enough: only matched per agent queue */
-  memset(out, 0, sizeof(*out));
-  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
-      (rd_kafka_ResourceType_t)dc->conf.resource_type, dc->client_id);
-  rd_kafka_AdminOptions_t *opts =
-      rd_kafka_AdminOptions_new(dc->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-  char e[256];
-  rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, e, sizeof(e));
-  void *tag = (void *)(intptr_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-  rd_kafka_AdminOptions_set_opaque(opts, tag);
-  rd_kafka_DescribeConfigs(dc->rk, &res, 1, opts, dc->q);
-  rd_kafka_AdminOptions_destroy(opts);
-  rd_kafka_ConfigResource_destroy(res);
-
-  int64_t deadline = dc_mono_ms() + timeout_ms + 1000;
-  rd_kafka_event_t *ev = NULL;
-  for (;;) {
-    int left = (int)(deadline - dc_mono_ms());
-    if (left <= 0)
-      break;
-    ev = rd_kafka_queue_poll(dc->q, left);
-    if (!ev) {
-      /* Timed out, or dynconf_destroy() yielded the queue. */
-      pthread_mutex_lock(&dc->lock);
-      bool stop = dc->stop;
-      pthread_mutex_unlock(&dc->lock);
-      if (stop)
-        break;
-      continue;
-    }
-    if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT &&
-        rd_kafka_event_opaque(ev) == tag)
-      break;
-    rd_kafka_event_destroy(ev); /* a late answer to an abandoned request */
-    ev = NULL;
-  }
-  if (!ev) {
-    *errp = DYNCONF_ERR__TIMED_OUT;
-    snprintf(errstr, errstr_size, "no answer from %s within %d ms",
-             dc->bootstrap, timeout_ms);
-    return FETCH_ERROR;
-  }
-  fetch_res_t r = FETCH_OK;
-  rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-  if (err) {
-    *errp = map_err(err);
-    /* librdkafka says the same for an answer it cannot parse and for one
-     * over receive.message.max.bytes: name both. */
-    char why[96] = "";
-    if (err == RD_KAFKA_RESP_ERR__BAD_MSG)
-      snprintf(why, sizeof(why), " (a malformed answer, or one over the "
-               "agent's receive limit of %d bytes)",
-               DC_AGENT_MAX_RESPONSE_BYTES);
-    snprintf(errstr, errstr_size, "DescribeConfigs to %s failed: %s%s",
-             dc->bootstrap, rd_kafka_event_error_string(ev), why);
-    r = err == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE ? FETCH_UNSUPPORTED
-                                                       : FETCH_ERROR;
-    goto done;
-  }
-  size_t n;
-  const rd_kafka_ConfigResource_t **rs =
-      rd_kafka_DescribeConfigs_result_resources(
-          rd_kafka_event_DescribeConfigs_result(ev), &n);
-  if (n != 1) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "server answered %zu resources, not 1", n);
-    r = FETCH_ERROR;
-    goto done;
-  }
-  err = rd_kafka_ConfigResource_error(rs[0]);
-  if (err) {
-    *errp = map_err(err);
-    snprintf(errstr, errstr_size, "%s: %s", rd_kafka_err2name(err),
-             rd_kafka_ConfigResource_error_string(rs[0])
-                 ? rd_kafka_ConfigResource_error_string(rs[0])
-                 : rd_kafka_err2str(err));
-    /* What a real Kafka broker answers for resource type 9. */
-    r = err == RD_KAFKA_RESP_ERR_INVALID_REQUEST ||
-                err == RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION
-            ? FETCH_UNSUPPORTED
-            : FETCH_ERROR;
-    goto done;
-  }
-  size_t nc;
-  const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nc);
-  /* Before copying anything: the agent's work stays bounded. */
-  if (dc_fetched_count_check(nc, DC_AGENT_MAX_ENTRIES, errstr, errstr_size)) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    r = FETCH_ERROR;
-    goto done;
-  }
-  out->v = calloc(nc ? nc : 1, sizeof(*out->v));
-  if (!out->v) {
-    *errp = DYNCONF_ERR__NOMEM;
-    snprintf(errstr, errstr_size, "out of memory");
-    r = FETCH_ERROR;
-    goto done;
-  }
-  for (size_t i = 0; i < nc; i++) {
-    const char *name = rd_kafka_ConfigEntry_name(ce[i]);
-    const char *value = rd_kafka_ConfigEntry_value(ce[i]);
-    dynconf_source_t src;
-    if (!name || !value ||
-        !dc_source_from_wire((int)rd_kafka_ConfigEntry_source(ce[i]), &src))
-      continue;
-    dc_fetched_t *f = &out->v[out->n];
-    f->key = strdup(name);
-    f->value = strdup(value);
-    f->source = src;
-    out->n++;
-    if (!f->key || !f->value) {
-      dc_fetched_set_free(out);
-      *errp = DYNCONF_ERR__NOMEM;
-      snprintf(errstr, errstr_size, "out of memory");
-      r = FETCH_ERROR;
-      goto done;
-    }
-  }
-  if (dc_fetched_set_normalize(out, DC_AGENT_MAX_ENTRIES, errstr,
-                               errstr_size)) {
-    dc_fetched_set_free(out);
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    r = FETCH_ERROR;
-  }
-done:
-  rd_kafka_event_destroy(ev);
-  return r;
 }
 
 /* Random interval in [ms - pct%, ms]: a fleet spreads out, and no agent
@@ -510,7 +237,7 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
 /* Records a fetch outcome and decides the next fetch. Caller holds lock.
  * On success *set becomes dc->fetched and *set gets the previous one,
  * which the caller frees (after unlocking). */
-static void record(dynconf_t *dc, fetch_res_t r, dc_fetched_set_t *set,
+static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
                    judged_t *j, dynconf_err_t err, const char *errstr,
                    int64_t took_us) {
   dc->last_fetch_us = took_us;
@@ -586,7 +313,8 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   char errstr[512] = "";
   int64_t t0 = dc_mono_us();
-  fetch_res_t r = fetch(dc, timeout_ms, &set, &err, errstr, sizeof(errstr));
+  dc_fetch_res_t r =
+      dc_agent_fetch(dc, timeout_ms, &set, &err, errstr, sizeof(errstr));
   int64_t took = dc_mono_us() - t0;
   judged_t j = {0};
   if (r == FETCH_OK)
@@ -633,10 +361,7 @@ static void *agent_thread(void *arg) {
 /* ---- public API ---------------------------------------------------------- */
 
 static void agent_free(dynconf_t *dc) {
-  if (dc->q)
-    rd_kafka_queue_destroy(dc->q);
-  if (dc->rk)
-    rd_kafka_destroy(dc->rk);
+  dc_agent_conn_free(&dc->conn);
   if (dc->app_conf)
     rd_kafka_conf_destroy(dc->app_conf);
   for (size_t i = 0; i < DC_AGENT_MAX_KEYS; i++)
@@ -680,6 +405,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
     snprintf(errstr, errstr_size, "out of memory");
     return NULL;
   }
+  dc->conn.cancel[0] = dc->conn.cancel[1] = -1; /* none yet */
   pthread_mutex_init(&dc->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -725,12 +451,12 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   if (dc->interval_ms < 10)
     dc->interval_ms = 10; /* librdkafka's -1 (disabled) included */
   read_app_settings(dc);
-  /* The baseline of the ssl.* files is what the handles below load. */
+  /* The baseline of the ssl.* files is what the connection loads. */
   if (dc_certwatch_init(dc)) {
     snprintf(errstr, errstr_size, "out of memory");
     goto fail;
   }
-  if (handle_new(dc, &dc->rk, &dc->q, errstr, errstr_size))
+  if (dc_agent_conn_init(dc, errstr, errstr_size))
     goto fail;
 
   /* The first fetch, synchronous, so the first JoinGroup already carries
@@ -769,9 +495,8 @@ void dynconf_destroy(dynconf_t *dc) {
   pthread_mutex_lock(&dc->lock);
   dc->stop = true;
   pthread_cond_broadcast(&dc->wake);
-  if (dc->q)
-    rd_kafka_queue_yield(dc->q); /* abandon an in-flight fetch */
   pthread_mutex_unlock(&dc->lock);
+  dc_agent_conn_cancel(&dc->conn); /* abandon a fetch in flight */
   if (dc->thread_started)
     pthread_join(dc->thread, NULL);
   agent_free(dc);

@@ -2,6 +2,7 @@
  * stats.c. */
 #ifndef DC_AGENT_INT_H
 #define DC_AGENT_INT_H
+#include "client/kclient.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "dynconf.h"
@@ -9,6 +10,37 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The connection properties the agent reads from the application's
+ * rd_kafka_conf_t for its own connection to the config server; each is
+ * overridden by the dynconf property "dynconf." + its name. */
+#define DC_SEC_PROPS(X)                                                        \
+  X(PROTOCOL, "security.protocol")                                             \
+  X(CA_LOCATION, "ssl.ca.location")                                            \
+  X(CA_PEM, "ssl.ca.pem")                                                      \
+  X(CERT_LOCATION, "ssl.certificate.location")                                 \
+  X(CERT_PEM, "ssl.certificate.pem")                                           \
+  X(KEY_LOCATION, "ssl.key.location")                                          \
+  X(KEY_PEM, "ssl.key.pem")                                                    \
+  X(KEY_PASSWORD, "ssl.key.password")                                          \
+  X(KEYSTORE_LOCATION, "ssl.keystore.location")                                \
+  X(KEYSTORE_PASSWORD, "ssl.keystore.password")                                \
+  X(ENDPOINT_ID, "ssl.endpoint.identification.algorithm")                      \
+  X(CIPHER_SUITES, "ssl.cipher.suites")                                        \
+  X(CERT_VERIFY, "enable.ssl.certificate.verification")                        \
+  X(SASL_MECHANISMS, "sasl.mechanisms")                                        \
+  X(SASL_USERNAME, "sasl.username")                                            \
+  X(SASL_PASSWORD, "sasl.password")
+
+typedef enum {
+#define DC_SEC_ENUM_(id, name) DC_SEC_##id,
+  DC_SEC_PROPS(DC_SEC_ENUM_)
+#undef DC_SEC_ENUM_
+  DC_SEC_N
+} dc_sec_prop_t;
+
+/* The application's property name of each DC_SEC_* (static storage). */
+extern const char *const dc_sec_prop_names[DC_SEC_N];
 
 struct dynconf_conf_s {
   char *bootstrap_servers;  /* "" = the application's bootstrap.servers */
@@ -27,6 +59,7 @@ struct dynconf_conf_s {
   int producer_max_block_ms;
   int producer_close_timeout_ms;
   int ssl_check_interval_ms; /* 0 = do not watch the ssl.* files */
+  char *sec[DC_SEC_N];       /* dynconf.<name> overrides; "" = the app's */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
   void *opaque;
@@ -61,10 +94,9 @@ const dc_fetched_t *dc_fetched_find(const dc_fetched_set_t *s, const char *k);
  * stays. */
 #define DC_AGENT_MAX_ENTRIES 10000
 
-/* receive.message.max.bytes of the agent's own librdkafka handle: 16 MiB,
- * room for DC_AGENT_MAX_ENTRIES entries of 1.6 KB each (librdkafka's
- * default is 100 MB). librdkafka drops the connection on a larger frame
- * after reading its 4-byte size, before allocating for it. */
+/* The largest response frame the agent reads: 16 MiB, room for
+ * DC_AGENT_MAX_ENTRIES entries of 1.6 KB each. A larger size field drops
+ * the connection after its 4 bytes, before anything is allocated. */
 #define DC_AGENT_MAX_RESPONSE_BYTES (16 * 1024 * 1024)
 
 /* -1 with "server answered N config entries; the agent accepts at most
@@ -222,7 +254,7 @@ void dc_certwatch_free(dc_certwatch_t *cw);
  * thread. */
 int64_t dc_certwatch_next_ms(const dc_certwatch_t *cw);
 /* One poll of the files: on a valid new set moves the generation, queues
- * one CHANGE event (source FILE), rebuilds the agent's own handle; on an
+ * one CHANGE event (source FILE), reconnects the agent's own connection; on an
  * unusable one keeps everything and reports it once. Agent thread, lock
  * not held. */
 void dc_certwatch_check(dynconf_t *dc);
@@ -240,6 +272,16 @@ typedef struct dc_logmsg {
 
 #define DC_AGENT_MAX_QUEUED 1000 /* events or log lines kept for poll */
 
+/* The agent's one connection to the config server. */
+typedef struct dc_agent_conn {
+  dc_kclient_t *kc;   /* owned */
+  int cancel[2];      /* pipe; a byte in it ends every wait */
+  bool secured;       /* kc has the current security settings */
+  char sec_err[512];  /* why they could not be used ("" = they could) */
+  size_t next_entry;  /* bootstrap entry the next connect starts with */
+  int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
+} dc_agent_conn_t;
+
 struct dynconf_s {
   dynconf_conf_t conf; /* owned fields */
   rd_kafka_type_t type;
@@ -248,11 +290,9 @@ struct dynconf_s {
   int interval_ms;
   dc_allow_t allow;
   dc_app_settings_t app;
-  /* The agent's own handle and its admin-result queue (owned). Replaced
-   * only by the agent thread (after a certificate rotation), under lock;
-   * other threads read them under lock. */
-  rd_kafka_t *rk;
-  rd_kafka_queue_t *q;
+  /* The connection to the config server (fetch.c): used only by the
+   * thread that fetches (dynconf_new(), then the agent thread). */
+  dc_agent_conn_t conn;
   pthread_t thread;
   bool thread_started;
 
@@ -293,10 +333,44 @@ void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
  * dc->lock; the queue owns ev. */
 void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev);
 
-/* Replaces the agent's own librdkafka handle with a new one built from the
- * application's connection settings (which re-reads the ssl.* files).
- * Agent thread only. 0, or -1 with errstr (the old handle stays). */
-int dc_agent_handle_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size);
+/* ---- fetch.c: the agent's own connection and DescribeConfigs ---------- */
+
+typedef enum { FETCH_OK, FETCH_UNSUPPORTED, FETCH_ERROR } dc_fetch_res_t;
+
+/* Opens the cancel pipe and reads the connection settings (security.c).
+ * A setting the agent cannot use is not an error here: it is kept in
+ * conn.sec_err and every fetch reports it. 0, or -1 with errstr (out of
+ * memory, no pipe). Before the agent thread starts. */
+int dc_agent_conn_init(dynconf_t *dc, char *errstr, size_t errstr_size);
+/* Closes the connection and frees what init made. */
+void dc_agent_conn_free(dc_agent_conn_t *c);
+/* Ends any wait of the fetching thread now and every later one at once
+ * (dynconf_destroy()). Any thread. */
+void dc_agent_conn_cancel(dc_agent_conn_t *c);
+/* Reads the connection settings again (the ssl.* files included) and
+ * drops the connection, so the next fetch connects with them. Agent
+ * thread. 0, or -1 with errstr (the old settings stay). */
+int dc_agent_conn_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size);
+/* One DescribeConfigs round trip for the agent's CLIENT resource,
+ * connecting first when needed, within timeout_ms. On FETCH_OK *out is a
+ * normalized set (caller frees); otherwise *errp and errstr say why.
+ * Fetching thread only. */
+dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
+                              dc_fetched_set_t *out, dynconf_err_t *errp,
+                              char *errstr, size_t errstr_size);
+
+/* ---- security.c: the connection settings ----------------------------- */
+
+/* Fills *sec (and the owned strings behind it, in *store) from the
+ * application's conf and the dynconf.* overrides. -1 with a sentence
+ * naming the property and the override that fixes it when the agent
+ * cannot use a setting (a SASL mechanism it does not speak, an unknown
+ * protocol); 0 otherwise. */
+int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
+                           char *store[DC_SEC_N], char *errstr,
+                           size_t errstr_size);
+/* Frees (and wipes) the strings dc_agent_security_read() kept. */
+void dc_agent_security_free(char *store[DC_SEC_N]);
 
 /* stats.c: the statistics document (caller holds dc->lock). */
 char *dc_stats_json_locked(dynconf_t *dc);

@@ -3,7 +3,8 @@
  * ssl.certificate.location, ssl.key.location and ssl.ca.location files
  * and, once a whole valid new set is on disk, moves the generation (managed
  * clients rebuild; librdkafka re-reads the files at rd_kafka_new), queues
- * one CHANGE event and rebuilds the agent's own handle. An unusable set
+ * one CHANGE event and reconnects the agent's own connection with them.
+ * An unusable set
  * (mid-rotation, unreadable, not PEM, expired) changes nothing and is
  * reported once.
  *
@@ -557,9 +558,9 @@ void dc_certwatch_check(dynconf_t *dc) {
   }
   rotate(dc, &c);
   char errstr[512];
-  if (dc_agent_handle_rebuild(dc, errstr, sizeof(errstr)))
-    dc_agent_log(dc, 3, "SSL", "the agent's own connection keeps the old "
-                 "certificate: %s", errstr);
+  if (dc_agent_conn_rebuild(dc, errstr, sizeof(errstr)))
+    dc_agent_log(dc, 3, "SSL", "the agent's own connection cannot use the "
+                 "new files: %s", errstr);
 }
 
 static void certinfo_json(dc_buf_t *b, const char *name,

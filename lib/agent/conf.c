@@ -60,10 +60,18 @@ static const struct prop {
      "how often the application's ssl.certificate.location, ssl.key.location "
      "and ssl.ca.location files are checked for a rotation (SSL and SASL_SSL "
      "only); 0 = never"},
+#define SEC_PROP_(id, name)                                                    \
+  {"dynconf." name, P_STR, O(sec[DC_SEC_##id]), 0, 0, "",                     \
+   "the agent's own connection to the config server: overrides the "          \
+   "application's " name "; empty = the application's"},
+    DC_SEC_PROPS(SEC_PROP_)
+#undef SEC_PROP_
 #undef O
 };
 
 static const struct prop *find(const char *name) {
+  if (!strcmp(name, "dynconf.sasl.mechanism")) /* librdkafka's alias */
+    name = "dynconf.sasl.mechanisms";
   for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
     if (!strcmp(props[i].name, name))
       return &props[i];

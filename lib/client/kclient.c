@@ -558,9 +558,14 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     return DC_ERR__BAD_RESPONSE;
   }
   if (size < 4 || size > kc->max_frame) {
-    dc_seterr(errstr, errstr_size,
-           "bad response from %s: frame size %d outside 4..%d", kc->peer,
-           (int)size, (int)kc->max_frame);
+    if (size < 4)
+      dc_seterr(errstr, errstr_size,
+                "bad response from %s: frame size %d is below 4", kc->peer,
+                (int)size);
+    else
+      dc_seterr(errstr, errstr_size,
+                "bad response from %s: a %d-byte frame is over the receive "
+                "limit of %d bytes", kc->peer, (int)size, (int)kc->max_frame);
     dc_kclient_close(kc);
     return DC_ERR__BAD_RESPONSE;
   }
