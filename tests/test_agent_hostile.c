@@ -1,8 +1,8 @@
 /*
  * The agent against a hostile config server: a fake Kafka broker in this
  * test (one thread, a loopback listener) that speaks just enough of the
- * protocol for librdkafka's admin client (ApiVersions; Metadata naming
- * itself as broker and controller; DescribeConfigs) with our codec, and
+ * protocol (ApiVersions; DescribeConfigs; Metadata naming itself as
+ * broker and controller, for clients that ask) with our codec, and
  * answers DescribeConfigs with whatever the test sets:
  *   (a) a million entries (past the agent's receive limit) and fifty
  *       thousand (within it, past DC_AGENT_MAX_ENTRIES): dynconf_new()
@@ -12,7 +12,16 @@
  *   (b) the same key twice on every refresh: one ERROR event naming the
  *       key, then no event at all however often it refreshes, and never a
  *       CHANGE event; the last good configuration stays;
- *   (c) a normal answer after a hostile one applies.
+ *   (c) a normal answer after a hostile one applies;
+ *   (d) malformed or lying answers (garbage, a wrong correlation id, a
+ *       huge count in a few bytes, a negative frame size, two results,
+ *       another resource, an undefined source, a closed connection, an
+ *       oversized value): each is a clear error or
+ *       a rejected change, the last good configuration stays, and a
+ *       normal answer afterwards applies;
+ *   (e) the server's ApiVersions decides: no DescribeConfigs (or only
+ *       v0) is *unsupported* at once without a DescribeConfigs sent,
+ *       v0-2 is used at v2, INVALID_REQUEST for the type is unsupported.
  *
  * Waits are "until a condition or a generous deadline". The elapsed-time
  * checks are API promises with margins of seconds: dynconf_new() within
@@ -38,7 +47,19 @@ typedef struct fake {
   const dc_describe_configs_entry_t *configs; /* the answer (test's) */
   int32_t n_configs;
   int n_describe; /* DescribeConfigs answered */
+  int mode;       /* how DescribeConfigs is answered (FK_*) */
+  int versions;   /* what ApiVersions lists for DescribeConfigs (FKV_*) */
+  int last_describe_version;
 } fake_t;
+
+/* Answers to DescribeConfigs. */
+enum {
+  FK_NORMAL, FK_GARBAGE, FK_WRONG_CORR, FK_HUGE_COUNT, FK_NEG_SIZE,
+  FK_TWO_RESULTS, FK_OTHER_NAME, FK_BAD_SOURCE, FK_CLOSE,
+  FK_INVALID_REQUEST, FK_HUGE_VALUE
+};
+/* DescribeConfigs in the ApiVersions answer. */
+enum { FKV_ALL, FKV_NONE, FKV_V0_2, FKV_V0_0 };
 
 static fake_t fk;
 
@@ -52,6 +73,20 @@ static void fake_answer(const dc_describe_configs_entry_t *configs,
   pthread_mutex_unlock(&fk.lock);
 }
 
+static void fake_mode(int mode, int versions) {
+  pthread_mutex_lock(&fk.lock);
+  fk.mode = mode;
+  fk.versions = versions;
+  pthread_mutex_unlock(&fk.lock);
+}
+
+static int fake_get(const int *field) {
+  pthread_mutex_lock(&fk.lock);
+  int v = *field;
+  pthread_mutex_unlock(&fk.lock);
+  return v;
+}
+
 static int fake_api_versions(dc_buf_t *out, int16_t v) {
   static const int16_t keys[] = {DC_API_API_VERSIONS, DC_API_METADATA,
                                  DC_API_DESCRIBE_CONFIGS};
@@ -60,7 +95,11 @@ static int fake_api_versions(dc_buf_t *out, int16_t v) {
     const dc_api_info_t *ai = dc_api_info(keys[i]);
     r[i] = (dc_api_range_t){ai->key, ai->min_version, ai->max_version};
   }
-  dc_apiversions_resp_t resp = {.n_api_keys = 3, .api_keys = r};
+  int versions = fake_get(&fk.versions);
+  if (versions == FKV_V0_2 || versions == FKV_V0_0)
+    r[2].max_version = versions == FKV_V0_2 ? 2 : 0;
+  dc_apiversions_resp_t resp = {.n_api_keys = versions == FKV_NONE ? 2 : 3,
+                                .api_keys = r};
   return dc_apiversions_resp_encode(out, v, &resp);
 }
 
@@ -86,6 +125,59 @@ static int fake_metadata(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
   return dc_metadata_resp_encode(out, v, &resp);
 }
 
+static char huge_value[1 << 20];
+
+/* Encodes the answer bent as fk.mode says (fk.lock held). 1 = answer as
+ * the caller wrote (raw bytes), 0 = encoded, -1 = close. */
+static int fake_hostile_describe(dc_describe_configs_resp_t *resp,
+                                 dc_buf_t *out, int16_t v) {
+  static dc_describe_configs_entry_t bad_source[] = {
+      {.name = "acks", .value = "1", .config_source = 99}};
+  dc_describe_configs_entry_t big = {.name = "acks", .value = huge_value,
+                                     .config_source = DC_SRC_DYNAMIC_CLIENT};
+  dc_describe_configs_result_t two[2];
+  switch (fk.mode) {
+  case FK_GARBAGE: {
+    uint8_t junk[64];
+    memset(junk, 0xff, sizeof(junk));
+    dc_buf_append(out, junk, sizeof(junk));
+    return 0;
+  }
+  case FK_HUGE_COUNT: {
+    /* throttle, then a result count of 2^31 - 1 and nothing else. */
+    static const uint8_t flex[] = {0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x08};
+    static const uint8_t classic[] = {0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff};
+    if (v >= 4)
+      dc_buf_append(out, flex, sizeof(flex));
+    else
+      dc_buf_append(out, classic, sizeof(classic));
+    return 0;
+  }
+  case FK_TWO_RESULTS:
+    two[0] = two[1] = resp->results[0];
+    resp->n_results = 2;
+    resp->results = two;
+    break;
+  case FK_OTHER_NAME: resp->results[0].resource_name = "someone-else"; break;
+  case FK_BAD_SOURCE:
+    resp->results[0].configs = bad_source;
+    resp->results[0].n_configs = 1;
+    break;
+  case FK_INVALID_REQUEST:
+    resp->results[0].error_code = 42;
+    resp->results[0].error_message = "unknown resource type";
+    resp->results[0].n_configs = 0;
+    break;
+  case FK_HUGE_VALUE:
+    resp->results[0].configs = &big;
+    resp->results[0].n_configs = 1;
+    break;
+  case FK_CLOSE: return -1;
+  default: break;
+  }
+  return dc_describe_configs_resp_encode(out, v, resp);
+}
+
 /* Every requested resource gets the test's current entries. */
 static int fake_describe(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
   dc_describe_configs_req_t req = {0};
@@ -96,6 +188,7 @@ static int fake_describe(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
   if (!res)
     return -1;
   pthread_mutex_lock(&fk.lock);
+  fk.last_describe_version = v;
   for (int32_t i = 0; i < req.n_resources; i++) {
     res[i].resource_type = req.resources[i].resource_type;
     res[i].resource_name = req.resources[i].resource_name;
@@ -104,7 +197,7 @@ static int fake_describe(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
   }
   dc_describe_configs_resp_t resp = {.n_results = req.n_resources,
                                      .results = res};
-  int rc = dc_describe_configs_resp_encode(out, v, &resp);
+  int rc = fake_hostile_describe(&resp, out, v);
   fk.n_describe++;
   pthread_mutex_unlock(&fk.lock);
   return rc;
@@ -125,8 +218,17 @@ static int fake_request(int fd, const uint8_t *p, size_t n) {
   int16_t v = h.api_version;
   if (h.api_key == DC_API_API_VERSIONS && !dc_api_supported(h.api_key, v))
     v = 0;
+  int mode = fake_get(&fk.mode);
+  if (h.api_key == DC_API_DESCRIBE_CONFIGS && mode == FK_NEG_SIZE) {
+    static const uint8_t neg[] = {0xff, 0xff, 0xff, 0xff};
+    rc = dc_tu_write_all(fd, neg, sizeof(neg));
+    goto done;
+  }
+  int32_t corr = h.correlation_id;
+  if (h.api_key == DC_API_DESCRIBE_CONFIGS && mode == FK_WRONG_CORR)
+    corr += 1000;
   size_t frame = dc_wr_frame_begin(&out);
-  dc_resp_header_encode(&out, h.api_key, v, h.correlation_id);
+  dc_resp_header_encode(&out, h.api_key, v, corr);
   switch (h.api_key) {
   case DC_API_API_VERSIONS: rc = fake_api_versions(&out, v); break;
   case DC_API_METADATA: rc = fake_metadata(&rd, &out, v); break;
@@ -516,6 +618,115 @@ static void test_duplicates_at_startup(void) {
   dynconf_destroy(dc);
 }
 
+/* (d) After acks=0 applied, one hostile answer: `stat` moves, the error
+ * says want (a substring), acks=0 stays; then a normal answer: UP and no
+ * change. */
+static void test_hostile(const char *what, int mode, const char *stat,
+                         dynconf_state_t want_state, const char *want) {
+  fake_mode(FK_NORMAL, FKV_ALL);
+  fake_answer(good_acks0, 1);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "%s: dynconf_new() returns an agent", what))
+    return;
+  dynconf_poll(dc, 0);
+  is_int(s.n_change, 1, "%s: the good answer applies first", what);
+  fake_mode(mode, FKV_ALL);
+  ok(refresh(dc, stat, NULL), "%s: the fetch is counted as %s", what, stat);
+  is_int(dynconf_state(dc), want_state, "%s: state %s", what,
+         dynconf_state_name(want_state));
+  char errbuf[512];
+  char *js = dynconf_stats_json(dc);
+  snprintf(errbuf, sizeof(errbuf), "%s", js ? js : "");
+  free(js);
+  ok(strstr(errbuf, want) != NULL, "%s: the error says '%s'", what, want);
+  if (!strstr(errbuf, want))
+    diag("statistics: %.400s", errbuf);
+  char acks[32];
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "0", "%s: the last good acks=0 stays", what);
+  is_int(s.n_change, 1, "%s: no CHANGE event", what);
+  fake_mode(FK_NORMAL, FKV_ALL);
+  ok(refresh(dc, "ok", NULL), "%s, then normal: a fetch succeeds", what);
+  is_int(dynconf_state(dc), DYNCONF_STATE_UP, "%s, then normal: UP", what);
+  dynconf_destroy(dc);
+}
+
+/* An oversized value is a change the rules refuse: never applied. */
+static void test_huge_value(void) {
+  memset(huge_value, '1', sizeof(huge_value) - 1);
+  fake_mode(FK_NORMAL, FKV_ALL);
+  fake_answer(good_acks0, 1);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "huge value: an agent"))
+    return;
+  dynconf_poll(dc, 0);
+  fake_mode(FK_HUGE_VALUE, FKV_ALL);
+  ok(refresh(dc, "ok", NULL), "huge value: the answer is read");
+  is_int(s.n_change, 2, "huge value: one more change event");
+  char acks[32];
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "0", "huge value: acks=0 stays (the 1 MiB value is refused)");
+  long long gen = dynconf_generation(dc);
+  is_int(gen, 1, "huge value: the generation did not move for it");
+  fake_mode(FK_NORMAL, FKV_ALL);
+  dynconf_destroy(dc);
+}
+
+/* (e) What the server's ApiVersions lists decides. */
+static void test_versions(void) {
+  fake_answer(good_acks0, 1);
+  static const struct {
+    int versions;
+    const char *what, *want;
+  } unsupported[] = {
+      {FKV_NONE, "no DescribeConfigs", "does not offer DescribeConfigs"},
+      {FKV_V0_0, "DescribeConfigs v0 only", "offers DescribeConfigs v0-0"}};
+  for (size_t i = 0; i < 2; i++) {
+    fake_mode(FK_NORMAL, unsupported[i].versions);
+    int before = fake_get(&fk.n_describe);
+    seen_t s;
+    int64_t ms;
+    dynconf_t *dc = agent_new(&s, &ms);
+    if (!ok(dc != NULL, "%s: an agent", unsupported[i].what))
+      continue;
+    is_int(dynconf_state(dc), DYNCONF_STATE_UNSUPPORTED,
+           "%s: unsupported when dynconf_new() returns", unsupported[i].what);
+    dynconf_poll(dc, 0);
+    is_int(s.n_other, 1, "%s: one UNSUPPORTED event", unsupported[i].what);
+    char *js = dynconf_stats_json(dc);
+    ok(js && strstr(js, unsupported[i].want), "%s: the reason says '%s'",
+       unsupported[i].what, unsupported[i].want);
+    free(js);
+    is_int(fake_get(&fk.n_describe), before,
+           "%s: no DescribeConfigs was sent", unsupported[i].what);
+    dynconf_destroy(dc);
+  }
+  fake_mode(FK_NORMAL, FKV_V0_2);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (ok(dc != NULL, "DescribeConfigs v0-2: an agent")) {
+    is_int(dynconf_state(dc), DYNCONF_STATE_UP, "DescribeConfigs v0-2: UP");
+    is_int(fake_get(&fk.last_describe_version), 2,
+           "DescribeConfigs v0-2: asked with v2");
+    char acks[32];
+    eff_acks(dc, acks, sizeof(acks));
+    is_str(acks, "0", "DescribeConfigs v0-2: acks=0 applied");
+    dynconf_destroy(dc);
+  }
+  fake_mode(FK_NORMAL, FKV_ALL);
+  dc = agent_new(&s, &ms);
+  if (dc) {
+    is_int(fake_get(&fk.last_describe_version), 4,
+           "DescribeConfigs v0-4: asked with v4");
+    dynconf_destroy(dc);
+  }
+}
+
 int main(void) {
   if (fake_start()) {
     ok(0, "fake broker starts: %s", strerror(errno));
@@ -528,12 +739,33 @@ int main(void) {
                 "server answered 50000 config entries; the agent accepts at "
                 "most 10000",
                 false);
-  /* About 21 MB, past the agent's receive limit: librdkafka drops the
-   * frame after reading its size; the agent's error names the limit. */
+  /* About 21 MB, past the agent's receive limit: the agent drops the
+   * frame after reading its size; the error names the limit. */
   char limit[64];
   snprintf(limit, sizeof(limit), "receive limit of %d bytes",
            DC_AGENT_MAX_RESPONSE_BYTES);
   test_too_many(1000000, limit, true);
+  static const struct {
+    const char *what;
+    int mode;
+    const char *want;
+  } bad[] = {
+      {"garbage body", FK_GARBAGE, "malformed DescribeConfigs"},
+      {"wrong correlation id", FK_WRONG_CORR, "correlation id"},
+      {"huge count in a few bytes", FK_HUGE_COUNT, "malformed DescribeConfigs"},
+      {"negative frame size", FK_NEG_SIZE, "frame size -1 is below 4"},
+      {"two results", FK_TWO_RESULTS, "answered 2 resources, not 1"},
+      {"another resource", FK_OTHER_NAME, "someone-else"},
+      {"undefined source", FK_BAD_SOURCE, "source 99"},
+      {"connection closed", FK_CLOSE, "connection closed by"}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    test_hostile(bad[i].what, bad[i].mode, "errors", DYNCONF_STATE_DEGRADED,
+                 bad[i].want);
+  test_hostile("INVALID_REQUEST for the type", FK_INVALID_REQUEST,
+               "unsupported", DYNCONF_STATE_UNSUPPORTED,
+               "unknown resource type");
+  test_huge_value();
+  test_versions();
   int nd = 0;
   pthread_mutex_lock(&fk.lock);
   nd = fk.n_describe;

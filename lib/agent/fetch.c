@@ -170,6 +170,22 @@ static dc_fetch_res_t pick_version(dynconf_t *dc, dynconf_err_t *errp,
   return FETCH_OK;
 }
 
+/* An entry no server may send: no name, or a source no DescribeConfigs
+ * version defines (0-8 in Kafka, 9-10 dynconfd's user sources). */
+static bool entry_malformed(const dc_describe_configs_entry_t *e,
+                            char *errstr, size_t errstr_size) {
+  if (!e->name)
+    snprintf(errstr, errstr_size, "server answered a config without a name");
+  else if (e->config_source < DC_SRC_UNKNOWN ||
+           e->config_source > DC_SRC_DYNAMIC_USER_CLIENT)
+    snprintf(errstr, errstr_size, "server answered config '%.100s' with "
+             "source %d, which no DescribeConfigs version defines", e->name,
+             e->config_source);
+  else
+    return false;
+  return true;
+}
+
 /* Copies the entries the agent may apply into *out and normalizes it. */
 static dc_fetch_res_t copy_entries(const dc_describe_configs_result_t *r,
                                    dc_fetched_set_t *out, dynconf_err_t *errp,
@@ -180,11 +196,16 @@ static dc_fetch_res_t copy_entries(const dc_describe_configs_result_t *r,
     *errp = DYNCONF_ERR__BAD_RESPONSE;
     return FETCH_ERROR;
   }
+  for (int32_t i = 0; i < r->n_configs; i++)
+    if (entry_malformed(&r->configs[i], errstr, errstr_size)) {
+      *errp = DYNCONF_ERR__BAD_RESPONSE;
+      return FETCH_ERROR;
+    }
   out->v = calloc(r->n_configs ? (size_t)r->n_configs : 1, sizeof(*out->v));
   for (int32_t i = 0; out->v && i < r->n_configs; i++) {
     const dc_describe_configs_entry_t *e = &r->configs[i];
     dynconf_source_t src;
-    if (!e->name || !e->value || !dc_source_from_wire(e->config_source, &src))
+    if (!e->value || !dc_source_from_wire(e->config_source, &src))
       continue;
     dc_fetched_t *f = &out->v[out->n++];
     f->key = strdup(e->name);
