@@ -29,7 +29,15 @@
 #include <time.h>
 #include <unistd.h>
 
+typedef struct dc_kclient_inflight {
+  int32_t corr;
+  int16_t api_key, api_version;
+} dc_kclient_inflight_t;
+
 struct dc_kclient {
+  /* Requests sent and not answered yet, oldest first. */
+  dc_kclient_inflight_t inflight[DC_KCLIENT_MAX_INFLIGHT];
+  size_t n_inflight;
   int fd;                /* -1 when not connected */
   int cancel_fd;         /* borrowed; -1 = none (dc_kclient_set_cancel_fd) */
   int32_t max_frame;     /* largest response frame accepted */
@@ -98,6 +106,7 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
 }
 
 void dc_kclient_close(dc_kclient_t *kc) {
+  kc->n_inflight = 0; /* their answers went with the connection */
   dc_tls_conn_destroy(kc->tls);
   kc->tls = NULL;
   if (kc->fd >= 0)
@@ -503,14 +512,18 @@ static dc_err_t transfer_all(dc_kclient_t *kc, bool writing, uint8_t *p,
   return DC_ERR_NO_ERROR;
 }
 
-dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
-                                 int16_t api_version, dc_kclient_encode_fn *enc,
-                                 const void *req, int timeout_ms,
-                                 dc_rd_t *rd, dc_arena_t *arena, char *errstr,
-                                 size_t errstr_size) {
+dc_err_t dc_kclient_send(dc_kclient_t *kc, int16_t api_key,
+                         int16_t api_version, dc_kclient_encode_fn *enc,
+                         const void *req, int timeout_ms, int32_t *corrp,
+                         char *errstr, size_t errstr_size) {
   if (kc->fd < 0) {
     dc_seterr(errstr, errstr_size, "not connected");
     return DC_ERR__TRANSPORT;
+  }
+  if (kc->n_inflight == DC_KCLIENT_MAX_INFLIGHT) {
+    dc_seterr(errstr, errstr_size, "%d requests to %s await their answers "
+              "already", DC_KCLIENT_MAX_INFLIGHT, kc->peer);
+    return DC_ERR__INVALID_ARG;
   }
   int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   int32_t corr = kc->next_corr++;
@@ -536,17 +549,28 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     return (dc_err_t)e;
   }
   dc_wr_frame_end(&kc->out, off);
-
   dc_err_t err = transfer_all(kc, true, kc->out.data, kc->out.len,
                                    deadline, timeout_ms, errstr, errstr_size);
-  uint8_t szb[4];
-  if (!err)
-    err = transfer_all(kc, false, szb, 4, deadline, timeout_ms, errstr,
-                       errstr_size);
   if (err) {
     dc_kclient_close(kc);
     return err;
   }
+  kc->inflight[kc->n_inflight++] =
+      (dc_kclient_inflight_t){corr, api_key, api_version};
+  if (corrp)
+    *corrp = corr;
+  return DC_ERR_NO_ERROR;
+}
+
+/* Reads the 4-byte size of the next frame and checks it. */
+static dc_err_t receive_size(dc_kclient_t *kc, int64_t deadline,
+                             int timeout_ms, int32_t *sizep, char *errstr,
+                             size_t errstr_size) {
+  uint8_t szb[4];
+  dc_err_t err = transfer_all(kc, false, szb, 4, deadline, timeout_ms,
+                              errstr, errstr_size);
+  if (err)
+    return err;
   int32_t size = (int32_t)(((uint32_t)szb[0] << 24) | ((uint32_t)szb[1] << 16) |
                            ((uint32_t)szb[2] << 8) | szb[3]);
   if (!kc->tls && szb[0] == 0x15 && szb[1] == 0x03) {
@@ -554,27 +578,40 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
     dc_seterr(errstr, errstr_size,
            "%s answered with a TLS alert: it is a TLS listener (use security "
            "protocol SSL or SASL_SSL)", kc->peer);
-    dc_kclient_close(kc);
     return DC_ERR__BAD_RESPONSE;
   }
-  if (size < 4 || size > kc->max_frame) {
-    if (size < 4)
-      dc_seterr(errstr, errstr_size,
-                "bad response from %s: frame size %d is below 4", kc->peer,
-                (int)size);
-    else
-      dc_seterr(errstr, errstr_size,
-                "bad response from %s: a %d-byte frame is over the receive "
-                "limit of %d bytes", kc->peer, (int)size, (int)kc->max_frame);
-    dc_kclient_close(kc);
+  if (size < 4) {
+    dc_seterr(errstr, errstr_size,
+              "bad response from %s: frame size %d is below 4", kc->peer,
+              (int)size);
     return DC_ERR__BAD_RESPONSE;
   }
+  if (size > kc->max_frame) {
+    dc_seterr(errstr, errstr_size,
+              "bad response from %s: a %d-byte frame is over the receive "
+              "limit of %d bytes", kc->peer, (int)size, (int)kc->max_frame);
+    return DC_ERR__BAD_RESPONSE;
+  }
+  *sizep = size;
+  return DC_ERR_NO_ERROR;
+}
+
+/* The next frame into kc->in, then its response header for the oldest
+ * request in flight (a Kafka server answers a connection in order). */
+static dc_err_t receive_frame(dc_kclient_t *kc, int timeout_ms, dc_rd_t *rd,
+                              dc_arena_t *arena, char *errstr,
+                              size_t errstr_size) {
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int32_t size = 0;
+  dc_err_t err =
+      receive_size(kc, deadline, timeout_ms, &size, errstr, errstr_size);
+  if (err)
+    return err;
   if ((size_t)size > kc->in_cap) {
     uint8_t *p = realloc(kc->in, (size_t)size);
     if (!p) {
       dc_seterr(errstr, errstr_size, "out of memory for a %d-byte response",
              (int)size);
-      dc_kclient_close(kc);
       return DC_ERR__NOMEM;
     }
     kc->in = p;
@@ -582,26 +619,66 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
   }
   err = transfer_all(kc, false, kc->in, (size_t)size, deadline, timeout_ms,
                      errstr, errstr_size);
-  if (err) {
-    dc_kclient_close(kc);
+  if (err)
     return err;
-  }
+  const dc_kclient_inflight_t *want = &kc->inflight[0];
   dc_rd_init(rd, kc->in, (size_t)size, arena);
   int32_t got = 0;
-  if (dc_resp_header_decode(rd, api_key, api_version, &got)) {
+  if (dc_resp_header_decode(rd, want->api_key, want->api_version, &got)) {
     dc_seterr(errstr, errstr_size, "bad response header from %s: %s", kc->peer,
            dc_err_str((dc_err_t)rd->err));
-    dc_kclient_close(kc);
     return DC_ERR__BAD_RESPONSE;
   }
-  if (got != corr) {
+  if (got != want->corr) {
     dc_seterr(errstr, errstr_size,
            "bad response from %s: correlation id %d, expected %d", kc->peer,
-           (int)got, (int)corr);
-    dc_kclient_close(kc);
+           (int)got, (int)want->corr);
     return DC_ERR__BAD_RESPONSE;
   }
   return DC_ERR_NO_ERROR;
+}
+
+dc_err_t dc_kclient_receive(dc_kclient_t *kc, int timeout_ms, int32_t *corrp,
+                            dc_rd_t *rd, dc_arena_t *arena, char *errstr,
+                            size_t errstr_size) {
+  if (kc->fd < 0 || kc->n_inflight == 0) {
+    dc_seterr(errstr, errstr_size,
+              kc->fd < 0 ? "not connected" : "no request awaits an answer");
+    return kc->fd < 0 ? DC_ERR__TRANSPORT : DC_ERR__INVALID_ARG;
+  }
+  dc_err_t err =
+      receive_frame(kc, timeout_ms, rd, arena, errstr, errstr_size);
+  if (err) {
+    dc_kclient_close(kc); /* the stream position is unknown now */
+    return err;
+  }
+  if (corrp)
+    *corrp = kc->inflight[0].corr;
+  kc->n_inflight--;
+  memmove(kc->inflight, kc->inflight + 1,
+          kc->n_inflight * sizeof(kc->inflight[0]));
+  return DC_ERR_NO_ERROR;
+}
+
+size_t dc_kclient_in_flight(const dc_kclient_t *kc) { return kc->n_inflight; }
+
+dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
+                                 int16_t api_version, dc_kclient_encode_fn *enc,
+                                 const void *req, int timeout_ms,
+                                 dc_rd_t *rd, dc_arena_t *arena, char *errstr,
+                                 size_t errstr_size) {
+  if (kc->n_inflight) {
+    dc_seterr(errstr, errstr_size, "%zu earlier requests to %s await their "
+              "answers (dc_kclient_receive)", kc->n_inflight, kc->peer);
+    return DC_ERR__INVALID_ARG;
+  }
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  dc_err_t err = dc_kclient_send(kc, api_key, api_version, enc, req,
+                                 timeout_ms, NULL, errstr, errstr_size);
+  if (err)
+    return err;
+  return dc_kclient_receive(kc, remaining_ms(deadline), NULL, rd, arena,
+                            errstr, errstr_size);
 }
 
 /* ---- ApiVersions ------------------------------------------------------ */

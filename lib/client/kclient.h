@@ -1,9 +1,12 @@
 /*
- * A small blocking Kafka-protocol client connection, for the operator CLI,
- * tests and benchmarks. One request in flight at a time: send a request,
- * wait for its response frame, hand back the body for the caller to decode
- * with the codec (lib/codec/proto.h). The codec does no I/O; the sockets
- * live here.
+ * A small blocking Kafka-protocol client connection, for the agent, the
+ * operator CLI, tests and benchmarks: send a request, wait for its
+ * response frame, hand back the body for the caller to decode with the
+ * codec (lib/codec/proto.h). The codec does no I/O; the sockets live here.
+ * Requests may also be pipelined (dc_kclient_send, then
+ * dc_kclient_receive for each, in order), so a request the server parks
+ * for a long time can share the connection with later ones; every wait
+ * can be ended at once through a cancel fd.
  *
  * Threads: a dc_kclient_t has one owner. Calls on the same handle must not
  * overlap; different handles may be used from different threads at once.
@@ -28,6 +31,9 @@
 /* Largest response frame accepted; a size field above it closes the
  * connection with DC_ERR__BAD_RESPONSE. */
 #define DC_KCLIENT_MAX_FRAME (64 * 1024 * 1024)
+
+/* Most requests awaiting their answers on one connection. */
+#define DC_KCLIENT_MAX_INFLIGHT 8
 
 typedef struct dc_kclient dc_kclient_t;
 
@@ -142,6 +148,25 @@ dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                                  const void *req, int timeout_ms,
                                  dc_rd_t *rd, dc_arena_t *arena, char *errstr,
                                  size_t errstr_size);
+
+/* Pipelining. dc_kclient_send() sends one request (as dc_kclient_request
+ * does) and returns at once with its correlation id in *corrp (nullable);
+ * up to DC_KCLIENT_MAX_INFLIGHT may await their answers (more:
+ * __INVALID_ARG). dc_kclient_receive() waits up to timeout_ms for the next
+ * answer, which is always the oldest request's (a Kafka server answers a
+ * connection in order), and says whose in *corrp; *rd and the body as for
+ * dc_kclient_request(). Errors close the connection, dropping every
+ * request still in flight. dc_kclient_request() refuses to run while
+ * requests are in flight (__INVALID_ARG): their answers come first. */
+dc_err_t dc_kclient_send(dc_kclient_t *kc, int16_t api_key,
+                         int16_t api_version, dc_kclient_encode_fn *enc,
+                         const void *req, int timeout_ms, int32_t *corrp,
+                         char *errstr, size_t errstr_size);
+dc_err_t dc_kclient_receive(dc_kclient_t *kc, int timeout_ms, int32_t *corrp,
+                            dc_rd_t *rd, dc_arena_t *arena, char *errstr,
+                            size_t errstr_size);
+/* Requests sent on the current connection and not answered yet. */
+size_t dc_kclient_in_flight(const dc_kclient_t *kc);
 
 /* ApiVersions handshake: sends ApiVersions v3 with client_software_name
  * "dynconf-configs" (overridable with dc_kclient_set_software) and falls
