@@ -1,0 +1,669 @@
+/*
+ * The agent's own connection to dynconfd, secured, end to end: every
+ * source of connection security the agent reads from the application's
+ * rd_kafka_conf_t (or its dynconf.* override) reaches a real dynconfd, and
+ * every refusal is reported at once and in words.
+ *
+ * Two daemons run: A (SSL, SASL_PLAINTEXT, SASL_SSL on 127.0.0.1 and an
+ * SSL listener on 127.0.0.2, which the server certificate does not name;
+ * client certificates requested; all three SASL mechanisms; an ACL file)
+ * and B (SSL with client certificates required; SASL_PLAINTEXT with only
+ * SCRAM-SHA-256 and PLAIN enabled). Both also have their PLAINTEXT
+ * listener, through which the operator's values are set.
+ *
+ * Failures run fail-closed (dynconf.startup.required=true) with a 30 s
+ * start-up timeout: dynconf_new() must return NULL well before it (within
+ * one round trip of the refusal) with the reason in errstr. Successes must
+ * reach state UP with the operator's acks applied (source CLIENT).
+ *
+ * Certificates are made at run time (tests/gen_certs.sh and
+ * tests/gen_tls_sources.sh, which need openssl).
+ */
+#include "agentutil.h"
+#include "tap.h"
+#include "testutil.h"
+
+#include "dynconf.h"
+
+#include <librdkafka/rdkafka.h>
+
+/* The start-up timeout of every agent, and the bound a refusal must beat:
+ * "within one round trip of the refusal, not after the timeout", with a
+ * wide margin for slow (sanitizer) builds. */
+#define STARTUP_TIMEOUT "30000"
+#define PROMPT_MS 15000
+/* Deadline of every wait for a condition. */
+#define WAIT_MS 20000
+
+static char g_dir[PATH_MAX - 64], g_certs[PATH_MAX - 32];
+static dc_tu_daemon_t g_a, g_b;
+/* Listener ports: daemon A's SSL, SASL_PLAINTEXT, SASL_SSL and its SSL on
+ * 127.0.0.2; daemon B's SSL (client certificate required) and
+ * SASL_PLAINTEXT (SCRAM-SHA-512 disabled). */
+static int g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl;
+/* A loopback port bound but not listening: connecting is refused. */
+static int g_closed_fd = -1, g_closed_port;
+/* dynconf_conf_set() refusals of the test's own properties. */
+static int g_conf_errors;
+
+/* ---- files ------------------------------------------------------------ */
+
+/* The path of a file in the certificate directory; a ring of buffers, so
+ * a handful may be live at once. */
+static const char *cert(const char *name) {
+  static char ring[16][PATH_MAX];
+  static int next;
+  char *p = ring[next++ % 16];
+  snprintf(p, PATH_MAX, "%s/%s", g_certs, name);
+  return p;
+}
+
+/* The content of a file in the certificate directory (freed at exit by
+ * free_texts()), or "" when unreadable (the case using it then fails). */
+static char *g_texts[16];
+static int g_n_texts;
+static const char *text(const char *name) {
+  FILE *f = fopen(cert(name), "r");
+  char *buf = calloc(1, 65536);
+  if (f && buf)
+    buf[fread(buf, 1, 65535, f)] = '\0';
+  if (f)
+    fclose(f);
+  if (buf && g_n_texts < 16)
+    g_texts[g_n_texts++] = buf;
+  else
+    free(buf), buf = NULL;
+  return buf ? buf : "";
+}
+
+static void free_texts(void) {
+  for (int i = 0; i < g_n_texts; i++)
+    free(g_texts[i]);
+}
+
+static int run(const char *cmd) {
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* "127.0.0.1:port" in one of a ring of buffers. */
+static const char *addr(const char *host, int port) {
+  static char ring[8][64];
+  static int next;
+  char *p = ring[next++ % 8];
+  snprintf(p, 64, "%s:%d", host, port);
+  return p;
+}
+
+static const char *local(int port) { return addr("127.0.0.1", port); }
+
+/* ---- agents ------------------------------------------------------------- */
+
+/* One agent start: where the application points, its own settings, the
+ * agent's dynconf.* properties. */
+typedef struct agent_opts {
+  const char *bootstrap, *client_id;
+  const char *const *app;   /* NULL-terminated (key, value) pairs */
+  const char *const *agent; /* dynconf.* pairs, NULL-terminated */
+  bool fail_open;           /* dynconf.startup.required=false */
+  dynconf_change_cb_t *change_cb;
+  dynconf_log_cb_t *log_cb;
+  void *opaque;
+} agent_opts_t;
+
+static void quiet_log(const dynconf_t *dc, int level, const char *fac,
+                      const char *msg) {
+  if (getenv("AU_VERBOSE"))
+    diag("agent log %d %s %s: %s", level, dynconf_client_id(dc), fac, msg);
+}
+
+static void set_dconf(dynconf_conf_t *dconf, const char *k, const char *v) {
+  char e[512];
+  if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK) {
+    diag("dynconf conf %s: %s", k, e);
+    g_conf_errors++;
+  }
+}
+
+/* dynconf_new() for o; *ms gets how long it took, errstr its reason when
+ * it returns NULL. The caller destroys the agent. */
+static dynconf_t *start(const agent_opts_t *o, char *errstr,
+                        size_t errstr_size, int64_t *ms) {
+  char e[512], name[160];
+  rd_kafka_conf_t *app = rd_kafka_conf_new();
+  dynconf_conf_t *dconf = dynconf_conf_new();
+  rd_kafka_conf_set(app, "bootstrap.servers", o->bootstrap, e, sizeof(e));
+  rd_kafka_conf_set(app, "client.id", o->client_id, e, sizeof(e));
+  rd_kafka_conf_set(app, "log_level", "3", e, sizeof(e));
+  for (size_t i = 0; o->app && o->app[i]; i += 2) {
+    if (rd_kafka_conf_set(app, o->app[i], o->app[i + 1], e, sizeof(e)) ==
+        RD_KAFKA_CONF_OK)
+      continue;
+    /* A librdkafka that validates a property when it is set (a file that
+     * must exist, a feature not compiled in) refuses it here: the agent
+     * reads the same setting from its dynconf.-prefixed override. */
+    diag("librdkafka refuses %s in the application's conf (%s): given as "
+         "dynconf.%s instead", o->app[i], e, o->app[i]);
+    snprintf(name, sizeof(name), "dynconf.%s", o->app[i]);
+    set_dconf(dconf, name, o->app[i + 1]);
+  }
+  set_dconf(dconf, "dynconf.startup.timeout.ms", STARTUP_TIMEOUT);
+  set_dconf(dconf, "dynconf.startup.required", o->fail_open ? "false" : "true");
+  for (size_t i = 0; o->agent && o->agent[i]; i += 2)
+    set_dconf(dconf, o->agent[i], o->agent[i + 1]);
+  dynconf_conf_set_change_cb(dconf, o->change_cb);
+  dynconf_conf_set_log_cb(dconf, o->log_cb ? o->log_cb : quiet_log);
+  dynconf_conf_set_opaque(dconf, o->opaque);
+  errstr[0] = '\0';
+  int64_t t0 = dc_tu_now_ms();
+  dynconf_t *dc = dynconf_new(RD_KAFKA_PRODUCER, app, dconf, errstr,
+                              errstr_size);
+  *ms = dc_tu_now_ms() - t0;
+  if (!dc)
+    dynconf_conf_destroy(dconf);
+  rd_kafka_conf_destroy(app);
+  return dc;
+}
+
+/* Fail-closed start that must be refused promptly with an errstr holding
+ * want (and want2 unless NULL). Returns the errstr's buffer for further
+ * checks (static, valid until the next call). */
+static const char *refused(const char *label, const agent_opts_t *o,
+                           const char *want, const char *want2) {
+  static char err[1024];
+  int64_t ms;
+  dynconf_t *dc = start(o, err, sizeof(err), &ms);
+  ok(dc == NULL, "%s: dynconf_new() returns NULL (fail-closed)", label);
+  ok(ms < PROMPT_MS, "... after %lld ms, not the %s ms start-up timeout",
+     (long long)ms, STARTUP_TIMEOUT);
+  ok(strstr(err, want) && (!want2 || strstr(err, want2)),
+     "... errstr says \"%s\"%s%s%s", want, want2 ? " and \"" : "",
+     want2 ? want2 : "", want2 ? "\"" : "");
+  diag("  errstr: %s", err);
+  dynconf_destroy(dc);
+  return err;
+}
+
+/* The operator sets acks=1 for o's client-id on the dynconfd whose
+ * PLAINTEXT listener is admin_port; then a fail-closed agent must start,
+ * be UP, and apply it with source CLIENT. */
+static void works(const char *label, int admin_port, const agent_opts_t *o) {
+  char err[1024], val[64] = "";
+  int64_t ms;
+  is_int(au_alter(admin_port, o->client_id, "acks=1"), 0,
+         "%s: the operator sets acks=1 for client '%s'", label, o->client_id);
+  dynconf_t *dc = start(o, err, sizeof(err), &ms);
+  if (!ok(dc != NULL, "%s: the agent starts (first fetch required)", label))
+    diag("  errstr: %s", err);
+  is_str(dc ? dynconf_state_name(dynconf_state(dc)) : "(no agent)", "up",
+         "... in state UP");
+  dynconf_source_t src = DYNCONF_SOURCE_APP;
+  if (dc)
+    dynconf_effective_get(dc, "acks", val, sizeof(val), &src);
+  is_str(val, "1", "... with the operator's acks");
+  is_str(dynconf_source_name(src), dynconf_source_name(DYNCONF_SOURCE_CLIENT),
+         "... from the client-id override");
+  dynconf_destroy(dc);
+}
+
+/* ---- the cases ------------------------------------------------------------ */
+
+static void test_sasl_refusals(void) {
+  char want[256];
+  agent_opts_t o = {
+      .bootstrap = local(g_a_sasl),
+      .client_id = "as-wrong-password",
+      .app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                   "sasl.mechanisms", "SCRAM-SHA-256",
+                                   "sasl.username", "alice",
+                                   "sasl.password", "not-alice-secret", NULL}};
+  const char *err = refused("SCRAM-SHA-256 with a wrong password", &o,
+                            "SASL authentication failed", "invalid credentials");
+  ok(!strstr(err, "not-alice-secret"), "... and does not repeat the password");
+
+  o.client_id = "as-unknown-user";
+  o.app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                "sasl.mechanisms", "SCRAM-SHA-256",
+                                "sasl.username", "mallory",
+                                "sasl.password", "whatever", NULL};
+  refused("SCRAM-SHA-256 as a user dynconfd does not know", &o,
+          "SASL authentication failed", "invalid credentials");
+
+  o.bootstrap = local(g_a_sasl);
+  o.client_id = "as-plain-wrong";
+  o.app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                "sasl.mechanisms", "PLAIN",
+                                "sasl.username", "bob",
+                                "sasl.password", "alice-secret", NULL};
+  refused("PLAIN with a wrong password", &o, "SASL authentication failed",
+          "Invalid username or password");
+
+  o.bootstrap = local(g_b_sasl);
+  o.client_id = "as-mech-disabled";
+  o.app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                "sasl.mechanisms", "SCRAM-SHA-512",
+                                "sasl.username", "alice",
+                                "sasl.password", "alice-secret", NULL};
+  snprintf(want, sizeof(want), "SASL mechanism SCRAM-SHA-512 is not enabled "
+           "on 127.0.0.1:%d (enabled: ", g_b_sasl);
+  err = refused("SCRAM-SHA-512 where dynconfd enables only SCRAM-SHA-256 and "
+                "PLAIN", &o, want, NULL);
+  const char *list = strstr(err, "(enabled: ");
+  ok(list && strstr(list, "SCRAM-SHA-256") && strstr(list, "PLAIN") &&
+         !strstr(list, "SCRAM-SHA-512"),
+     "... listing the mechanisms the server does enable");
+}
+
+static void test_tls_refusals(void) {
+  char want[256];
+  agent_opts_t o = {
+      .bootstrap = local(g_a_ssl),
+      .client_id = "as-untrusted",
+      .app = (const char *const[]){"security.protocol", "SSL",
+                                   "ssl.ca.location", cert("rogue-ca.pem"),
+                                   NULL}};
+  snprintf(want, sizeof(want), "TLS handshake with 127.0.0.1:%d failed: ",
+           g_a_ssl);
+  refused("a server certificate from a CA the client does not trust", &o,
+          want, "certificate verify failed");
+
+  /* 127.0.0.2 is loopback too, but not among the certificate's names. */
+  o.bootstrap = addr("127.0.0.2", g_a_alt);
+  o.client_id = "as-hostname";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.endpoint.identification.algorithm",
+                                "https", NULL};
+  snprintf(want, sizeof(want), "TLS handshake with 127.0.0.2:%d failed: ",
+           g_a_alt);
+  const char *err = refused("ssl.endpoint.identification.algorithm=https, "
+                            "an address the certificate does not name", &o,
+                            want, "certificate verify failed");
+  ok(strstr(err, "IP address mismatch") || strstr(err, "hostname mismatch"),
+     "... naming the mismatch");
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.endpoint.identification.algorithm",
+                                "none", NULL};
+  works("the same server with ssl.endpoint.identification.algorithm=none",
+        g_a.port, &o);
+
+  /* B requires a client certificate. */
+  o.bootstrap = local(g_b_ssl);
+  o.client_id = "as-no-client-cert";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"), NULL};
+  snprintf(want, sizeof(want), "127.0.0.1:%d", g_b_ssl);
+  refused("no client certificate where dynconfd requires one", &o, want,
+          "certificate required");
+
+  o.client_id = "as-keystore-wrong";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.keystore.location", cert("alice.p12"),
+                                "ssl.keystore.password", "wrong-pw", NULL};
+  snprintf(want, sizeof(want), "PKCS#12 keystore %s", cert("alice.p12"));
+  err = refused("a PKCS#12 keystore with a wrong password", &o, want,
+                "ssl.keystore.password");
+  ok(!strstr(err, "wrong-pw"), "... and does not repeat the password");
+}
+
+static void test_connection_refused(void) {
+  char want[128];
+  agent_opts_t o = {.bootstrap = local(g_closed_port),
+                    .client_id = "as-refused"};
+  snprintf(want, sizeof(want), "cannot connect to 127.0.0.1:%d: Connection "
+           "refused", g_closed_port);
+  refused("nothing listens on the port", &o, want, NULL);
+}
+
+static void test_acl_refusal(void) {
+  agent_opts_t o = {
+      .bootstrap = local(g_a_sasl),
+      .client_id = "bob-locked",
+      .app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                   "sasl.mechanisms", "SCRAM-SHA-256",
+                                   "sasl.username", "bob",
+                                   "sasl.password", "bob-secret", NULL}};
+  refused("bob, authenticated, may not describe client 'bob-locked'", &o,
+          "CLUSTER_AUTHORIZATION_FAILED",
+          "User:bob is not authorized to describe client 'bob-locked'");
+  /* The same user on a client-id the rules leave alone. */
+  o.client_id = "as-bob-free";
+  works("bob on a client-id no rule denies", g_a.port, &o);
+}
+
+static void test_unspeakable_mechanism(void) {
+  static const char *const mechs[] = {"GSSAPI", "OAUTHBEARER"};
+  for (size_t i = 0; i < 2; i++) {
+    char label[128], want[96];
+    const char *const app[] = {"security.protocol", "SASL_PLAINTEXT",
+                               "sasl.mechanisms", mechs[i], NULL};
+    agent_opts_t o = {.bootstrap = local(g_a_sasl),
+                      .client_id = "as-unspeakable",
+                      .app = app};
+    snprintf(label, sizeof(label), "the application's sasl.mechanisms=%s",
+             mechs[i]);
+    snprintf(want, sizeof(want), "cannot authenticate with SASL mechanism %s",
+             mechs[i]);
+    refused(label, &o, want, "dynconf.sasl.mechanisms");
+  }
+  const char *const app[] = {"security.protocol", "SASL_PLAINTEXT",
+                             "sasl.mechanisms", "GSSAPI", NULL};
+  agent_opts_t o = {
+      .bootstrap = local(g_a_sasl),
+      .client_id = "as-unspeakable",
+      .app = app,
+      .agent = (const char *const[]){"dynconf.sasl.mechanisms", "SCRAM-SHA-256",
+                                     "dynconf.sasl.username", "alice",
+                                     "dynconf.sasl.password", "alice-secret",
+                                     NULL}};
+  works("GSSAPI in the application's conf, SCRAM-SHA-256 in dynconf.sasl.*",
+        g_a.port, &o);
+}
+
+static void test_trust_sources(void) {
+  agent_opts_t o = {.bootstrap = local(g_a_ssl), .client_id = "as-ca-file",
+                    .app = (const char *const[]){"security.protocol", "SSL",
+                                                 "ssl.ca.location",
+                                                 cert("ca.pem"), NULL}};
+  works("SSL, ssl.ca.location a CA file", g_a.port, &o);
+  o.client_id = "as-ca-dir";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("cadir"), NULL};
+  works("SSL, ssl.ca.location a hashed directory", g_a.port, &o);
+  o.client_id = "as-ca-pem";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.pem", text("ca.pem"), NULL};
+  works("SSL, ssl.ca.pem as PEM text", g_a.port, &o);
+}
+
+static void test_client_certificates(void) {
+  agent_opts_t o = {
+      .bootstrap = local(g_b_ssl),
+      .client_id = "as-mtls-files",
+      .app = (const char *const[]){"security.protocol", "SSL",
+                                   "ssl.ca.location", cert("ca.pem"),
+                                   "ssl.certificate.location",
+                                   cert("alice.pem"),
+                                   "ssl.key.location", cert("alice.key"),
+                                   NULL}};
+  works("mTLS, certificate and key files", g_b.port, &o);
+  o.client_id = "as-mtls-pem";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.certificate.pem", text("alice.pem"),
+                                "ssl.key.pem", text("alice.key"), NULL};
+  works("mTLS, ssl.certificate.pem and ssl.key.pem text", g_b.port, &o);
+  o.client_id = "as-mtls-enc";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.certificate.location", cert("alice.pem"),
+                                "ssl.key.location", cert("alice.enc.key"),
+                                "ssl.key.password", "key-pw", NULL};
+  works("mTLS, an encrypted key with ssl.key.password", g_b.port, &o);
+  o.client_id = "as-mtls-p12";
+  o.app = (const char *const[]){"security.protocol", "SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "ssl.keystore.location", cert("alice.p12"),
+                                "ssl.keystore.password", "ks-pw", NULL};
+  works("mTLS, a PKCS#12 keystore", g_b.port, &o);
+}
+
+static void test_sasl_ssl(void) {
+  agent_opts_t o = {
+      .bootstrap = local(g_a_sasl_ssl),
+      .client_id = "as-sasl-ssl-512",
+      .app = (const char *const[]){"security.protocol", "SASL_SSL",
+                                   "ssl.ca.location", cert("ca.pem"),
+                                   "sasl.mechanisms", "SCRAM-SHA-512",
+                                   "sasl.username", "alice",
+                                   "sasl.password", "alice-secret", NULL}};
+  works("SASL_SSL, SCRAM-SHA-512", g_a.port, &o);
+  o.client_id = "as-sasl-ssl-plain";
+  o.app = (const char *const[]){"security.protocol", "SASL_SSL",
+                                "ssl.ca.location", cert("ca.pem"),
+                                "sasl.mechanisms", "PLAIN",
+                                "sasl.username", "bob",
+                                "sasl.password", "bob-secret", NULL};
+  works("SASL_SSL, PLAIN", g_a.port, &o);
+}
+
+/* The data plane is plaintext (here: an address nobody serves); the config
+ * server sits behind a SASL_SSL listener named only by overrides. */
+static void test_overrides(void) {
+  agent_opts_t o = {
+      .bootstrap = local(g_closed_port),
+      .client_id = "as-overrides",
+      .app = (const char *const[]){"security.protocol", "PLAINTEXT", NULL},
+      .agent = (const char *const[]){
+          "dynconf.bootstrap.servers", local(g_a_sasl_ssl),
+          "dynconf.security.protocol", "SASL_SSL",
+          "dynconf.ssl.ca.location", cert("ca.pem"),
+          "dynconf.sasl.mechanisms", "SCRAM-SHA-256",
+          "dynconf.sasl.username", "alice",
+          "dynconf.sasl.password", "alice-secret", NULL}};
+  works("PLAINTEXT application, dynconf.* overrides to a SASL_SSL listener",
+        g_a.port, &o);
+}
+
+/* ---- fail-open: one ERROR event per outage ----------------------------- */
+
+typedef struct events {
+  int n_error, n_other;
+  dynconf_err_t err;
+  char errstr[1024];
+  int n_warnings; /* log lines at level <= 4 holding the same sentence */
+} events_t;
+
+static void on_event(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
+  (void)dc;
+  events_t *e = opaque;
+  if (dynconf_event_type(ev) != DYNCONF_EVENT_ERROR) {
+    e->n_other++;
+    return;
+  }
+  e->n_error++;
+  e->err = dynconf_event_error(ev);
+  snprintf(e->errstr, sizeof(e->errstr), "%s",
+           dynconf_event_error_string(ev) ? dynconf_event_error_string(ev)
+                                          : "");
+}
+
+static events_t g_fo_events;
+
+static void on_log(const dynconf_t *dc, int level, const char *fac,
+                   const char *msg) {
+  quiet_log(dc, level, fac, msg);
+  if (level <= 4 && strstr(msg, "SASL authentication failed"))
+    g_fo_events.n_warnings++;
+}
+
+static void test_fail_open(void) {
+  events_t *e = &g_fo_events;
+  memset(e, 0, sizeof(*e));
+  char err[1024];
+  int64_t ms;
+  agent_opts_t o = {
+      .bootstrap = local(g_a_sasl),
+      .client_id = "as-fail-open",
+      .app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                   "sasl.mechanisms", "SCRAM-SHA-256",
+                                   "sasl.username", "alice",
+                                   "sasl.password", "not-alice-secret", NULL},
+      .agent = (const char *const[]){"dynconf.retry.backoff.ms", "20",
+                                     "dynconf.retry.backoff.max.ms", "50",
+                                     NULL},
+      .fail_open = true,
+      .change_cb = on_event,
+      .log_cb = on_log,
+      .opaque = e};
+  dynconf_t *dc = start(&o, err, sizeof(err), &ms);
+  if (!ok(dc != NULL, "fail-open, wrong password: dynconf_new() returns an "
+                      "agent"))
+    diag("  errstr: %s", err);
+  if (!dc)
+    return;
+  ok(ms < PROMPT_MS, "... after %lld ms", (long long)ms);
+  is_str(dynconf_state_name(dynconf_state(dc)), "degraded",
+         "... in state DEGRADED");
+  int64_t end = dc_tu_now_ms() + WAIT_MS;
+  while (e->n_error == 0 && dc_tu_now_ms() < end)
+    dynconf_poll(dc, 100);
+  is_int(e->n_error, 1, "... one ERROR event reaches the change callback");
+  is_int(e->err, DYNCONF_ERR_SASL_AUTHENTICATION_FAILED,
+         "... carrying SASL_AUTHENTICATION_FAILED (%s)",
+         dynconf_err_name(e->err));
+  if (!ok(strstr(e->errstr, "SASL authentication failed") &&
+              strstr(e->errstr, "invalid credentials"),
+          "... and the server's reason in words"))
+    diag("  event: %s", e->errstr);
+  long long errors0 = au_stat_ll(dc, "errors");
+  long long errors = errors0;
+  end = dc_tu_now_ms() + WAIT_MS;
+  while (errors < errors0 + 3 && dc_tu_now_ms() < end) {
+    dynconf_poll(dc, 50);
+    errors = au_stat_ll(dc, "errors");
+  }
+  ok(errors >= errors0 + 3, "three more refreshes fail (fetches.errors %lld "
+                            "-> %lld)", errors0, errors);
+  dynconf_poll(dc, 0);
+  is_int(e->n_error, 1, "... and still only one ERROR event");
+  is_int(e->n_other, 0, "... and no other event");
+  is_int(e->n_warnings, 1, "... and one warning in the log");
+  is_str(dynconf_state_name(dynconf_state(dc)), "degraded",
+         "... still DEGRADED");
+  dynconf_destroy(dc);
+}
+
+/* ---- set-up ------------------------------------------------------------ */
+
+static int setup(void) {
+  char cmd[PATH_MAX * 3], err[512], data[PATH_MAX], log[PATH_MAX];
+  char creds[PATH_MAX], acl[PATH_MAX];
+  const char *src = getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".";
+  snprintf(g_certs, sizeof(g_certs), "%s/certs", g_dir);
+  snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s && sh "
+           "%s/tests/gen_tls_sources.sh %s", src, g_certs, src, g_certs);
+  if (run(cmd)) {
+    printf("Bail out! cannot make test certificates (openssl)\n");
+    return -1;
+  }
+  snprintf(creds, sizeof(creds), "%s/users.creds", g_dir);
+  snprintf(cmd, sizeof(cmd),
+           "printf 'alice-secret\\n' | %s/dynconfd --credentials %s "
+           "--add-user alice --iterations 4096 >/dev/null && "
+           "printf 'bob-secret\\n' | %s/dynconfd --credentials %s "
+           "--add-user bob --iterations 4096 >/dev/null",
+           dc_tu_builddir(), creds, dc_tu_builddir(), creds);
+  if (run(cmd)) {
+    printf("Bail out! dynconfd --add-user failed\n");
+    return -1;
+  }
+  /* The operator's alters come in over PLAINTEXT, as User:ANONYMOUS. */
+  snprintf(acl, sizeof(acl), "%s/acl", g_dir);
+  FILE *f = fopen(acl, "w");
+  if (!f) {
+    printf("Bail out! cannot write %s\n", acl);
+    return -1;
+  }
+  fputs("allow User:ANONYMOUS alter client:*\n"
+        "deny User:bob describe client:bob-locked\n", f);
+  fclose(f);
+
+  snprintf(data, sizeof(data), "%s/data-a", g_dir);
+  snprintf(log, sizeof(log), "%s/dynconfd-a.log", g_dir);
+  const char *extra_a[] = {
+      "--listeners",
+      "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+      "SASL_SSL://127.0.0.1:0,ALT://127.0.0.2:0",
+      "--listener-security-protocol-map", "ALT:SSL",
+      "--ssl-cert", cert("server.pem"), "--ssl-key", cert("server.key"),
+      "--ssl-ca", cert("ca.pem"), "--ssl-client-auth", "requested",
+      "--credentials", creds, "--acl-file", acl, NULL};
+  if (dc_tu_daemon_start(&g_a, data, log, extra_a, err, sizeof(err))) {
+    printf("Bail out! dynconfd A: %s\n", err);
+    return -1;
+  }
+  g_a_ssl = dc_tu_daemon_port_of(&g_a, "SSL");
+  g_a_sasl = dc_tu_daemon_port_of(&g_a, "SASL_PLAINTEXT");
+  g_a_sasl_ssl = dc_tu_daemon_port_of(&g_a, "SASL_SSL");
+  g_a_alt = dc_tu_daemon_port_of(&g_a, "ALT");
+
+  snprintf(data, sizeof(data), "%s/data-b", g_dir);
+  snprintf(log, sizeof(log), "%s/dynconfd-b.log", g_dir);
+  const char *extra_b[] = {
+      "--listeners", "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+      "--ssl-cert", cert("server.pem"), "--ssl-key", cert("server.key"),
+      "--ssl-ca", cert("ca.pem"), "--ssl-client-auth", "required",
+      "--credentials", creds,
+      "--sasl-enabled-mechanisms", "SCRAM-SHA-256,PLAIN", NULL};
+  if (dc_tu_daemon_start(&g_b, data, log, extra_b, err, sizeof(err))) {
+    printf("Bail out! dynconfd B: %s\n", err);
+    return -1;
+  }
+  g_b_ssl = dc_tu_daemon_port_of(&g_b, "SSL");
+  g_b_sasl = dc_tu_daemon_port_of(&g_b, "SASL_PLAINTEXT");
+  ok(g_a_ssl > 0 && g_a_sasl > 0 && g_a_sasl_ssl > 0 && g_a_alt > 0 &&
+         g_b_ssl > 0 && g_b_sasl > 0,
+     "both dynconfd report their listeners (A: SSL %d, SASL_PLAINTEXT %d, "
+     "SASL_SSL %d, 127.0.0.2 SSL %d; B: SSL %d, SASL_PLAINTEXT %d)",
+     g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl);
+
+  /* Bound, never listening: the kernel refuses connections to it. */
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  g_closed_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (g_closed_fd < 0 || bind(g_closed_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+      getsockname(g_closed_fd, (struct sockaddr *)&sa, &sl)) {
+    printf("Bail out! cannot bind a loopback port\n");
+    return -1;
+  }
+  g_closed_port = ntohs(sa.sin_port);
+  return 0;
+}
+
+int main(void) {
+  if (dc_tu_tmpdir(g_dir, sizeof(g_dir))) {
+    printf("Bail out! no temp dir\n");
+    return 1;
+  }
+  if (setup()) {
+    dc_tu_daemon_stop(&g_a);
+    dc_tu_daemon_stop(&g_b);
+    dc_tu_rmrf(g_dir);
+    return 1;
+  }
+  int64_t t0 = dc_tu_now_ms();
+
+  test_sasl_refusals();
+  test_tls_refusals();
+  test_connection_refused();
+  test_acl_refusal();
+  test_unspeakable_mechanism();
+  test_trust_sources();
+  test_client_certificates();
+  test_sasl_ssl();
+  test_overrides();
+  test_fail_open();
+
+  is_int(g_conf_errors, 0, "every dynconf.* property the test set was "
+                           "accepted");
+  diag("cases ran in %lld ms", (long long)(dc_tu_now_ms() - t0));
+  ok(dc_tu_daemon_alive(&g_a) && dc_tu_daemon_alive(&g_b),
+     "both dynconfd are still running");
+  if (tap_failed) {
+    dc_tu_daemon_log_tail(&g_a, 30);
+    dc_tu_daemon_log_tail(&g_b, 30);
+  }
+  is_int(dc_tu_daemon_stop(&g_a), 0, "dynconfd A stops cleanly");
+  is_int(dc_tu_daemon_stop(&g_b), 0, "dynconfd B stops cleanly");
+  if (g_closed_fd >= 0)
+    close(g_closed_fd);
+  free_texts();
+  dc_tu_rmrf(g_dir);
+  return done_testing();
+}
