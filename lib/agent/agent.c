@@ -319,7 +319,12 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   judged_t j = {0};
   if (r == FETCH_OK)
     judge(dc, &set, &j);
+  const char *peer = dc_kclient_peer(dc->conn.kc);
   pthread_mutex_lock(&dc->lock);
+  if (*peer) { /* the server that answered, for the statistics */
+    snprintf(dc->server, sizeof(dc->server), "%s", peer);
+    dc->server_version = dc->conn.version;
+  }
   if (!dc->stop || r == FETCH_OK)
     record(dc, r, &set, &j, err, errstr, took);
   pthread_mutex_unlock(&dc->lock);
@@ -406,6 +411,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
     return NULL;
   }
   dc->conn.cancel[0] = dc->conn.cancel[1] = -1; /* none yet */
+  dc->server_version = -1;
   pthread_mutex_init(&dc->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);

@@ -320,6 +320,8 @@ struct dynconf_s {
   int64_t last_err_ms; /* wall clock */
   int failures;        /* consecutive */
   int64_t next_fetch_ms; /* monotonic */
+  char server[300];      /* host:port of the last answer ("" = none yet) */
+  int server_version;    /* its DescribeConfigs version; -1 = none yet */
   dynconf_event_t *last_rejected; /* copy of the last rejected change set */
   uint64_t rng;
   dc_certwatch_t cw; /* see the comments in its type */

@@ -18,6 +18,9 @@ char *dc_stats_json_locked(dynconf_t *dc) {
                 dynconf_state_name(dc->state));
   dc_buf_printf(&b, ",\"bootstrap\":");
   dc_json_str(&b, dc->bootstrap);
+  dc_buf_printf(&b, ",\"server\":");
+  dc_json_str(&b, *dc->server ? dc->server : NULL);
+  dc_buf_printf(&b, ",\"describe_configs_version\":%d", dc->server_version);
   int64_t next = dc->next_fetch_ms - dc_mono_ms();
   dc_buf_printf(&b,
                 ",\"resource_type\":%d,\"refresh_interval_ms\":%d,"
