@@ -250,15 +250,22 @@ const char *dynconf_state_name(dynconf_state_t s);
  *  Fetches the client's dynamic configs once before returning, bounded by
  *  dynconf.startup.timeout.ms: on failure it fails open (returns an agent
  *  that uses the application's config, and reports the failure) unless
- *  dynconf.startup.required=true, when it returns NULL. Returns NULL with
+ *  dynconf.startup.required=true, when it returns NULL. A refusal (wrong
+ *  password, untrusted certificate, ACL, a server without CLIENT configs)
+ *  ends the first fetch at once, not at the timeout. Returns NULL with
  *  errstr on failure; conf is then still the caller's. Any thread; the
- *  calling thread becomes "the application's thread" for callbacks. */
+ *  calling thread becomes "the application's thread" for callbacks.
+ *
+ *  The agent talks to the config server itself (its own Kafka-protocol
+ *  connection on its one background thread; no librdkafka handle of its
+ *  own), using app_conf's security.protocol, ssl.* and sasl.* settings,
+ *  each overridden by "dynconf." + its name. */
 dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
                        dynconf_conf_t *conf, char *errstr,
                        size_t errstr_size);
-/** Stops the background thread and frees the agent. Returns promptly
- *  (bounded by one in-flight request being abandoned, not by the refresh
- *  interval). Undelivered events are dropped. Application thread. */
+/** Stops the background thread and frees the agent. Returns at once: a
+ *  request or connect in flight is abandoned, not waited for. Undelivered
+ *  events are dropped. Application thread. */
 void dynconf_destroy(dynconf_t *dc);
 /** Serves queued events and logs through the callbacks, waiting up to
  *  timeout_ms (-1 = forever) for the first one. Returns the number of
