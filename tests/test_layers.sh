@@ -23,6 +23,15 @@ tap_is "$(includes client '(\.\./)?(broker|agent)/')" "" \
 tap_is "$(includes broker '(\.\./)?(client|agent)/')" "" \
   "lib/broker includes neither the client nor the agent"
 tap_is "$(includes agent '(\.\./)?broker/')" "" "lib/agent does not include the broker"
+# The agent speaks the protocol through lib/client: librdkafka is only what
+# the application's own (and the managed) clients are built with.
+tap_is "$(grep -rnE 'rd_kafka_(DescribeConfigs|AlterConfigs|AdminOptions|ConfigResource|queue_new)' "$lib/agent" | sed "s|$lib/||")" "" \
+  "lib/agent calls no librdkafka admin API"
+tap_is "$(grep -rln 'rd_kafka_new(' "$lib/agent" | sed "s|$lib/||" | sort | tr '\n' ' ')" \
+  "agent/consumer.c agent/producer.c " \
+  "only the managed producer and consumer make librdkafka handles"
+tap_ok "$([ -n "$(includes agent '(\.\./)?client/')" ] && echo 0 || echo 1)" \
+  "lib/agent reaches the server through lib/client"
 # The test must be able to fail: the patterns do find what exists.
 tap_ok "$([ -n "$(includes codec '(\.\./)?common/')" ] && echo 0 || echo 1)" \
   "the check sees lib/codec's includes of lib/common"
