@@ -636,7 +636,7 @@ static void test_hostile(const char *what, int mode, const char *stat,
   ok(refresh(dc, stat, NULL), "%s: the fetch is counted as %s", what, stat);
   is_int(dynconf_state(dc), want_state, "%s: state %s", what,
          dynconf_state_name(want_state));
-  char errbuf[512];
+  char errbuf[8192];
   char *js = dynconf_stats_json(dc);
   snprintf(errbuf, sizeof(errbuf), "%s", js ? js : "");
   free(js);
@@ -703,6 +703,11 @@ static void test_versions(void) {
     free(js);
     is_int(fake_get(&fk.n_describe), before,
            "%s: no DescribeConfigs was sent", unsupported[i].what);
+    fake_mode(FK_NORMAL, FKV_ALL); /* the server is upgraded */
+    ok(refresh(dc, "ok", NULL), "%s, then upgraded: the re-probe fetches",
+       unsupported[i].what);
+    is_int(dynconf_state(dc), DYNCONF_STATE_UP, "%s, then upgraded: UP",
+           unsupported[i].what);
     dynconf_destroy(dc);
   }
   fake_mode(FK_NORMAL, FKV_V0_2);

@@ -329,8 +329,10 @@ dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
         return FETCH_ERROR;
       }
       dc_fetch_res_t r = pick_version(dc, errp, errstr, errstr_size);
-      if (r != FETCH_OK)
+      if (r != FETCH_OK) {
+        dc_kclient_close(c->kc); /* the re-probe asks a fresh connection */
         return r;
+      }
     }
     bool transport = false;
     dc_fetch_res_t r = describe(dc, deadline, out, errp, &transport, errstr,

@@ -107,6 +107,7 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
 
 void dc_kclient_close(dc_kclient_t *kc) {
   kc->n_inflight = 0; /* their answers went with the connection */
+  kc->have_versions = false; /* the next server may speak others */
   dc_tls_conn_destroy(kc->tls);
   kc->tls = NULL;
   if (kc->fd >= 0)

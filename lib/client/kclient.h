@@ -129,8 +129,9 @@ bool dc_kclient_connected(const dc_kclient_t *kc);
  * connect or destroy. */
 const char *dc_kclient_peer(const dc_kclient_t *kc);
 
-/* Closes the connection, keeping the handle (and any learned API
- * versions) for a later dc_kclient_connect(). */
+/* Closes the connection, keeping the handle for a later
+ * dc_kclient_connect(). The server's API versions are forgotten with it
+ * (the next connection may reach another server). */
 void dc_kclient_close(dc_kclient_t *kc);
 
 /* Sends one request and waits up to timeout_ms for its response.
