@@ -361,6 +361,30 @@ dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
                               dc_fetched_set_t *out, dynconf_err_t *errp,
                               char *errstr, size_t errstr_size);
 
+/* ---- answer.c: one DescribeConfigs answer, read (pure) ----------------- */
+
+/* What the answer must be about. */
+typedef struct dc_agent_answer {
+  int16_t version;           /* the DescribeConfigs version asked with */
+  int8_t resource_type;      /* the resource asked about */
+  const char *resource_name;
+  const char *peer;          /* "host:port", for sentences */
+} dc_agent_answer_t;
+
+/* Decodes the response body in rd and judges it: exactly one result, for
+ * the resource asked about, no entry without a name or with a source no
+ * version defines, at most DC_AGENT_MAX_ENTRIES entries, each key once.
+ * FETCH_OK with *out the entries the agent may apply (normalized; caller
+ * frees); FETCH_UNSUPPORTED for INVALID_REQUEST or UNSUPPORTED_VERSION
+ * (what a Kafka broker answers for a type it does not know); otherwise
+ * FETCH_ERROR. *errp and errstr say why; *undecodable is set when the
+ * body could not be decoded at all. Linear in the body (n log n in the
+ * entries), bounded by DC_AGENT_MAX_ENTRIES. */
+dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
+                                    dc_fetched_set_t *out, dynconf_err_t *errp,
+                                    bool *undecodable, char *errstr,
+                                    size_t errstr_size);
+
 /* ---- security.c: the connection settings ----------------------------- */
 
 /* Fills *sec (and the owned strings behind it, in *store) from the

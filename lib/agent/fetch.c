@@ -170,103 +170,6 @@ static dc_fetch_res_t pick_version(dynconf_t *dc, dynconf_err_t *errp,
   return FETCH_OK;
 }
 
-/* An entry no server may send: no name, or a source no DescribeConfigs
- * version defines (0-8 in Kafka, 9-10 dynconfd's user sources). */
-static bool entry_malformed(const dc_describe_configs_entry_t *e,
-                            char *errstr, size_t errstr_size) {
-  if (!e->name)
-    snprintf(errstr, errstr_size, "server answered a config without a name");
-  else if (e->config_source < DC_SRC_UNKNOWN ||
-           e->config_source > DC_SRC_DYNAMIC_USER_CLIENT)
-    snprintf(errstr, errstr_size, "server answered config '%.100s' with "
-             "source %d, which no DescribeConfigs version defines", e->name,
-             e->config_source);
-  else
-    return false;
-  return true;
-}
-
-/* Copies the entries the agent may apply into *out and normalizes it. */
-static dc_fetch_res_t copy_entries(const dc_describe_configs_result_t *r,
-                                   dc_fetched_set_t *out, dynconf_err_t *errp,
-                                   char *errstr, size_t errstr_size) {
-  /* Before copying anything: the agent's work stays bounded. */
-  if (dc_fetched_count_check((size_t)r->n_configs, DC_AGENT_MAX_ENTRIES,
-                             errstr, errstr_size)) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    return FETCH_ERROR;
-  }
-  for (int32_t i = 0; i < r->n_configs; i++)
-    if (entry_malformed(&r->configs[i], errstr, errstr_size)) {
-      *errp = DYNCONF_ERR__BAD_RESPONSE;
-      return FETCH_ERROR;
-    }
-  out->v = calloc(r->n_configs ? (size_t)r->n_configs : 1, sizeof(*out->v));
-  for (int32_t i = 0; out->v && i < r->n_configs; i++) {
-    const dc_describe_configs_entry_t *e = &r->configs[i];
-    dynconf_source_t src;
-    if (!e->value || !dc_source_from_wire(e->config_source, &src))
-      continue;
-    dc_fetched_t *f = &out->v[out->n++];
-    f->key = strdup(e->name);
-    f->value = strdup(e->value);
-    f->source = src;
-    if (!f->key || !f->value)
-      break;
-  }
-  if (!out->v || (out->n && (!out->v[out->n - 1].key ||
-                             !out->v[out->n - 1].value))) {
-    dc_fetched_set_free(out);
-    *errp = DYNCONF_ERR__NOMEM;
-    snprintf(errstr, errstr_size, "out of memory");
-    return FETCH_ERROR;
-  }
-  if (dc_fetched_set_normalize(out, DC_AGENT_MAX_ENTRIES, errstr,
-                               errstr_size)) {
-    dc_fetched_set_free(out);
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    return FETCH_ERROR;
-  }
-  return FETCH_OK;
-}
-
-/* Judges a decoded answer: one result, for the resource asked about. */
-static dc_fetch_res_t judge_answer(dynconf_t *dc,
-                                   const dc_describe_configs_resp_t *resp,
-                                   dc_fetched_set_t *out, dynconf_err_t *errp,
-                                   char *errstr, size_t errstr_size) {
-  const char *peer = dc_kclient_peer(dc->conn.kc);
-  if (resp->n_results != 1) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "%s answered %d resources, not 1", peer,
-             (int)resp->n_results);
-    return FETCH_ERROR;
-  }
-  const dc_describe_configs_result_t *r = &resp->results[0];
-  if (r->error_code) {
-    *errp = (dynconf_err_t)r->error_code;
-    snprintf(errstr, errstr_size, "%s: %s", dynconf_err_name(*errp),
-             r->error_message && *r->error_message
-                 ? r->error_message
-                 : dynconf_err_str(*errp));
-    /* What a real Kafka broker answers for a type it does not know. */
-    return r->error_code == DC_ERR_INVALID_REQUEST ||
-                   r->error_code == DC_ERR_UNSUPPORTED_VERSION
-               ? FETCH_UNSUPPORTED
-               : FETCH_ERROR;
-  }
-  if (r->resource_type != dc->conf.resource_type || !r->resource_name ||
-      strcmp(r->resource_name, dc->client_id)) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "%s answered for resource %d '%.100s', not "
-             "%d '%.100s'", peer, r->resource_type,
-             r->resource_name ? r->resource_name : "(null)",
-             dc->conf.resource_type, dc->client_id);
-    return FETCH_ERROR;
-  }
-  return copy_entries(r, out, errp, errstr, errstr_size);
-}
-
 /* One request on the current connection and the judgement of its answer.
  * *transport is set when the connection failed (it is closed then). */
 static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
@@ -288,18 +191,19 @@ static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
                                     left > 0 ? left : 0, &rd, &arena, errstr,
                                     errstr_size);
   dc_fetch_res_t r = FETCH_ERROR;
-  dc_describe_configs_resp_t resp;
   *transport = err == DC_ERR__TRANSPORT;
   if (err) {
     *errp = (dynconf_err_t)err;
-  } else if (dc_describe_configs_resp_decode(&rd, c->version, &resp)) {
-    *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "malformed DescribeConfigs v%d response "
-             "from %s: %s", c->version, dc_kclient_peer(c->kc),
-             dynconf_err_str((dynconf_err_t)rd.err));
-    dc_kclient_close(c->kc); /* what follows in the stream is unknown */
   } else {
-    r = judge_answer(dc, &resp, out, errp, errstr, errstr_size);
+    dc_agent_answer_t want = {.version = c->version,
+                              .resource_type = (int8_t)dc->conf.resource_type,
+                              .resource_name = dc->client_id,
+                              .peer = dc_kclient_peer(c->kc)};
+    bool undecodable = false;
+    r = dc_agent_answer_read(&rd, &want, out, errp, &undecodable, errstr,
+                             errstr_size);
+    if (undecodable)
+      dc_kclient_close(c->kc); /* what follows in the stream is unknown */
   }
   dc_arena_free(&arena);
   return r;

@@ -1,5 +1,7 @@
 #!/bin/sh
-# Build and run the request fuzzer (libFuzzer + ASan + UBSan).
+# Build and run the fuzzers (libFuzzer + ASan + UBSan): fuzz_request
+# (dynconfd's request decoding and dispatch) and fuzz_answer (the agent's
+# reading of a config server's answer).
 #
 #   tests/fuzz/run.sh [SECONDS] [WORKDIR]
 #
@@ -42,19 +44,30 @@ for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/broker/*.c; do
 done
 
 echo "fuzz: building in $WORK"
+# build NAME SOURCES...: one target with libFuzzer + ASan + UBSan.
+build() {
+  name=$1
+  shift
+  # shellcheck disable=SC2068 # the sources are paths without spaces
+  "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+    -Wall -Wextra \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I "$SRC/include" -I "$SRC/lib" \
+    -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
+    -lsqlite3 -lssl -lcrypto -lpthread
+}
 # shellcheck disable=SC2086 # SOURCES is a word list of paths without spaces
-# : err.c's error-name table trips clang's heuristic.
-"$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-  -Wall -Wextra  \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I "$SRC/include" -I "$SRC/lib" \
-  -o "$WORK/fuzz_request" "$SRC/tests/fuzz/fuzz_request.c" $SOURCES \
-  -lsqlite3 -lssl -lcrypto -lpthread
+build fuzz_request $SOURCES
+# The agent's reading of a server's answer: pure, so only what it needs.
+build fuzz_answer "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c \
+  "$SRC/lib/agent/answer.c" "$SRC/lib/agent/resolve.c" "$SRC/lib/agent/errors.c"
 
-rm -rf "$WORK/seeds"
-DC_FUZZ_WRITE_SEEDS="$WORK/seeds" "$WORK/fuzz_request"
+for name in fuzz_request fuzz_answer; do
+  rm -rf "$WORK/seeds-$name"
+  DC_FUZZ_WRITE_SEEDS="$WORK/seeds-$name" "$WORK/$name"
+done
 rm -rf "$WORK/artifacts" # findings of an earlier run in a given WORKDIR
-mkdir -p "$WORK/corpus" "$WORK/artifacts"
+mkdir -p "$WORK/artifacts"
 
 # Tokens the mutator may splice in: config keys, entity names, values.
 cat >"$WORK/dict" <<'EOF'
@@ -90,27 +103,36 @@ cat >"$WORK/dict" <<'EOF'
 "\x4e\x20"
 EOF
 
-echo "fuzz: running for ${SECS}s"
-set +e
-# Crashes, leaks, oracle aborts and timeouts all make libFuzzer exit
-# non-zero and write an artifact. -max_len must stay >= SEED_MAX in
-# fuzz_request.c: the hostile seeds (up to 60 KB) would be cut otherwise.
-"$WORK/fuzz_request" -max_len=65536 -max_total_time="$SECS" -timeout=25 \
-  -rss_limit_mb=2048 -dict="$WORK/dict" -print_final_stats=1 \
-  -artifact_prefix="$WORK/artifacts/" "$WORK/corpus" "$WORK/seeds" \
-  >"$WORK/fuzz.log" 2>&1
-rc=$?
-set -e
-tail -n 25 "$WORK/fuzz.log"
-
-crashes=$(find "$WORK/artifacts" -type f | wc -l)
-if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
-  echo "fuzz: FAILED (exit $rc, $crashes artifact(s)); log $WORK/fuzz.log" >&2
-  for a in "$WORK"/artifacts/*; do
-    [ -f "$a" ] && echo "fuzz: reproduce with: $WORK/fuzz_request $a" >&2
-  done
-  exit 1
-fi
-echo "fuzz: no crashes in ${SECS}s ($(find "$WORK/corpus" -type f | wc -l) new corpus units)"
+# run NAME SECONDS: fuzzes one target; a finding fails the script.
+run() {
+  name=$1
+  mkdir -p "$WORK/corpus-$name"
+  echo "fuzz: running $name for ${2}s"
+  set +e
+  # Crashes, leaks, oracle aborts and timeouts all make libFuzzer exit
+  # non-zero and write an artifact. -max_len must stay >= SEED_MAX in
+  # fuzz_request.c: the hostile seeds (up to 60 KB) would be cut otherwise.
+  "$WORK/$name" -max_len=65536 -max_total_time="$2" -timeout=25 \
+    -rss_limit_mb=2048 -dict="$WORK/dict" -print_final_stats=1 \
+    -artifact_prefix="$WORK/artifacts/$name-" "$WORK/corpus-$name" \
+    "$WORK/seeds-$name" >"$WORK/$name.log" 2>&1
+  rc=$?
+  set -e
+  tail -n 25 "$WORK/$name.log"
+  crashes=$(find "$WORK/artifacts" -type f -name "$name-*" | wc -l)
+  if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+    echo "fuzz: FAILED (exit $rc, $crashes artifact(s)); log $WORK/$name.log" >&2
+    for a in "$WORK"/artifacts/"$name"-*; do
+      [ -f "$a" ] && echo "fuzz: reproduce with: $WORK/$name $a" >&2
+    done
+    exit 1
+  fi
+}
+run fuzz_request "$SECS"
+# A smaller surface: a third of the time (at least 5 s).
+ASECS=$((SECS / 3))
+[ "$ASECS" -ge 5 ] || ASECS=5
+run fuzz_answer "$ASECS"
+echo "fuzz: no crashes in ${SECS}s + ${ASECS}s ($(find "$WORK"/corpus-* -type f | wc -l) new corpus units)"
 [ "$KEEP" -eq 1 ] || rm -rf "$WORK"
 exit 0

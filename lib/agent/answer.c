@@ -1,0 +1,126 @@
+/*
+ * The agent's reading of one DescribeConfigs answer: pure (a response
+ * body in, a normalized set or a sentence out, no I/O), so that whatever
+ * a server sends is judged here and can be fuzzed (tests/fuzz).
+ */
+#include "agent/agent_int.h"
+#include "codec/proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An entry no server may send: no name, or a source no DescribeConfigs
+ * version defines (0-8 in Kafka, 9-10 dynconfd's user sources). */
+static bool entry_malformed(const dc_describe_configs_entry_t *e,
+                            char *errstr, size_t errstr_size) {
+  if (!e->name)
+    snprintf(errstr, errstr_size, "server answered a config without a name");
+  else if (e->config_source < DC_SRC_UNKNOWN ||
+           e->config_source > DC_SRC_DYNAMIC_USER_CLIENT)
+    snprintf(errstr, errstr_size, "server answered config '%.100s' with "
+             "source %d, which no DescribeConfigs version defines", e->name,
+             e->config_source);
+  else
+    return false;
+  return true;
+}
+
+/* Copies the entries the agent may apply into *out and normalizes it. */
+static dc_fetch_res_t copy_entries(const dc_describe_configs_result_t *r,
+                                   dc_fetched_set_t *out, dynconf_err_t *errp,
+                                   char *errstr, size_t errstr_size) {
+  /* Before copying anything: the agent's work stays bounded. */
+  if (dc_fetched_count_check((size_t)r->n_configs, DC_AGENT_MAX_ENTRIES,
+                             errstr, errstr_size)) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    return FETCH_ERROR;
+  }
+  for (int32_t i = 0; i < r->n_configs; i++)
+    if (entry_malformed(&r->configs[i], errstr, errstr_size)) {
+      *errp = DYNCONF_ERR__BAD_RESPONSE;
+      return FETCH_ERROR;
+    }
+  out->v = calloc(r->n_configs ? (size_t)r->n_configs : 1, sizeof(*out->v));
+  for (int32_t i = 0; out->v && i < r->n_configs; i++) {
+    const dc_describe_configs_entry_t *e = &r->configs[i];
+    dynconf_source_t src;
+    if (!e->value || !dc_source_from_wire(e->config_source, &src))
+      continue;
+    dc_fetched_t *f = &out->v[out->n++];
+    f->key = strdup(e->name);
+    f->value = strdup(e->value);
+    f->source = src;
+    if (!f->key || !f->value)
+      break;
+  }
+  if (!out->v || (out->n && (!out->v[out->n - 1].key ||
+                             !out->v[out->n - 1].value))) {
+    dc_fetched_set_free(out);
+    *errp = DYNCONF_ERR__NOMEM;
+    snprintf(errstr, errstr_size, "out of memory");
+    return FETCH_ERROR;
+  }
+  if (dc_fetched_set_normalize(out, DC_AGENT_MAX_ENTRIES, errstr,
+                               errstr_size)) {
+    dc_fetched_set_free(out);
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    return FETCH_ERROR;
+  }
+  return FETCH_OK;
+}
+
+/* Judges a decoded answer: one result, for the resource asked about. */
+static dc_fetch_res_t judge_answer(const dc_agent_answer_t *want,
+                                   const dc_describe_configs_resp_t *resp,
+                                   dc_fetched_set_t *out, dynconf_err_t *errp,
+                                   char *errstr, size_t errstr_size) {
+  const char *peer = want->peer;
+  if (resp->n_results != 1) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    snprintf(errstr, errstr_size, "%s answered %d resources, not 1", peer,
+             (int)resp->n_results);
+    return FETCH_ERROR;
+  }
+  const dc_describe_configs_result_t *r = &resp->results[0];
+  if (r->error_code) {
+    *errp = (dynconf_err_t)r->error_code;
+    snprintf(errstr, errstr_size, "%s: %s", dynconf_err_name(*errp),
+             r->error_message && *r->error_message
+                 ? r->error_message
+                 : dynconf_err_str(*errp));
+    /* What a real Kafka broker answers for a type it does not know. */
+    return r->error_code == DC_ERR_INVALID_REQUEST ||
+                   r->error_code == DC_ERR_UNSUPPORTED_VERSION
+               ? FETCH_UNSUPPORTED
+               : FETCH_ERROR;
+  }
+  if (r->resource_type != want->resource_type || !r->resource_name ||
+      strcmp(r->resource_name, want->resource_name)) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    snprintf(errstr, errstr_size, "%s answered for resource %d '%.100s', not "
+             "%d '%.100s'", peer, r->resource_type,
+             r->resource_name ? r->resource_name : "(null)",
+             want->resource_type, want->resource_name);
+    return FETCH_ERROR;
+  }
+  return copy_entries(r, out, errp, errstr, errstr_size);
+}
+
+dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
+                                    dc_fetched_set_t *out, dynconf_err_t *errp,
+                                    bool *undecodable, char *errstr,
+                                    size_t errstr_size) {
+  dc_describe_configs_resp_t resp;
+  memset(out, 0, sizeof(*out));
+  *undecodable = false;
+  if (dc_describe_configs_resp_decode(rd, want->version, &resp)) {
+    *undecodable = true;
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    snprintf(errstr, errstr_size, "malformed DescribeConfigs v%d response "
+             "from %s: %s", want->version, want->peer,
+             dynconf_err_str((dynconf_err_t)rd->err));
+    return FETCH_ERROR;
+  }
+  return judge_answer(want, &resp, out, errp, errstr, errstr_size);
+}
