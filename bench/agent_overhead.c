@@ -22,10 +22,13 @@
  *
  * Run the two modes as two separate processes (bench/run-agent.sh does) so
  * neither pollutes the other's heap or thread list. Measured from
- * /proc/self: VmRSS and VmHWM, the thread list (/proc/self/task, grouped by
- * thread name), CPU from getrusage(RUSAGE_SELF) over the steady-state
- * window [end of warm-up, end], and per-thread CPU time (schedstat) over
- * the same window, grouped by thread name, to show where the time goes.
+ * /proc/self: VmRSS and VmHWM, VmRSS's private part (RssAnon: heap,
+ * stacks) and its file-backed part (RssFile: pages of the program and its
+ * shared libraries, shared with every process that maps them), the thread
+ * list (/proc/self/task, grouped by thread name), CPU from
+ * getrusage(RUSAGE_SELF) over the steady-state window [end of warm-up,
+ * end], and per-thread CPU time (schedstat) over the same window, grouped
+ * by thread name, to show where the time goes.
  * In agent mode the threads dynconf_new() started (there between the
  * samples around it) are also summed on their own: the agent's CPU
  * without the producer's run-to-run noise (dynconf_poll() on the main
@@ -37,7 +40,8 @@
  *   THREADS mode=M name=count ...
  *   THREADCPU mode=M name=us ...     (CPU microseconds over the window)
  *   AGENTTHREADS mode=M name=count:us ... (only the threads dynconf_new
- *                                          started)
+ *                                          started that still run at the
+ *                                          end, by their name then)
  * Exit status: 0 ok, 1 a run failure (delivery failed, agent not in step
  * with dynconfd, librdkafka handle could not be created), 2 usage.
  * Never fails on the numbers themselves.
@@ -112,6 +116,7 @@ typedef struct sample {
   int64_t mono_us;
   int64_t cpu_us; /* user + system, all threads */
   long rss_kib, hwm_kib;
+  long anon_kib, file_kib; /* VmRSS = RssAnon + RssFile + RssShmem */
   size_t nthr;
   thr_t thr[MAX_THREADS];
 } sample_t;
@@ -164,6 +169,8 @@ static void take_sample(sample_t *s) {
               (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
   s->rss_kib = status_kib("VmRSS");
   s->hwm_kib = status_kib("VmHWM");
+  s->anon_kib = status_kib("RssAnon");
+  s->file_kib = status_kib("RssFile");
   s->nthr = 0;
   DIR *d = opendir("/proc/self/task");
   if (!d)
@@ -216,29 +223,36 @@ static const thr_t *find_tid(const sample_t *s, int tid) {
   return NULL;
 }
 
-/* The threads dynconf_new() started: present after it (s_agent) and not
- * before it (s_start), grouped by name with their CPU time over
- * [warm, end]. Measured per thread, so the producer's own run-to-run
- * noise does not enter it. Returns the number of rows; *total_ns and
- * *nthreads sum them. */
+/* The threads dynconf_new() started that still run at the end: present
+ * after it (s_agent), not before it (s_start) and in s_end, grouped by
+ * the name they have at the end (a thread may name itself after
+ * dynconf_new returned) with their CPU time over [warm, end]. Measured
+ * per thread, so the producer's own run-to-run noise does not enter it.
+ * Returns the number of rows; *total_ns and *nthreads sum them;
+ * *nexited counts the ones started there and gone by the end. */
 static size_t agent_threads(const sample_t *s_start, const sample_t *s_agent,
                             const sample_t *s_warm, const sample_t *s_end,
                             name_row_t *rows, long long *total_ns,
-                            int *nthreads) {
+                            int *nthreads, int *nexited) {
   size_t n = 0;
   *total_ns = 0;
   *nthreads = 0;
+  *nexited = 0;
   for (size_t i = 0; i < s_agent->nthr; i++) {
     const thr_t *t = &s_agent->thr[i];
     if (find_tid(s_start, t->tid))
       continue;
     const thr_t *w = find_tid(s_warm, t->tid), *e = find_tid(s_end, t->tid);
-    long long ns = e ? e->cpu_ns - (w ? w->cpu_ns : 0) : 0;
+    if (!e) {
+      (*nexited)++;
+      continue;
+    }
+    long long ns = e->cpu_ns - (w ? w->cpu_ns : 0);
     size_t r = 0;
-    while (r < n && strcmp(rows[r].name, t->name))
+    while (r < n && strcmp(rows[r].name, e->name))
       r++;
     if (r == n) {
-      snprintf(rows[n].name, sizeof(rows[n].name), "%s", t->name);
+      snprintf(rows[n].name, sizeof(rows[n].name), "%s", e->name);
       rows[n].count = 0;
       rows[n].ns = 0;
       n++;
@@ -521,11 +535,11 @@ static int measure(const opts_t *o) {
   }
 
   double win_s = (double)(s_end->mono_us - s_warm->mono_us) / 1e6;
-  int n_agent_thr;
+  int n_agent_thr, n_agent_exited;
   long long agent_ns;
   name_row_t arows[MAX_THREADS];
   size_t nar = agent_threads(s0, s_agent, s_warm, s_end, arows, &agent_ns,
-                             &n_agent_thr);
+                             &n_agent_thr, &n_agent_exited);
   double agent_thr_pct = win_s > 0 ? 100.0 * (double)agent_ns / 1e9 / win_s : 0;
   double cpu_pct = win_s > 0 ? 100.0 * (double)(s_end->cpu_us - s_warm->cpu_us) /
                                    ((double)(s_end->mono_us - s_warm->mono_us))
@@ -539,9 +553,14 @@ static int measure(const opts_t *o) {
   printf("  RSS: start %ld KiB, after agent %ld KiB, warm %ld KiB, end %ld KiB, "
          "peak %ld KiB\n", s0->rss_kib, s_agent->rss_kib, s_warm->rss_kib,
          s_end->rss_kib, s_end->hwm_kib);
+  printf("  of which private (RssAnon): start %ld KiB, after agent %ld KiB, "
+         "end %ld KiB; file-backed (RssFile): start %ld KiB, after agent %ld "
+         "KiB, end %ld KiB\n", s0->anon_kib, s_agent->anon_kib,
+         s_end->anon_kib, s0->file_kib, s_agent->file_kib, s_end->file_kib);
   printf("  threads: %zu, CPU %.3f%% of one core", s_end->nthr, cpu_pct);
   if (dc)
-    printf(" (the agent's own %d threads: %.4f%%)", n_agent_thr, agent_thr_pct);
+    printf(" (the agent's own %d threads: %.4f%%; %d more it started were "
+           "gone by the end)", n_agent_thr, agent_thr_pct, n_agent_exited);
   printf("\n");
   printf("  messages: %ld sent, %ld delivered, %ld queue-full retries; "
          "latest tick start %.1f ms late, %ld stalls > 100 ms\n", sent,
@@ -558,7 +577,9 @@ static int measure(const opts_t *o) {
          "fetch_err=%lld fetch_avg_us=%lld changes=%d agent_threads=%d "
          "agent_threads_cpu_pct=%.4f poll_calls=%ld poll_mean_us=%.2f "
          "poll_max_us=%lld max_tick_late_ms=%.1f stalls=%ld "
-         "agent_cpu_pct=%.4f\n",
+         "agent_cpu_pct=%.4f agent_threads_exited=%d anon_start_kib=%ld "
+         "anon_after_agent_kib=%ld anon_end_kib=%ld file_start_kib=%ld "
+         "file_after_agent_kib=%ld file_end_kib=%ld\n",
          o->mode, win_s, s0->rss_kib, s_agent->rss_kib, s_warm->rss_kib,
          s_end->rss_kib, s_end->hwm_kib, s_agent->nthr, s_end->nthr, cpu_pct,
          sent, cnt.delivered, fetch_ok, fetch_err, avg_us, ac.changes,
@@ -566,7 +587,9 @@ static int measure(const opts_t *o) {
          n_poll ? (double)sum_poll_us / (double)n_poll : 0.0,
          (long long)max_poll_us, (double)max_late_us / 1000, n_stalls,
          agent_thr_pct + (win_s > 0 ? 100.0 * (double)sum_poll_us / 1e6 / win_s
-                                    : 0));
+                                    : 0),
+         n_agent_exited, s0->anon_kib, s_agent->anon_kib, s_end->anon_kib,
+         s0->file_kib, s_agent->file_kib, s_end->file_kib);
   name_row_t rows[MAX_THREADS];
   size_t nr = group_threads(s_end, s_warm, rows);
   printf("THREADS mode=%s", o->mode);
