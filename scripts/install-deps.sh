@@ -3,7 +3,7 @@
 # Does nothing when they are all present. Needs root (or sudo) to install.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
-      librdkafka-dev libjemalloc-dev libsqlite3-dev
+      librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
       libssl-dev openssl
       python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
 missing=""

@@ -7,6 +7,7 @@
 #include "broker/handlers.h"
 #include "broker/server.h"
 #include "broker/store.h"
+#include "broker/transfer.h"
 #include "codec/proto.h"
 #include "common/log.h"
 #include "common/schema.h"
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,8 @@ static void usage(FILE *f) {
   fprintf(f,
 "Usage: dynconfd [OPTIONS]\n"
 "       dynconfd --data-dir DIR --history [--entity NAME]\n"
+"       dynconfd --data-dir DIR --export FILE|-\n"
+"       dynconfd --data-dir DIR --import FILE [--allow-unknown-keys]\n"
 "\n"
 "The dynconf config broker: serves dynamic client configs (KIP-649 CLIENT\n"
 "resource, type 9) to librdkafka agents and any Kafka admin client.\n"
@@ -111,6 +115,11 @@ static void usage(FILE *f) {
 "                            connections holding the most are closed\n"
 "  --history                 print the audit history of changes and exit\n"
 "  --entity NAME             with --history: only this client-id\n"
+"  --export FILE             write every entity and its configs as JSON to\n"
+"                            FILE (- = stdout) and exit; works while the\n"
+"                            server runs\n"
+"  --import FILE             fill an empty data directory from an --export\n"
+"                            file (all or nothing) and exit\n"
 "  -v, --verbose             debug logging\n"
 "  -h, --help                this help\n"
 "  -V, --version             print the version\n"
@@ -398,6 +407,68 @@ static int print_history(const char *dir, const char *entity) {
   return 0;
 }
 
+/* --export: the store's entities as the export document, to a file
+ * (written whole, then renamed into place) or "-" (stdout). */
+static int export_store(const char *dir, const char *path) {
+  char err[3 * PATH_MAX] = "", tmp[PATH_MAX];
+  dc_store_t *store;
+  if (dc_store_open_sqlite_ro(dir, &store, err, sizeof(err))) {
+    fprintf(stderr, "dynconfd: %s\n", err);
+    return 1;
+  }
+  bool to_stdout = !strcmp(path, "-");
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = to_stdout ? stdout : fopen(tmp, "w");
+  int r = f ? dc_transfer_export(store, f, err, sizeof(err)) : -1;
+  if (!f)
+    snprintf(err, sizeof(err), "cannot create %s: %s", tmp, strerror(errno));
+  dc_store_close(store);
+  if (!to_stdout && f) {
+    if (!r && (fflush(f) || fsync(fileno(f)))) {
+      snprintf(err, sizeof(err), "cannot write %s: %s", tmp, strerror(errno));
+      r = -1;
+    }
+    fclose(f);
+    if (!r && rename(tmp, path)) {
+      snprintf(err, sizeof(err), "cannot rename %s to %s: %s", tmp, path,
+               strerror(errno));
+      r = -1;
+    }
+    if (r)
+      unlink(tmp);
+  }
+  if (r) {
+    fprintf(stderr, "dynconfd: export failed: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
+/* --import: fills an empty store from an export document. */
+static int import_store(const settings_t *st, const char *path) {
+  char err[768] = "";
+  dc_store_t *store;
+  if (dc_store_open_sqlite(st->data_dir, &store, err, sizeof(err))) {
+    fprintf(stderr, "dynconfd: %s\n", err);
+    return 1;
+  }
+  dc_import_opts_t o = {.allow_unknown_keys = st->allow_unknown,
+                        .max_entity_configs = (size_t)st->max_entity_configs,
+                        .source = path};
+  size_t n_ent = 0, n_cfg = 0;
+  int r = dc_transfer_import(store, path, &o, &n_ent, &n_cfg, err,
+                             sizeof(err));
+  dc_store_close(store);
+  if (r) {
+    fprintf(stderr, "dynconfd: import from %s failed, nothing written: %s\n",
+            path, err);
+    return 1;
+  }
+  printf("imported %zu entities (%zu configs) from %s into %s\n", n_ent, n_cfg,
+         path, st->data_dir);
+  return 0;
+}
+
 static void raise_fd_limit(void) {
   struct rlimit rl;
   if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
@@ -501,12 +572,14 @@ int main(int argc, char **argv) {
   dc_server_opts_init(&st.srv);
   bool history = false;
   const char *entity = NULL, *new_user = NULL;
+  const char *export_to = NULL, *import_from = NULL;
   int iterations = 8192;
   enum { O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
          O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
          O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
          O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
-         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS };
+         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
+         O_EXPORT, O_IMPORT };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -520,6 +593,8 @@ int main(int argc, char **argv) {
       {"idle-timeout-ms", required_argument, NULL, O_IDLE},
       {"max-connections", required_argument, NULL, O_MAXCONN},
       {"history", no_argument, NULL, O_HISTORY},
+      {"export", required_argument, NULL, O_EXPORT},
+      {"import", required_argument, NULL, O_IMPORT},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -596,6 +671,12 @@ int main(int argc, char **argv) {
     case O_HISTORY:
       history = true;
       break;
+    case O_EXPORT:
+      export_to = optarg;
+      break;
+    case O_IMPORT:
+      import_from = optarg;
+      break;
     case O_ENTITY:
       entity = optarg;
       break;
@@ -630,6 +711,12 @@ int main(int argc, char **argv) {
     st.data_dir = strdup("dynconfd-data");
   if (history) {
     rc = print_history(st.data_dir, entity);
+    settings_free(&st);
+    return rc;
+  }
+  if (export_to || import_from) {
+    rc = export_to ? export_store(st.data_dir, export_to)
+                   : import_store(&st, import_from);
     settings_free(&st);
     return rc;
   }
