@@ -4,20 +4,28 @@
  * test have real Produce/Fetch/consumer-group brokers on loopback without a
  * JVM. It serves no config APIs; dynconfd is the config server.
  *
- *   mock_cluster [--brokers N] [--topic NAME --partitions P]...
+ *   mock_cluster [--brokers N] [--topic NAME --partitions P]... [--control]
  *
  * Prints "bootstrap HOST:PORT[,HOST:PORT...]" on stdout once the brokers
- * accept connections, then runs until SIGTERM or SIGINT.
+ * accept connections, then runs until SIGTERM or SIGINT. With --control it
+ * also reads commands from stdin, one per line, and answers each with one
+ * line on stdout (mock_control.c: brokers down and up, leaders,
+ * coordinators, injected errors); end of input stops it, so the cluster
+ * never outlives the process driving it.
  */
+#include "mock_control.h"
+
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_TOPICS 64
 
@@ -38,6 +46,10 @@ static void usage(FILE *fp, const char *argv0) {
           "  --topic NAME      create topic NAME (repeatable)\n"
           "  --partitions P    partitions of the preceding --topic (default 1)\n"
           "  --debug CONTEXTS  librdkafka debug contexts (e.g. mock)\n"
+          "  --control         read control commands from stdin (down B, up B,\n"
+          "                    rtt B MS, leader TOPIC PART B, coord group|txn\n"
+          "                    KEY B, topic NAME P, err APIKEY ERROR..., quit);\n"
+          "                    one reply line each; end of input stops it\n"
           "  --help            this text\n",
           argv0);
 }
@@ -52,9 +64,41 @@ static int parse_count(const char *s, int max) {
   return (int)v;
 }
 
+/* Waits up to 100 ms for input on stdin and answers every whole command
+ * line in it (read with read(2), so lines that arrive together are all
+ * seen). 1 when the cluster should stop (quit, end of input). */
+static int serve_control(rd_kafka_mock_cluster_t *mc) {
+  static char buf[4096];
+  static size_t len;
+  struct pollfd p = {.fd = 0, .events = POLLIN};
+  if (poll(&p, 1, 100) <= 0)
+    return 0;
+  ssize_t k = read(0, buf + len, sizeof(buf) - 1 - len);
+  if (k <= 0)
+    return k < 0 && errno == EINTR ? 0 : 1;
+  len += (size_t)k;
+  buf[len] = '\0';
+  char *line = buf, *nl;
+  int quit = 0;
+  while (!quit && (nl = strchr(line, '\n'))) {
+    *nl = '\0';
+    char reply[256];
+    quit = mock_control_line(mc, line, reply, sizeof(reply));
+    printf("%s\n", reply);
+    line = nl + 1;
+  }
+  fflush(stdout);
+  len -= (size_t)(line - buf);
+  memmove(buf, line, len);
+  if (len == sizeof(buf) - 1) /* a line longer than the buffer */
+    len = 0;
+  return quit;
+}
+
 int main(int argc, char **argv) {
   int brokers = 1, ntopics = 0;
   const char *debug = NULL;
+  bool control = false;
   const char *topics[MAX_TOPICS];
   int partitions[MAX_TOPICS];
   for (int i = 1; i < argc; i++) {
@@ -62,6 +106,10 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout, argv[0]);
       return 0;
+    }
+    if (!strcmp(a, "--control")) {
+      control = true;
+      continue;
     }
     if (i + 1 >= argc) {
       fprintf(stderr, "%s: %s needs a value (or unknown flag)\n", argv[0], a);
@@ -136,6 +184,11 @@ int main(int argc, char **argv) {
   printf("bootstrap %s\n", rd_kafka_mock_cluster_bootstraps(mc));
   fflush(stdout);
   while (!stop) {
+    if (control) {
+      if (serve_control(mc))
+        break;
+      continue;
+    }
     struct timespec ts = {0, 100 * 1000000L};
     nanosleep(&ts, NULL);
   }
