@@ -1,13 +1,15 @@
 /*
  * Helpers shared by the agent end-to-end tests that run a real dynconfd
- * and librdkafka (test_agent_e2e.c, test_managed_producer.c,
- * test_managed_consumer.c, test_cert_rotation.c):
+ * and librdkafka (test_agent_e2e.c, test_agent_failures.c,
+ * test_agent_wire.c, test_agent_security.c, test_managed_producer.c,
+ * test_managed_consumer.c, test_cert_rotation.c, ...):
  *   - setting client configs on dynconfd with IncrementalAlterConfigs
  *     through our codec (one request per change set, so the agent sees a
  *     whole set in one fetch);
  *   - application confs, agents (with a counting change/log callback, or
  *     the test's own);
- *   - reading librdkafka conf values and numbers out of stats JSON;
+ *   - reading librdkafka conf values, numbers out of stats JSON and an
+ *     agent's effective values; waiting for an agent's statistics;
  *   - the librdkafka mock cluster.
  * A proxy that records group requests in front of a mock broker is
  * tests/kproxy.h.
@@ -32,6 +34,16 @@
 #include <stdarg.h>
 
 /* ---- dynconfd ------------------------------------------------------------ */
+
+/* dc_tu_scratch() for a test program that starts its own dynconfds; a
+ * failure is reported as a failing check "tmpdir" (-1). */
+static inline int au_scratch(char *dir, size_t dir_size, char *data,
+                             size_t data_size, char *log, size_t log_size) {
+  if (!dc_tu_scratch(dir, dir_size, data, data_size, log, log_size))
+    return 0;
+  ok(0, "tmpdir");
+  return -1;
+}
 
 static inline int au_enc_incremental_(dc_buf_t *b, int16_t v, const void *req) {
   return dc_incremental_alter_configs_req_encode(b, v, req);
@@ -223,6 +235,36 @@ static inline void au_on_log(const dynconf_t *dc, int level, const char *fac,
     diag("agent log %d %s %s: %s", level, dynconf_client_id(dc), fac, msg);
 }
 
+/* Sets the NULL-terminated (key, value) pairs of ap on dconf; a refused
+ * one is reported with diag(). */
+static inline void au_dconf_set_pairs(dynconf_conf_t *dconf, va_list ap) {
+  char e[512];
+  for (const char *k; (k = va_arg(ap, const char *));) {
+    const char *v = va_arg(ap, const char *);
+    if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK)
+      diag("dynconf conf %s=%s: %s", k, v, e);
+  }
+}
+
+/* dynconf_new(type, app, dconf) with the given callbacks and opaque set
+ * on dconf first. app stays the caller's; dconf is the agent's, or freed
+ * here when it returns NULL (the reason in errstr). */
+static inline dynconf_t *au_dynconf_new(rd_kafka_type_t type,
+                                        const rd_kafka_conf_t *app,
+                                        dynconf_conf_t *dconf,
+                                        dynconf_change_cb_t *change_cb,
+                                        dynconf_log_cb_t *log_cb, void *opaque,
+                                        char *errstr, size_t errstr_size) {
+  dynconf_conf_set_change_cb(dconf, change_cb);
+  dynconf_conf_set_log_cb(dconf, log_cb);
+  dynconf_conf_set_opaque(dconf, opaque);
+  errstr[0] = '\0';
+  dynconf_t *dc = dynconf_new(type, app, dconf, errstr, errstr_size);
+  if (!dc)
+    dynconf_conf_destroy(dconf);
+  return dc;
+}
+
 /* An agent of `type` for app (borrowed) fetching from dynconfd on
  * 127.0.0.1:port, with the given callbacks and opaque, and dynconf.*
  * (key, value) pairs: first those of `pairs` (NULL-terminated, may be
@@ -241,19 +283,11 @@ static inline dynconf_t *au_agent_new_v(rd_kafka_type_t type,
     if (dynconf_conf_set(dconf, pairs[0], pairs[1], e, sizeof(e)) !=
         DYNCONF_CONF_OK)
       diag("dynconf conf %s=%s: %s", pairs[0], pairs[1], e);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK)
-      diag("dynconf conf %s=%s: %s", k, v, e);
-  }
-  dynconf_conf_set_change_cb(dconf, change_cb);
-  dynconf_conf_set_log_cb(dconf, log_cb);
-  dynconf_conf_set_opaque(dconf, opaque);
-  dynconf_t *dc = dynconf_new(type, app, dconf, e, sizeof(e));
-  if (!dc) {
+  au_dconf_set_pairs(dconf, ap);
+  dynconf_t *dc =
+      au_dynconf_new(type, app, dconf, change_cb, log_cb, opaque, e, sizeof(e));
+  if (!dc)
     diag("dynconf_new: %s", e);
-    dynconf_conf_destroy(dconf);
-  }
   return dc;
 }
 
@@ -308,6 +342,35 @@ static inline long long au_stat_ll(dynconf_t *dc, const char *key) {
 /* Successful fetches of an agent so far (its stats' "ok"). */
 static inline long long au_fetches(dynconf_t *dc) {
   return au_stat_ll(dc, "ok");
+}
+
+/* Polls dc until the number after "\"key\":" in its statistics reaches
+ * want, or for timeout_ms. Returns the last value read. */
+static inline long long au_wait_stat(dynconf_t *dc, const char *key,
+                                     long long want, int timeout_ms) {
+  int64_t deadline = dc_tu_now_ms() + timeout_ms;
+  long long v;
+  while ((v = au_stat_ll(dc, key)) < want && dc_tu_now_ms() < deadline)
+    dynconf_poll(dc, 10);
+  dynconf_poll(dc, 0);
+  return v;
+}
+
+/* Whether dc's effective key is want (acks "all" and "-1" alike) from
+ * source want_src; says what it is instead with diag(). */
+static inline bool au_eff_is(dynconf_t *dc, const char *key, const char *want,
+                             dynconf_source_t want_src) {
+  char v[128];
+  dynconf_source_t s;
+  if (dynconf_effective_get(dc, key, v, sizeof(v), &s)) {
+    diag("  %s is not an allowed key", key);
+    return false;
+  }
+  bool same = !strcmp(au_acks_norm(v), au_acks_norm(want)) && s == want_src;
+  if (!same)
+    diag("  effective %s = \"%s\" (%s), want \"%s\" (%s)", key, v,
+         dynconf_source_name(s), want, dynconf_source_name(want_src));
+  return same;
 }
 
 /* ---- the mock cluster

@@ -11,6 +11,10 @@
  *     advertised broker/coordinator address to the proxy's own, so the
  *     client keeps talking through the proxy after bootstrapping.
  * Responses are matched to requests by correlation id per connection.
+ * kproxy_start_observed() also hands every request frame to the test's
+ * own function (to decode what kproxy does not); kproxy_set_upstream()
+ * sends new connections elsewhere and kproxy_drop() closes every proxied
+ * connection, as a server closing idle connections would.
  *
  * Header-only (static inline functions). One thread serves every
  * connection with poll(); writes are blocking, which is fine on loopback
@@ -65,24 +69,37 @@ typedef struct kp_inflight {
 
 typedef struct kp_conn {
   int cfd, sfd;       /* client side, upstream side; -1 = free slot */
+  int id, n_req;      /* accept number (from 1); requests so far */
   dc_buf_t cin, sin;  /* bytes read and not yet forwarded (owned) */
   kp_inflight_t *inf; /* owned, n_inf used of cap_inf */
   size_t n_inf, cap_inf;
 } kp_conn_t;
 
+/* Sees one client request frame before it is forwarded, on the proxy
+ * thread: conn is the connection's accept number (from 1), seq the
+ * request's position on it (from 0), p the frame without its size field
+ * (n bytes, valid during the call only). */
+typedef void kp_request_fn(void *opaque, int conn, int seq, const uint8_t *p,
+                           size_t n);
+
 typedef struct kproxy {
   int lfd, port;      /* our listening socket and its port */
-  int upstream_port;  /* the broker we front (127.0.0.1) */
   int advertise_port; /* what rewritten addresses name (default: port) */
-  int wake[2];        /* self-pipe: kproxy_stop() ends the thread */
+  int wake[2];        /* self-pipe: kproxy_stop() and kproxy_drop() */
   pthread_t thread;
   bool started;
+  kp_request_fn *on_request; /* NULL = none */
+  void *on_request_opaque;
   kp_conn_t conns[KP_MAX_CONNS]; /* proxy thread only */
 
   pthread_mutex_t lock; /* guards everything below */
+  int upstream_port;    /* the broker we front (127.0.0.1) */
+  bool stop;            /* kproxy_stop() asked */
+  int drop_asked, drop_done; /* generations of kproxy_drop() requests */
   kp_req_t log[KP_MAX_LOG];
   int n_log, n_log_dropped;
   int n_accepted, n_metadata_rewritten, n_findcoord_rewritten;
+  int n_dropped;        /* connections closed by kproxy_drop() */
   int n_rewrite_errors; /* responses we could not decode (forwarded as-is) */
   int n_api_requests[64]; /* requests seen per api key (keys < 64) */
 } kproxy_t;
@@ -124,10 +141,14 @@ static inline void kp_sniff_join(dc_rd_t *rd, int16_t ver, kp_req_t *r) {
   r->rebalance_timeout_ms = rebalance;
 }
 
-/* A client request frame (payload without the size field): remember its
- * key for the response, count it, and log it when it is a group request. */
+/* A client request frame (payload without the size field): show it to
+ * the test's function, remember its key for the response, count it, and
+ * log it when it is a group request. */
 static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
                                     const uint8_t *p, size_t n) {
+  int seq = c->n_req++;
+  if (kp->on_request)
+    kp->on_request(kp->on_request_opaque, c->id, seq, p, n);
   dc_arena_t a;
   dc_arena_init(&a);
   dc_rd_t rd;
@@ -320,7 +341,10 @@ static inline void kp_accept(kproxy_t *kp) {
   for (int i = 0; i < KP_MAX_CONNS && slot < 0; i++)
     if (kp->conns[i].cfd < 0)
       slot = i;
-  int sfd = slot >= 0 ? dc_tu_connect(kp->upstream_port) : -1;
+  pthread_mutex_lock(&kp->lock);
+  int up = kp->upstream_port;
+  pthread_mutex_unlock(&kp->lock);
+  int sfd = slot >= 0 ? dc_tu_connect(up) : -1;
   if (sfd < 0) {
     close(cfd);
     return;
@@ -330,11 +354,37 @@ static inline void kp_accept(kproxy_t *kp) {
   kp_conn_t *c = &kp->conns[slot];
   c->cfd = cfd;
   c->sfd = sfd;
+  c->n_req = 0;
   dc_buf_init(&c->cin);
   dc_buf_init(&c->sin);
   pthread_mutex_lock(&kp->lock);
-  kp->n_accepted++;
+  c->id = ++kp->n_accepted;
   pthread_mutex_unlock(&kp->lock);
+}
+
+/* The self-pipe woke the thread: 1 when kproxy_stop() asks it to end;
+ * else kproxy_drop() did, and every connection is closed here (0). */
+static inline int kp_woken(kproxy_t *kp) {
+  char sink[64];
+  ssize_t r = read(kp->wake[0], sink, sizeof(sink));
+  (void)r;
+  pthread_mutex_lock(&kp->lock);
+  bool stop = kp->stop;
+  int asked = kp->drop_asked;
+  pthread_mutex_unlock(&kp->lock);
+  if (stop)
+    return 1;
+  int dropped = 0;
+  for (int i = 0; i < KP_MAX_CONNS; i++)
+    if (kp->conns[i].cfd >= 0) {
+      kp_conn_close(&kp->conns[i]);
+      dropped++;
+    }
+  pthread_mutex_lock(&kp->lock);
+  kp->n_dropped += dropped;
+  kp->drop_done = asked;
+  pthread_mutex_unlock(&kp->lock);
+  return 0;
 }
 
 static inline void *kp_thread(void *arg) {
@@ -359,8 +409,11 @@ static inline void *kp_thread(void *arg) {
         continue;
       break;
     }
-    if (pfd[0].revents)
-      break; /* kproxy_stop() */
+    if (pfd[0].revents) {
+      if (kp_woken(kp))
+        break;
+      continue; /* connections dropped: the pollfd set is stale */
+    }
     if (pfd[1].revents & POLLIN)
       kp_accept(kp);
     for (int k = 2; k < n; k++) {
@@ -377,17 +430,15 @@ static inline void *kp_thread(void *arg) {
   return NULL;
 }
 
-/* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
- * upstream_port whose rewritten Metadata/FindCoordinator answers name
- * 127.0.0.1:advertise_port (0 = the proxy's own port). 0, or -1 with
- * errstr. */
-static inline int kproxy_start_advertising(kproxy_t *kp, int upstream_port,
-                                           int advertise_port, char *errstr,
-                                           size_t errstr_size) {
+static inline int kp_start(kproxy_t *kp, int upstream_port, int advertise_port,
+                           kp_request_fn *on_request, void *opaque,
+                           char *errstr, size_t errstr_size) {
   memset(kp, 0, sizeof(*kp));
   for (int i = 0; i < KP_MAX_CONNS; i++)
     kp->conns[i].cfd = kp->conns[i].sfd = -1;
   kp->upstream_port = upstream_port;
+  kp->on_request = on_request;
+  kp->on_request_opaque = opaque;
   if (dc_tu_listen(&kp->lfd, &kp->port, kp->wake)) {
     snprintf(errstr, errstr_size, "kproxy: %s", strerror(errno));
     return -1;
@@ -405,21 +456,71 @@ static inline int kproxy_start_advertising(kproxy_t *kp, int upstream_port,
 }
 
 /* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
+ * upstream_port whose rewritten Metadata/FindCoordinator answers name
+ * 127.0.0.1:advertise_port (0 = the proxy's own port). 0, or -1 with
+ * errstr. */
+static inline int kproxy_start_advertising(kproxy_t *kp, int upstream_port,
+                                           int advertise_port, char *errstr,
+                                           size_t errstr_size) {
+  return kp_start(kp, upstream_port, advertise_port, NULL, NULL, errstr,
+                  errstr_size);
+}
+
+/* Starts a proxy on 127.0.0.1:<ephemeral> in front of 127.0.0.1:
  * upstream_port. 0, or -1 with errstr. */
 static inline int kproxy_start(kproxy_t *kp, int upstream_port, char *errstr,
                                size_t errstr_size) {
-  return kproxy_start_advertising(kp, upstream_port, 0, errstr, errstr_size);
+  return kp_start(kp, upstream_port, 0, NULL, NULL, errstr, errstr_size);
+}
+
+/* kproxy_start() that also hands every client request frame to
+ * on_request(opaque, ...) on the proxy thread. */
+static inline int kproxy_start_observed(kproxy_t *kp, int upstream_port,
+                                        kp_request_fn *on_request, void *opaque,
+                                        char *errstr, size_t errstr_size) {
+  return kp_start(kp, upstream_port, 0, on_request, opaque, errstr,
+                  errstr_size);
 }
 
 /* Stops the thread, closes every connection and frees everything. */
 static inline void kproxy_stop(kproxy_t *kp) {
   if (!kp->started)
     return;
+  pthread_mutex_lock(&kp->lock);
+  kp->stop = true;
+  pthread_mutex_unlock(&kp->lock);
   dc_tu_wake(kp->wake[1]);
   pthread_join(kp->thread, NULL);
   dc_tu_unlisten(&kp->lfd, kp->wake);
   pthread_mutex_destroy(&kp->lock);
   kp->started = false;
+}
+
+/* New connections go to 127.0.0.1:port from now on (any thread). */
+static inline void kproxy_set_upstream(kproxy_t *kp, int port) {
+  pthread_mutex_lock(&kp->lock);
+  kp->upstream_port = port;
+  pthread_mutex_unlock(&kp->lock);
+}
+
+/* Closes every proxied connection, both sides (any thread); 1 once the
+ * proxy thread has, 0 if it has not within timeout_ms. */
+static inline int kproxy_drop(kproxy_t *kp, int timeout_ms) {
+  pthread_mutex_lock(&kp->lock);
+  int gen = ++kp->drop_asked;
+  pthread_mutex_unlock(&kp->lock);
+  dc_tu_wake(kp->wake[1]);
+  int64_t deadline = dc_tu_now_ms() + timeout_ms;
+  for (;;) {
+    pthread_mutex_lock(&kp->lock);
+    bool done = kp->drop_done >= gen;
+    pthread_mutex_unlock(&kp->lock);
+    if (done)
+      return 1;
+    if (dc_tu_now_ms() > deadline)
+      return 0;
+    dc_tu_sleep_ms(5);
+  }
 }
 
 /* ---- queries (any thread) ------------------------------------------------ */

@@ -9,111 +9,15 @@
  * deadline". The only elapsed-time checks are liveness bounds on
  * dynconf_destroy() (seconds where the work is a signal and a join).
  */
-#include "tap.h"
-#include "testutil.h"
+#include "agentutil.h"
 
-#include "client/kclient.h"
-#include "dynconf.h"
-
-#include <dirent.h>
-#include <librdkafka/rdkafka.h>
 #include <malloc.h>
-#include <pthread.h>
-#include <stdarg.h>
 
 #define WAIT_MS 30000
 
 static char g_data[512], g_log[512];
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-static int enc_incremental(dc_buf_t *b, int16_t v, const void *req) {
-  return dc_incremental_alter_configs_req_encode(b, v, req);
-}
-
-/* Sets one key on a client entity of the dynconfd at port. Returns the
- * per-resource error code, -1 when the request failed. */
-static int alter1(int port, const char *entity, const char *key,
-                  const char *value) {
-  dc_alter_config_t op = {.name = (char *)key, .op = DC_OP_SET,
-                          .value = (char *)value};
-  dc_alter_resource_t r = {.resource_type = DC_RES_CLIENT,
-                           .resource_name = (char *)entity,
-                           .n_configs = 1,
-                           .configs = &op};
-  dc_alter_configs_req_t req = {.n_resources = 1, .resources = &r};
-  char bs[64], errstr[512] = "";
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
-  dc_kclient_t *kc = dc_kclient_new("agent-failures-admin"); /* freed below */
-  dc_arena_t arena;
-  dc_arena_init(&arena);
-  dc_rd_t rd;
-  dc_alter_configs_resp_t resp;
-  int16_t v;
-  int rc = -1;
-  if (kc && !dc_kclient_connect(kc, bs, 5000, errstr, sizeof(errstr)) &&
-      !dc_kclient_api_versions(kc, 5000, errstr, sizeof(errstr)) &&
-      (v = dc_kclient_pick_version(kc, DC_API_INCREMENTAL_ALTER_CONFIGS)) >= 0 &&
-      !dc_kclient_request(kc, DC_API_INCREMENTAL_ALTER_CONFIGS, v,
-                          enc_incremental, &req, 5000, &rd, &arena, errstr,
-                          sizeof(errstr)) &&
-      !dc_incremental_alter_configs_resp_decode(&rd, v, &resp) &&
-      resp.n_responses == 1)
-    rc = resp.responses[0].error_code;
-  else
-    diag("alter %s %s=%s failed: %s", entity, key, value, errstr);
-  dc_arena_free(&arena);
-  dc_kclient_destroy(kc);
-  return rc;
-}
-
-/* A loopback port nobody listens on (bound, then closed). */
-static int closed_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = -1;
-  if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-      !getsockname(fd, (struct sockaddr *)&sa, &sl))
-    port = ntohs(sa.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
-/* A listening socket that never accepts: the kernel completes connections,
- * nobody ever answers. *portp gets its port; the caller closes the fd. */
-static int silent_server(int *portp) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(fd, 16) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  *portp = ntohs(sa.sin_port);
-  return fd;
-}
-
-static int thread_count(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  if (!d)
-    return -1;
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir(d);
-  return n;
-}
 
 /* Heap in use: mallinfo2's allocated bytes, or the resident set when the
  * allocator does not report (valgrind). *heap says which. */
@@ -132,17 +36,6 @@ static long long mem_in_use(bool *heap) {
     fclose(f);
   }
   return (long long)rss * sysconf(_SC_PAGESIZE);
-}
-
-/* The number after the first "\"key\":" in the stats document, or -1. */
-static long long stat_ll(dynconf_t *dc, const char *key) {
-  char pat[80];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  char *s = dynconf_stats_json(dc);
-  const char *p = s ? strstr(s, pat) : NULL;
-  long long v = p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-  free(s);
-  return v;
 }
 
 /* What one agent reported through its callbacks. */
@@ -209,32 +102,12 @@ static dynconf_t *agent_new(rd_kafka_type_t type, const char *cid,
   dynconf_conf_t *dconf = dynconf_conf_new();
   va_list ap;
   va_start(ap, errstr_size);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK)
-      diag("dynconf conf %s=%s: %s", k, v, e);
-  }
+  au_dconf_set_pairs(dconf, ap);
   va_end(ap);
-  dynconf_conf_set_change_cb(dconf, on_change);
-  dynconf_conf_set_log_cb(dconf, on_log);
-  dynconf_conf_set_opaque(dconf, rec);
-  dynconf_t *dc = dynconf_new(type, app, dconf, errstr, errstr_size);
-  if (!dc)
-    dynconf_conf_destroy(dconf);
+  dynconf_t *dc = au_dynconf_new(type, app, dconf, on_change, on_log, rec,
+                                 errstr, errstr_size);
   rd_kafka_conf_destroy(app);
   return dc;
-}
-
-static bool eff_is(dynconf_t *dc, const char *key, const char *want,
-                   dynconf_source_t want_src) {
-  char v[128];
-  dynconf_source_t s;
-  if (dynconf_effective_get(dc, key, v, sizeof(v), &s))
-    return false;
-  if (strcmp(v, want) || s != want_src)
-    diag("  effective %s = \"%s\" (%s), want \"%s\" (%s)", key, v,
-         dynconf_source_name(s), want, dynconf_source_name(want_src));
-  return !strcmp(v, want) && s == want_src;
 }
 
 /* Polls the agents until cond(dcs) holds or the deadline. */
@@ -262,21 +135,21 @@ static bool all_state(dynconf_t **dcs, int n, void *arg) {
 
 static bool all_failures_at_least(dynconf_t **dcs, int n, void *arg) {
   for (int i = 0; i < n; i++)
-    if (stat_ll(dcs[i], "consecutive_failures") < *(long long *)arg)
+    if (au_stat_ll(dcs[i], "consecutive_failures") < *(long long *)arg)
       return false;
   return true;
 }
 
 static bool all_ok_at_least(dynconf_t **dcs, int n, void *arg) {
   for (int i = 0; i < n; i++)
-    if (stat_ll(dcs[i], "ok") < ((long long *)arg)[i])
+    if (au_stat_ll(dcs[i], "ok") < ((long long *)arg)[i])
       return false;
   return true;
 }
 
 static bool unsupported_at_least(dynconf_t **dcs, int n, void *arg) {
   (void)n;
-  return stat_ll(dcs[0], "unsupported") >= *(long long *)arg;
+  return au_stat_ll(dcs[0], "unsupported") >= *(long long *)arg;
 }
 
 static bool rec_change_at_least(dynconf_t **dcs, int n, void *arg) {
@@ -286,10 +159,13 @@ static bool rec_change_at_least(dynconf_t **dcs, int n, void *arg) {
   return r->n_change >= 2;
 }
 
-/* ---- scenarios ------------------------------------------------------------------ */
-
+/* Starts dynconfd with an extra listener on 127.0.0.1:port. 0 or -1. */
 static int daemon_on_port(dc_tu_daemon_t *d, int port, char *errstr,
-                          size_t errstr_size);
+                          size_t errstr_size) {
+  return dc_tu_daemon_start_port(d, g_data, g_log, port, errstr, errstr_size);
+}
+
+/* ---- scenarios ------------------------------------------------------------------ */
 
 /* dynconfd killed, then restarted on the same port. */
 static void test_outage_and_restart(void) {
@@ -303,8 +179,8 @@ static void test_outage_and_restart(void) {
   int port = d.port;
   char bs[64];
   snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
-  is_int(alter1(port, "fail-p", "acks", "1"), 0, "acks=1 for fail-p");
-  is_int(alter1(port, "fail-c", "session.timeout.ms", "20000"), 0,
+  is_int(au_alter(port, "fail-p", "acks=1"), 0, "acks=1 for fail-p");
+  is_int(au_alter(port, "fail-c", "session.timeout.ms=20000"), 0,
          "session.timeout.ms=20000 for fail-c");
   rec_t rp = {0}, rc = {0};
   dynconf_t *dcs[2];
@@ -341,9 +217,9 @@ static void test_outage_and_restart(void) {
   is_int(rp.n_error, 1, "outage: exactly one ERROR event (producer)");
   is_int(rc.n_error, 1, "outage: exactly one ERROR event (consumer)");
   diag("error event: %s", rp.last_error);
-  ok(eff_is(dcs[0], "acks", "1", DYNCONF_SOURCE_CLIENT),
+  ok(au_eff_is(dcs[0], "acks", "1", DYNCONF_SOURCE_CLIENT),
      "outage: last good acks=1 kept");
-  ok(eff_is(dcs[1], "session.timeout.ms", "20000", DYNCONF_SOURCE_CLIENT),
+  ok(au_eff_is(dcs[1], "session.timeout.ms", "20000", DYNCONF_SOURCE_CLIENT),
      "outage: last good session.timeout.ms kept");
   is_int(dynconf_generation(dcs[0]), 1, "outage: generation unchanged");
   rd_kafka_conf_t *eff = dynconf_effective_conf(dcs[0]);
@@ -364,21 +240,22 @@ static void test_outage_and_restart(void) {
     is_int(rp.n_error, 1, "outage: still one ERROR event (producer)");
     is_int(rc.n_error, 1, "outage: still one ERROR event (consumer)");
     is_int(rp.n_change, 1, "outage: recovery with the same config is no change");
-    is_int(alter1(port, "fail-p", "acks", "0"), 0,
+    is_int(au_alter(port, "fail-p", "acks=0"), 0,
            "outage: acks=0 after the restart");
     dynconf_refresh_now(dcs[0]);
     ok(poll_until(dcs, 2, rec_change_at_least, &rp, WAIT_MS),
        "outage: the change made after the restart arrives");
     is_str(rp.change_key, "acks", "outage: change key acks");
     is_str(rp.change_new, "0", "outage: new value 0");
-    ok(eff_is(dcs[0], "acks", "0", DYNCONF_SOURCE_CLIENT),
+    ok(au_eff_is(dcs[0], "acks", "0", DYNCONF_SOURCE_CLIENT),
        "outage: effective acks=0");
-    long long want[2] = {stat_ll(dcs[0], "ok") + 2, stat_ll(dcs[1], "ok") + 2};
+    long long want[2] = {au_stat_ll(dcs[0], "ok") + 2,
+                         au_stat_ll(dcs[1], "ok") + 2};
     ok(poll_until(dcs, 2, all_ok_at_least, want, WAIT_MS),
        "outage: fetching again");
     is_int(rc.n_change, 1, "outage: the consumer saw no change");
     is_int(rp.n_error + rc.n_error, 2, "outage: no further errors");
-    is_int(stat_ll(dcs[0], "consecutive_failures"), 0,
+    is_int(au_stat_ll(dcs[0], "consecutive_failures"), 0,
            "outage: consecutive_failures back to 0");
     is_int(g_warn_logs, 2, "outage: one warning per agent for the whole "
                            "outage (librdkafka's connection errors stay "
@@ -392,7 +269,7 @@ static void test_outage_and_restart(void) {
 /* Startup against a closed port: fail-open, then fail-closed. */
 static void test_startup(void) {
   char errstr[512];
-  int port = closed_port();
+  int port = dc_tu_closed_port();
   rec_t r = {0};
   g_warn_logs = 0;
   dynconf_t *dc = agent_new(RD_KAFKA_PRODUCER, "fail-open", port, &r, errstr,
@@ -449,21 +326,6 @@ static void test_startup(void) {
      "fail-closed: errstr names the setting, the client and the failure");
 }
 
-/* Starts dynconfd with an extra listener on 127.0.0.1:port (retrying while
- * the port is not yet free). 0 or -1. */
-static int daemon_on_port(dc_tu_daemon_t *d, int port, char *errstr,
-                          size_t errstr_size) {
-  char listen[64];
-  snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-  const char *extra[] = {"--listen", listen, NULL};
-  for (int i = 0; i < 20; i++) {
-    if (!dc_tu_daemon_start(d, g_data, g_log, extra, errstr, errstr_size))
-      return 0;
-    dc_tu_sleep_ms(250);
-  }
-  return -1;
-}
-
 static bool state_up(dynconf_t **dcs, int n, void *arg) {
   (void)n;
   (void)arg;
@@ -479,9 +341,9 @@ static void test_failopen_then_recovers(void) {
     diag("%s", errstr);
     return;
   }
-  is_int(alter1(d.port, "fail-late", "acks", "1"), 0, "acks=1 for fail-late");
+  is_int(au_alter(d.port, "fail-late", "acks=1"), 0, "acks=1 for fail-late");
   is_int(dc_tu_daemon_stop(&d), 0, "late server: dynconfd stopped");
-  int port = closed_port();
+  int port = dc_tu_closed_port();
   rec_t r = {0};
   dynconf_t *dc = agent_new(RD_KAFKA_PRODUCER, "fail-late", port, &r, errstr,
                             sizeof(errstr), "dynconf.startup.timeout.ms", "500",
@@ -493,7 +355,7 @@ static void test_failopen_then_recovers(void) {
     return;
   }
   is_int(dynconf_state(dc), DYNCONF_STATE_DEGRADED, "late server: DEGRADED");
-  ok(eff_is(dc, "acks", "-1", DYNCONF_SOURCE_APP),
+  ok(au_eff_is(dc, "acks", "-1", DYNCONF_SOURCE_APP),
      "late server: the application's acks meanwhile");
   if (ok(!daemon_on_port(&d, port, errstr, sizeof(errstr)),
          "late server: dynconfd now listens on port %d", port)) {
@@ -503,7 +365,7 @@ static void test_failopen_then_recovers(void) {
     is_int(r.n_change, 1, "late server: one CHANGE event");
     is_str(r.change_key, "acks", "late server: for acks");
     is_str(r.change_new, "1", "late server: new value 1");
-    ok(eff_is(dc, "acks", "1", DYNCONF_SOURCE_CLIENT),
+    ok(au_eff_is(dc, "acks", "1", DYNCONF_SOURCE_CLIENT),
        "late server: acks=1 effective");
     is_int(dynconf_generation(dc), 1, "late server: generation 1");
     dynconf_destroy(dc);
@@ -558,7 +420,7 @@ static void test_unsupported(void) {
 static bool stat_at_least(dynconf_t **dcs, int n, void *arg) {
   (void)n;
   const long long *want = arg; /* [0] = which stat (0 errors, 1 unsupported) */
-  return stat_ll(dcs[0], want[0] ? "unsupported" : "errors") >= want[1];
+  return au_stat_ll(dcs[0], want[0] ? "unsupported" : "errors") >= want[1];
 }
 
 /* An UNSUPPORTED agent whose server goes away twice: one ERROR event per
@@ -588,7 +450,7 @@ static void test_unsupported_outages(void) {
   is_int(r.n_unsupported, 1, "unsupported outages: UNSUPPORTED event");
   for (int outage = 1; outage <= 2; outage++) {
     dc_tu_daemon_signal_wait(&d, SIGKILL);
-    long long want_err[2] = {0, stat_ll(dc, "errors") + 2};
+    long long want_err[2] = {0, au_stat_ll(dc, "errors") + 2};
     ok(poll_until(&dc, 1, stat_at_least, want_err, WAIT_MS),
        "unsupported outages: outage %d: fetches fail", outage);
     dynconf_poll(dc, 0);
@@ -598,13 +460,13 @@ static void test_unsupported_outages(void) {
       diag("  regression (agent.c record): an UNSUPPORTED answer must "
            "reset dc->failures, or a later outage emits no ERROR event "
            "(consecutive_failures=%lld)",
-           stat_ll(dc, "consecutive_failures"));
+           au_stat_ll(dc, "consecutive_failures"));
     if (!ok(!daemon_on_port(&d, port, errstr, sizeof(errstr)),
             "unsupported outages: outage %d: dynconfd back", outage)) {
       diag("%s", errstr);
       break;
     }
-    long long want_uns[2] = {1, stat_ll(dc, "unsupported") + 1};
+    long long want_uns[2] = {1, au_stat_ll(dc, "unsupported") + 1};
     ok(poll_until(&dc, 1, stat_at_least, want_uns, WAIT_MS),
        "unsupported outages: outage %d: re-probed after it", outage);
     dynconf_poll(dc, 0);
@@ -619,7 +481,7 @@ static void test_unsupported_outages(void) {
 /* Unreachable server: backoff grows; no thread or memory growth. */
 static void test_unreachable(void) {
   char errstr[512];
-  int port = closed_port();
+  int port = dc_tu_closed_port();
   rec_t r = {0};
   dynconf_t *dc = agent_new(RD_KAFKA_PRODUCER, "fail-backoff", port, &r, errstr,
                             sizeof(errstr), "dynconf.startup.timeout.ms", "200",
@@ -678,12 +540,12 @@ static void test_unreachable(void) {
     long long n0 = 30, n1 = 330;
     ok(poll_until(&dc, 1, all_failures_at_least, &n0, WAIT_MS),
        "growth: warmed up (%lld failures)", n0);
-    int t0 = thread_count();
+    int t0 = dc_tu_thread_count();
     bool heap0, heap1;
     long long m0 = mem_in_use(&heap0);
     ok(poll_until(&dc, 1, all_failures_at_least, &n1, 120000),
        "growth: %lld failures in a row", n1);
-    int t1 = thread_count();
+    int t1 = dc_tu_thread_count();
     long long m1 = mem_in_use(&heap1);
     diag("threads %d -> %d; %s %lld -> %lld (%+lld bytes)", t0, t1,
          heap0 ? "heap" : "rss", m0, m1, m1 - m0);
@@ -727,8 +589,10 @@ static void test_prompt_destroy(void) {
     diag("%s", errstr);
   }
 
+  /* Listening, never accepting: the kernel completes connections, nobody
+   * ever answers. */
   int port = -1;
-  int sfd = silent_server(&port);
+  int sfd = dc_tu_loopback_socket(0, 16, &port);
   if (!ok(sfd >= 0, "destroy: silent server listening"))
     return;
   rec_t r = {0};
@@ -743,7 +607,7 @@ static void test_prompt_destroy(void) {
     /* The background fetch starts 1 ms later and would wait an hour. */
     for (int i = 0; i < 10; i++)
       dynconf_poll(dc, 50);
-    is_int(stat_ll(dc, "total"), 1,
+    is_int(au_stat_ll(dc, "total"), 1,
            "destroy: the second fetch is still in flight");
     int64_t t0 = dc_tu_now_ms();
     dynconf_destroy(dc);
@@ -765,7 +629,7 @@ static void test_create_destroy_loop(void) {
     diag("%s", errstr);
     return;
   }
-  int t0 = thread_count();
+  int t0 = dc_tu_thread_count();
   int created = 0;
   for (int i = 0; i < 20; i++) {
     rec_t r = {0};
@@ -782,34 +646,17 @@ static void test_create_destroy_loop(void) {
     dynconf_destroy(dc);
   }
   is_int(created, 20, "loop: 20 agents created, each UP");
-  /* Exited threads may linger in /proc for a moment after the join. */
-  int t1 = thread_count();
-  int64_t deadline = dc_tu_now_ms() + 10000;
-  while (t1 > t0 && dc_tu_now_ms() < deadline) {
-    dc_tu_sleep_ms(50);
-    t1 = thread_count();
-  }
+  int t1 = dc_tu_thread_count_settled(t0);
   is_int(t1, t0, "loop: thread count back to %d", t0);
   is_int(dc_tu_daemon_stop(&d), 0, "loop: dynconfd stops cleanly");
 }
 
-static void *warm_up(void *arg) { return arg; }
-
 int main(void) {
   char dir[256];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
+  if (au_scratch(dir, sizeof(dir), g_data, sizeof(g_data), g_log,
+                 sizeof(g_log)))
     return done_testing();
-  }
-  snprintf(g_log, sizeof(g_log), "%s/dynconfd.log", dir);
-  snprintf(g_data, sizeof(g_data), "%s/data", dir);
-  mkdir(g_data, 0700);
-  /* A sanitizer runtime may start a helper thread with the first
-   * pthread_create (TSan does); start one first so the baseline has it. */
-  pthread_t warm;
-  if (!pthread_create(&warm, NULL, warm_up, NULL))
-    pthread_join(warm, NULL);
-  int threads = thread_count();
+  int threads = dc_tu_thread_count();
 
   test_outage_and_restart();
   test_startup();
@@ -820,15 +667,10 @@ int main(void) {
   test_prompt_destroy();
   test_create_destroy_loop();
 
-  int64_t deadline = dc_tu_now_ms() + 10000;
-  while (thread_count() > threads && dc_tu_now_ms() < deadline)
-    dc_tu_sleep_ms(50);
-  is_int(thread_count(), threads, "no threads left at the end");
-  if (tap_failed) {
-    dc_tu_daemon_t d = {0};
-    snprintf(d.log_path, sizeof(d.log_path), "%s", g_log);
-    dc_tu_daemon_log_tail(&d, 30);
-  }
+  is_int(dc_tu_thread_count_settled(threads), threads,
+         "no threads left at the end");
+  if (tap_failed)
+    dc_tu_log_tail(g_log, 30);
   dc_tu_rmrf(dir);
   return done_testing();
 }

@@ -48,42 +48,12 @@ static int g_conf_errors;
 
 /* ---- files ------------------------------------------------------------ */
 
-/* The path of a file in the certificate directory; a ring of buffers, so
- * a handful may be live at once. */
-static const char *cert(const char *name) {
-  static char ring[16][PATH_MAX];
-  static int next;
-  char *p = ring[next++ % 16];
-  snprintf(p, PATH_MAX, "%s/%s", g_certs, name);
-  return p;
-}
+/* The path of a file in the certificate directory (dc_tu_path()). */
+static const char *cert(const char *name) { return dc_tu_path(g_certs, name); }
 
-/* The content of a file in the certificate directory (freed at exit by
- * free_texts()), or "" when unreadable (the case using it then fails). */
-static char *g_texts[16];
-static int g_n_texts;
+/* The content of a file in the certificate directory (dc_tu_file_text()). */
 static const char *text(const char *name) {
-  FILE *f = fopen(cert(name), "r");
-  char *buf = calloc(1, 65536);
-  if (f && buf)
-    buf[fread(buf, 1, 65535, f)] = '\0';
-  if (f)
-    fclose(f);
-  if (buf && g_n_texts < 16)
-    g_texts[g_n_texts++] = buf;
-  else
-    free(buf), buf = NULL;
-  return buf ? buf : "";
-}
-
-static void free_texts(void) {
-  for (int i = 0; i < g_n_texts; i++)
-    free(g_texts[i]);
-}
-
-static int run(const char *cmd) {
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return dc_tu_file_text(cert(name));
 }
 
 /* "127.0.0.1:port" in one of a ring of buffers. */
@@ -151,16 +121,11 @@ static dynconf_t *start(const agent_opts_t *o, char *errstr,
   set_dconf(dconf, "dynconf.startup.required", o->fail_open ? "false" : "true");
   for (size_t i = 0; o->agent && o->agent[i]; i += 2)
     set_dconf(dconf, o->agent[i], o->agent[i + 1]);
-  dynconf_conf_set_change_cb(dconf, o->change_cb);
-  dynconf_conf_set_log_cb(dconf, o->log_cb ? o->log_cb : quiet_log);
-  dynconf_conf_set_opaque(dconf, o->opaque);
-  errstr[0] = '\0';
   int64_t t0 = dc_tu_now_ms();
-  dynconf_t *dc = dynconf_new(RD_KAFKA_PRODUCER, app, dconf, errstr,
-                              errstr_size);
+  dynconf_t *dc = au_dynconf_new(RD_KAFKA_PRODUCER, app, dconf, o->change_cb,
+                                 o->log_cb ? o->log_cb : quiet_log, o->opaque,
+                                 errstr, errstr_size);
   *ms = dc_tu_now_ms() - t0;
-  if (!dc)
-    dynconf_conf_destroy(dconf);
   rd_kafka_conf_destroy(app);
   return dc;
 }
@@ -519,12 +484,7 @@ static void test_fail_open(void) {
           "... and the server's reason in words"))
     diag("  event: %s", e->errstr);
   long long errors0 = au_stat_ll(dc, "errors");
-  long long errors = errors0;
-  end = dc_tu_now_ms() + WAIT_MS;
-  while (errors < errors0 + 3 && dc_tu_now_ms() < end) {
-    dynconf_poll(dc, 50);
-    errors = au_stat_ll(dc, "errors");
-  }
+  long long errors = au_wait_stat(dc, "errors", errors0 + 3, WAIT_MS);
   ok(errors >= errors0 + 3, "three more refreshes fail (fetches.errors %lld "
                             "-> %lld)", errors0, errors);
   dynconf_poll(dc, 0);
@@ -545,7 +505,7 @@ static int setup(void) {
   snprintf(g_certs, sizeof(g_certs), "%s/certs", g_dir);
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s && sh "
            "%s/tests/gen_tls_sources.sh %s", src, g_certs, src, g_certs);
-  if (run(cmd)) {
+  if (dc_tu_system(cmd)) {
     printf("Bail out! cannot make test certificates (openssl)\n");
     return -1;
   }
@@ -556,7 +516,7 @@ static int setup(void) {
            "printf 'bob-secret\\n' | %s/dynconfd --credentials %s "
            "--add-user bob --iterations 4096 >/dev/null",
            dc_tu_builddir(), creds, dc_tu_builddir(), creds);
-  if (run(cmd)) {
+  if (dc_tu_system(cmd)) {
     printf("Bail out! dynconfd --add-user failed\n");
     return -1;
   }
@@ -611,18 +571,11 @@ static int setup(void) {
      g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl);
 
   /* Bound, never listening: the kernel refuses connections to it. */
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  g_closed_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (g_closed_fd < 0 || bind(g_closed_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      getsockname(g_closed_fd, (struct sockaddr *)&sa, &sl)) {
+  g_closed_fd = dc_tu_loopback_socket(0, -1, &g_closed_port);
+  if (g_closed_fd < 0) {
     printf("Bail out! cannot bind a loopback port\n");
     return -1;
   }
-  g_closed_port = ntohs(sa.sin_port);
   return 0;
 }
 
@@ -663,7 +616,7 @@ int main(void) {
   is_int(dc_tu_daemon_stop(&g_b), 0, "dynconfd B stops cleanly");
   if (g_closed_fd >= 0)
     close(g_closed_fd);
-  free_texts();
+  dc_tu_file_texts_free();
   dc_tu_rmrf(g_dir);
   return done_testing();
 }

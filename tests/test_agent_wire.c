@@ -24,8 +24,7 @@
  * concluding from one round trip, dynconf_destroy() "returns promptly").
  */
 #include "agentutil.h"
-
-#include <dirent.h>
+#include "kproxy.h"
 
 #define WAIT_MS 30000
 
@@ -33,18 +32,17 @@ static char g_data[512], g_log[512];
 
 /* ---- a request-decoding proxy ---------------------------------------------
  *
- * One thread forwards bytes between the agent and one upstream server on
- * 127.0.0.1 (switchable), cuts the client->server stream into Kafka frames
- * and logs each request: api key, version, client id, its position on its
- * connection and, for DescribeConfigs and ApiVersions, what the body says
- * (decoded with the project's codec). Server->client bytes pass untouched.
- * wp_drop() closes every proxied connection, both sides, as a server
- * closing idle connections would.
+ * A kproxy (tests/kproxy.h) between the agent and one upstream server on
+ * 127.0.0.1 (kproxy_set_upstream() switches it) hands every request frame
+ * the agent sends to wp_log_request(), which logs api key, version, client
+ * id, the request's position on its connection and, for DescribeConfigs
+ * and ApiVersions, what the body says (decoded with the project's codec).
+ * The agent sends neither Metadata nor FindCoordinator, so the server's
+ * answers pass untouched. kproxy_drop() closes every proxied connection,
+ * both sides, as a server closing idle connections would.
  */
 
-#define WP_MAX_CONNS 16
 #define WP_MAX_LOG 4096
-#define WP_MAX_FRAME (16 * 1024 * 1024)
 
 typedef struct wp_req {
   int conn; /* the connection's accept number, from 1 */
@@ -58,42 +56,21 @@ typedef struct wp_req {
   char software[64];     /* ApiVersions v3 client_software_name */
 } wp_req_t;
 
-typedef struct wp_conn {
-  int cfd, sfd; /* -1 = free slot */
-  int id, n_req;
-  dc_buf_t cin; /* client bytes not yet forwarded (owned) */
-} wp_conn_t;
-
 typedef struct wproxy {
-  int lfd, port, wake[2];
-  pthread_t thread;
-  bool started;
-  wp_conn_t conns[WP_MAX_CONNS]; /* proxy thread only */
-
-  pthread_mutex_t lock; /* guards everything below */
-  int upstream_port;
-  bool stop;
-  int drop_asked, drop_done; /* generations of wp_drop() requests */
-  int n_accepted, n_dropped;
+  kproxy_t kp;
+  pthread_mutex_t lock; /* guards what follows */
   wp_req_t log[WP_MAX_LOG];
   int n_log, n_log_lost;
 } wproxy_t;
 
-static void wp_conn_close(wp_conn_t *c) {
-  if (c->cfd >= 0)
-    close(c->cfd);
-  if (c->sfd >= 0)
-    close(c->sfd);
-  c->cfd = c->sfd = -1;
-  dc_buf_free(&c->cin);
-}
-
-static void wp_log_request(wproxy_t *wp, wp_conn_t *c, const uint8_t *p,
+/* kp_request_fn: logs one request the agent sent. */
+static void wp_log_request(void *opaque, int conn, int seq, const uint8_t *p,
                            size_t n) {
+  wproxy_t *wp = opaque;
   wp_req_t r;
   memset(&r, 0, sizeof(r));
-  r.conn = c->id;
-  r.seq = c->n_req++;
+  r.conn = conn;
+  r.seq = seq;
   r.key = -1;
   r.n_resources = -1;
   r.resource_type = -1;
@@ -138,197 +115,35 @@ static void wp_log_request(wproxy_t *wp, wp_conn_t *c, const uint8_t *p,
   pthread_mutex_unlock(&wp->lock);
 }
 
-/* Forwards what the agent sent, frame by frame, logging each request.
- * -1 when the connection should be closed. */
-static int wp_from_client(wproxy_t *wp, wp_conn_t *c) {
-  dc_buf_t *in = &c->cin;
-  if (dc_buf_reserve(in, 65536))
-    return -1;
-  ssize_t k = recv(c->cfd, in->data + in->len, 65536, 0);
-  if (k < 0 && (errno == EINTR || errno == EAGAIN))
-    return 0;
-  if (k <= 0)
-    return -1;
-  in->len += (size_t)k;
-  for (;;) {
-    int32_t size;
-    int r = dc_frame_peek(in->data, in->len, WP_MAX_FRAME, &size);
-    if (r < 0)
-      return -1;
-    if (r == 0)
-      return 0;
-    size_t flen = 4 + (size_t)size;
-    wp_log_request(wp, c, in->data + 4, (size_t)size);
-    if (dc_tu_write_all(c->sfd, in->data, flen))
-      return -1;
-    dc_buf_consume(in, flen);
-  }
-}
-
-static int wp_from_server(wp_conn_t *c) {
-  uint8_t buf[65536];
-  ssize_t k = recv(c->sfd, buf, sizeof(buf), 0);
-  if (k < 0 && (errno == EINTR || errno == EAGAIN))
-    return 0;
-  if (k <= 0)
-    return -1;
-  return dc_tu_write_all(c->cfd, buf, (size_t)k);
-}
-
-static void wp_accept(wproxy_t *wp) {
-  int cfd = accept4(wp->lfd, NULL, NULL, SOCK_CLOEXEC);
-  if (cfd < 0)
-    return;
-  pthread_mutex_lock(&wp->lock);
-  int up = wp->upstream_port;
-  int id = ++wp->n_accepted;
-  pthread_mutex_unlock(&wp->lock);
-  int slot = -1;
-  for (int i = 0; i < WP_MAX_CONNS && slot < 0; i++)
-    if (wp->conns[i].cfd < 0)
-      slot = i;
-  int sfd = slot >= 0 ? dc_tu_connect(up) : -1;
-  if (sfd < 0) {
-    close(cfd);
-    return;
-  }
-  int one = 1;
-  setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  wp_conn_t *c = &wp->conns[slot];
-  c->cfd = cfd;
-  c->sfd = sfd;
-  c->id = id;
-  c->n_req = 0;
-  dc_buf_init(&c->cin);
-}
-
-static void *wp_thread(void *arg) {
-  wproxy_t *wp = arg;
-  struct pollfd pfd[2 + 2 * WP_MAX_CONNS];
-  int owner[2 + 2 * WP_MAX_CONNS];
-  for (;;) {
-    int n = 0;
-    pfd[n] = (struct pollfd){wp->wake[0], POLLIN, 0};
-    owner[n++] = -1;
-    pfd[n] = (struct pollfd){wp->lfd, POLLIN, 0};
-    owner[n++] = -1;
-    for (int i = 0; i < WP_MAX_CONNS; i++)
-      if (wp->conns[i].cfd >= 0) {
-        pfd[n] = (struct pollfd){wp->conns[i].cfd, POLLIN, 0};
-        owner[n++] = i;
-        pfd[n] = (struct pollfd){wp->conns[i].sfd, POLLIN, 0};
-        owner[n++] = i;
-      }
-    if (poll(pfd, (nfds_t)n, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      break;
-    }
-    if (pfd[0].revents) {
-      char sink[64];
-      ssize_t r = read(wp->wake[0], sink, sizeof(sink));
-      (void)r;
-      pthread_mutex_lock(&wp->lock);
-      bool stop = wp->stop;
-      int asked = wp->drop_asked;
-      pthread_mutex_unlock(&wp->lock);
-      if (stop)
-        break;
-      int dropped = 0;
-      for (int i = 0; i < WP_MAX_CONNS; i++)
-        if (wp->conns[i].cfd >= 0) {
-          wp_conn_close(&wp->conns[i]);
-          dropped++;
-        }
-      pthread_mutex_lock(&wp->lock);
-      wp->n_dropped += dropped;
-      wp->drop_done = asked;
-      pthread_mutex_unlock(&wp->lock);
-      continue; /* the pollfd set is stale now */
-    }
-    if (pfd[1].revents & POLLIN)
-      wp_accept(wp);
-    for (int k = 2; k < n; k++) {
-      wp_conn_t *c = &wp->conns[owner[k]];
-      if (!pfd[k].revents || c->cfd < 0 || (pfd[k].fd != c->cfd &&
-                                            pfd[k].fd != c->sfd))
-        continue; /* closed earlier in this round */
-      int r = pfd[k].fd == c->cfd ? wp_from_client(wp, c) : wp_from_server(c);
-      if (r)
-        wp_conn_close(c);
-    }
-  }
-  for (int i = 0; i < WP_MAX_CONNS; i++)
-    if (wp->conns[i].cfd >= 0)
-      wp_conn_close(&wp->conns[i]);
-  return NULL;
-}
-
-/* A proxy on 127.0.0.1:<ephemeral> (wp->port) in front of
+/* The proxy on 127.0.0.1:<ephemeral> (wp->kp.port) in front of
  * 127.0.0.1:upstream_port. 0 or -1. wp is the caller's (static storage:
  * it is large); wp_stop() frees what this made. */
 static int wp_start(wproxy_t *wp, int upstream_port) {
-  memset(wp, 0, sizeof(*wp));
-  for (int i = 0; i < WP_MAX_CONNS; i++)
-    wp->conns[i].cfd = wp->conns[i].sfd = -1;
-  wp->upstream_port = upstream_port;
-  if (dc_tu_listen(&wp->lfd, &wp->port, wp->wake))
-    return -1;
+  char errstr[256];
+  wp->n_log = wp->n_log_lost = 0;
   pthread_mutex_init(&wp->lock, NULL);
-  if (pthread_create(&wp->thread, NULL, wp_thread, wp)) {
-    dc_tu_unlisten(&wp->lfd, wp->wake);
+  if (kproxy_start_observed(&wp->kp, upstream_port, wp_log_request, wp, errstr,
+                            sizeof(errstr))) {
+    diag("%s", errstr);
     pthread_mutex_destroy(&wp->lock);
     return -1;
   }
-  wp->started = true;
   return 0;
 }
 
 static void wp_stop(wproxy_t *wp) {
-  if (!wp->started)
+  if (!wp->kp.started)
     return;
-  pthread_mutex_lock(&wp->lock);
-  wp->stop = true;
-  pthread_mutex_unlock(&wp->lock);
-  dc_tu_wake(wp->wake[1]);
-  pthread_join(wp->thread, NULL);
-  dc_tu_unlisten(&wp->lfd, wp->wake);
+  kproxy_stop(&wp->kp);
   pthread_mutex_destroy(&wp->lock);
-  wp->started = false;
 }
 
-/* Closes every proxied connection; returns once the proxy thread has (1),
- * or 0 at the deadline. */
-static int wp_drop(wproxy_t *wp) {
+/* Requests logged so far: a position for wp_log_copy(). */
+static int wp_mark(wproxy_t *wp) {
   pthread_mutex_lock(&wp->lock);
-  int gen = ++wp->drop_asked;
+  int n = wp->n_log;
   pthread_mutex_unlock(&wp->lock);
-  dc_tu_wake(wp->wake[1]);
-  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
-  for (;;) {
-    pthread_mutex_lock(&wp->lock);
-    bool done = wp->drop_done >= gen;
-    pthread_mutex_unlock(&wp->lock);
-    if (done)
-      return 1;
-    if (dc_tu_now_ms() > deadline)
-      return 0;
-    dc_tu_sleep_ms(5);
-  }
-}
-
-/* New connections go to 127.0.0.1:port from now on. */
-static void wp_set_upstream(wproxy_t *wp, int port) {
-  pthread_mutex_lock(&wp->lock);
-  wp->upstream_port = port;
-  pthread_mutex_unlock(&wp->lock);
-}
-
-static int wp_get(wproxy_t *wp, const int *field) {
-  pthread_mutex_lock(&wp->lock);
-  int v = *field;
-  pthread_mutex_unlock(&wp->lock);
-  return v;
+  return n;
 }
 
 /* Copies log records [from, end) into a malloc'ed array (caller frees);
@@ -364,21 +179,8 @@ typedef struct silent {
 
 static int silent_open(silent_t *s) {
   memset(s, 0, sizeof(*s));
-  s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(s->lfd, 16) || getsockname(s->lfd, (struct sockaddr *)&sa, &sl)) {
-    if (s->lfd >= 0)
-      close(s->lfd);
-    s->lfd = -1;
-    return -1;
-  }
-  s->port = ntohs(sa.sin_port);
-  return 0;
+  s->lfd = dc_tu_loopback_socket(SOCK_NONBLOCK, 16, &s->port);
+  return s->lfd < 0 ? -1 : 0;
 }
 
 static void silent_pump(silent_t *s) {
@@ -435,61 +237,10 @@ static void silent_close(silent_t *s) {
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* A loopback port nobody listens on (bound, then closed). */
-static int closed_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = -1;
-  if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-      !getsockname(fd, (struct sockaddr *)&sa, &sl))
-    port = ntohs(sa.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
-static int thread_count(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  if (!d)
-    return -1;
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir(d);
-  return n;
-}
-
-/* The thread count once it has come down to at most `want` (an exited,
- * joined thread may linger in /proc/self/task for a moment), or what it
- * is at the deadline. */
-static int thread_count_settled(int want) {
-  int64_t deadline = dc_tu_now_ms() + 10000;
-  int n = thread_count();
-  while (n > want && dc_tu_now_ms() < deadline) {
-    dc_tu_sleep_ms(20);
-    n = thread_count();
-  }
-  return n;
-}
-
-/* Starts dynconfd with an extra listener on 127.0.0.1:port (retrying while
- * the port is not free yet). 0 or -1. */
+/* Starts dynconfd with an extra listener on 127.0.0.1:port. 0 or -1. */
 static int daemon_on_port(dc_tu_daemon_t *d, int port, char *errstr,
                           size_t errstr_size) {
-  char listen[64];
-  snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-  const char *extra[] = {"--listen", listen, NULL};
-  for (int i = 0; i < 40; i++) {
-    if (!dc_tu_daemon_start(d, g_data, g_log, extra, errstr, errstr_size))
-      return 0;
-    dc_tu_sleep_ms(250);
-  }
-  return -1;
+  return dc_tu_daemon_start_port(d, g_data, g_log, port, errstr, errstr_size);
 }
 
 /* What one agent's callbacks saw. */
@@ -558,20 +309,10 @@ static dynconf_t *agent_new(const char *bootstrap, const char *cid,
                    sizeof(e));
   va_list ap;
   va_start(ap, errstr_size);
-  for (const char *k; (k = va_arg(ap, const char *));) {
-    const char *v = va_arg(ap, const char *);
-    if (dynconf_conf_set(dconf, k, v, e, sizeof(e)) != DYNCONF_CONF_OK)
-      diag("dynconf conf %s=%s: %s", k, v, e);
-  }
+  au_dconf_set_pairs(dconf, ap);
   va_end(ap);
-  dynconf_conf_set_change_cb(dconf, on_change);
-  dynconf_conf_set_log_cb(dconf, on_log);
-  dynconf_conf_set_opaque(dconf, rec);
-  errstr[0] = '\0';
-  dynconf_t *dc = dynconf_new(RD_KAFKA_PRODUCER, app, dconf, errstr,
-                              errstr_size);
-  if (!dc)
-    dynconf_conf_destroy(dconf);
+  dynconf_t *dc = au_dynconf_new(RD_KAFKA_PRODUCER, app, dconf, on_change,
+                                 on_log, rec, errstr, errstr_size);
   rd_kafka_conf_destroy(app);
   return dc;
 }
@@ -579,32 +320,12 @@ static dynconf_t *agent_new(const char *bootstrap, const char *cid,
 /* Polls dc until its statistics' fetches.<key> reaches want, or the
  * deadline. Returns the last value read. */
 static long long wait_stat(dynconf_t *dc, const char *key, long long want) {
-  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
-  long long v;
-  while ((v = au_stat_ll(dc, key)) < want && dc_tu_now_ms() < deadline)
-    dynconf_poll(dc, 10);
-  dynconf_poll(dc, 0);
-  return v;
+  return au_wait_stat(dc, key, want, WAIT_MS);
 }
 
 /* Fetches concluded so far, whatever their outcome. */
 static long long fetches_total(dynconf_t *dc) {
   return au_stat_ll(dc, "total");
-}
-
-static bool eff_is(dynconf_t *dc, const char *key, const char *want,
-                   dynconf_source_t want_src) {
-  char v[128];
-  dynconf_source_t s;
-  if (dynconf_effective_get(dc, key, v, sizeof(v), &s)) {
-    diag("  %s is not an allowed key", key);
-    return false;
-  }
-  bool same = !strcmp(au_acks_norm(v), au_acks_norm(want)) && s == want_src;
-  if (!same)
-    diag("  effective %s = \"%s\" (%s), want \"%s\" (%s)", key, v,
-         dynconf_source_name(s), want, dynconf_source_name(want_src));
-  return same;
 }
 
 /* The highest DescribeConfigs version dynconfd on port and the codec both
@@ -651,7 +372,7 @@ static void test_wire(void) {
     return;
   }
   char bs[64];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.port);
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.kp.port);
   rec_t r = {0};
   dynconf_t *dc = agent_new(bs, cid, &r, errstr, sizeof(errstr),
                             "dynconf.refresh.interval.ms", "100",
@@ -663,12 +384,12 @@ static void test_wire(void) {
     return;
   }
   is_int(dynconf_state(dc), DYNCONF_STATE_UP, "wire: UP after dynconf_new");
-  ok(eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
+  ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
      "wire: acks=0 from the client's override");
   long long okc = wait_stat(dc, "ok", 6);
   ok(okc >= 6, "wire: six successful fetches (%lld) at a 100 ms interval",
      okc);
-  is_int(wp_get(&wp, &wp.n_accepted), 1,
+  is_int(kproxy_count(&wp.kp, &wp.kp.n_accepted), 1,
          "wire: one connection for all of them");
   is_int(au_stat_ll(dc, "errors"), 0, "wire: no failed fetch");
 
@@ -748,7 +469,7 @@ static void test_no_describe_configs(void) {
     return;
   }
   char bs[64];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.port);
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.kp.port);
 
   /* Fail-open. */
   rec_t r = {0};
@@ -791,11 +512,11 @@ static void test_no_describe_configs(void) {
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
       char want[128];
       au_conf_val(app, keys[i], want, sizeof(want));
-      n_app += eff_is(dc, keys[i], want, DYNCONF_SOURCE_APP);
+      n_app += au_eff_is(dc, keys[i], want, DYNCONF_SOURCE_APP);
     }
     is_int(n_app, 3, "fail-open: acks, session.timeout.ms and "
                      "heartbeat.interval.ms are the application's");
-    ok(eff_is(dc, "acks", "1", DYNCONF_SOURCE_APP),
+    ok(au_eff_is(dc, "acks", "1", DYNCONF_SOURCE_APP),
        "fail-open: acks=1 as the application set it");
     rd_kafka_conf_destroy(app);
   } else {
@@ -838,17 +559,18 @@ static void test_no_describe_configs(void) {
                "server gains DescribeConfigs: dynconfd started")) {
     is_int(au_alter(d.port, "nodc-open", "acks=0"), 0,
            "server gains DescribeConfigs: acks=0 set for nodc-open");
-    wp_set_upstream(&wp, d.port);
-    ok(wp_drop(&wp), "server gains DescribeConfigs: connections to the mock "
-                     "closed");
-    int mark = wp_get(&wp, &wp.n_log);
+    kproxy_set_upstream(&wp.kp, d.port);
+    ok(kproxy_drop(&wp.kp, WAIT_MS),
+       "server gains DescribeConfigs: connections to the mock "
+       "closed");
+    int mark = wp_mark(&wp);
     long long total = fetches_total(dc);
     dynconf_refresh_now(dc);
     wait_stat(dc, "total", total + 1);
     dynconf_poll(dc, 0);
     is_int(dynconf_state(dc), DYNCONF_STATE_UP,
            "server gains DescribeConfigs: the next probe finds it (UP)");
-    ok(eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
+    ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
        "server gains DescribeConfigs: acks=0 from the client's override");
     is_int(r.n_change, 1, "server gains DescribeConfigs: one CHANGE event");
     log = wp_log_copy(&wp, mark, &n);
@@ -857,7 +579,8 @@ static void test_no_describe_configs(void) {
            log[i].conn, log[i].seq, log[i].key, log[i].version);
     if (!n)
       diag("  after the swap: no request reached the new server (%d "
-           "connections accepted in all)", wp_get(&wp, &wp.n_accepted));
+           "connections accepted in all)",
+           kproxy_count(&wp.kp, &wp.kp.n_accepted));
     ok(n > 0 && log[0].seq == 0 && log[0].key == DC_API_API_VERSIONS,
        "server gains DescribeConfigs: the new connection starts with "
        "ApiVersions");
@@ -934,17 +657,17 @@ static void test_one_thread(void) {
   char bs[64];
   snprintf(bs, sizeof(bs), "127.0.0.1:%d", d.port);
   /* Run first: no thread of an earlier agent or mock cluster lingers. */
-  int before = thread_count();
+  int before = dc_tu_thread_count();
   rec_t r = {0};
   dynconf_t *dc = agent_new(bs, "threads", &r, errstr, sizeof(errstr),
                             "dynconf.startup.required", "true", NULL);
-  int during = thread_count();
+  int during = dc_tu_thread_count();
   if (ok(dc, "threads: agent created")) {
     is_int(dynconf_state(dc), DYNCONF_STATE_UP, "threads: UP");
     is_int(during - before, 1, "threads: the agent added one thread (%d -> %d)",
            before, during);
     dynconf_destroy(dc);
-    int after = thread_count_settled(before);
+    int after = dc_tu_thread_count_settled(before);
     is_int(after, before, "threads: back to %d after dynconf_destroy", before);
   } else {
     diag("%s", errstr);
@@ -975,7 +698,7 @@ static void test_reconnect_proxy(void) {
     return;
   }
   char bs[64];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.port);
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", wp.kp.port);
   rec_t r = {0};
   /* Refreshes only when asked, so every fetch is the test's. */
   dynconf_t *dc = agent_new(bs, "reconnect", &r, errstr, sizeof(errstr),
@@ -989,12 +712,14 @@ static void test_reconnect_proxy(void) {
   }
   refresh_and_wait(dc);
   is_int(au_stat_ll(dc, "ok"), 2, "reconnect: two fetches");
-  is_int(wp_get(&wp, &wp.n_accepted), 1, "reconnect: on one connection");
+  is_int(kproxy_count(&wp.kp, &wp.kp.n_accepted), 1,
+         "reconnect: on one connection");
 
   for (int round = 1; round <= 2; round++) {
-    int mark = wp_get(&wp, &wp.n_log);
+    int mark = wp_mark(&wp);
     long long ok0 = au_stat_ll(dc, "ok");
-    ok(wp_drop(&wp) && wp_get(&wp, &wp.n_dropped) == round,
+    ok(kproxy_drop(&wp.kp, WAIT_MS) &&
+           kproxy_count(&wp.kp, &wp.kp.n_dropped) == round,
        "reconnect %d: the proxy closed the agent's idle connection", round);
     refresh_and_wait(dc);
     dynconf_poll(dc, 0);
@@ -1005,7 +730,7 @@ static void test_reconnect_proxy(void) {
     is_int(au_stat_ll(dc, "ok"), ok0 + 1, "reconnect %d: fetches.ok grew by "
            "one", round);
     is_int(r.n_error, 0, "reconnect %d: no ERROR event", round);
-    is_int(wp_get(&wp, &wp.n_accepted), round + 1,
+    is_int(kproxy_count(&wp.kp, &wp.kp.n_accepted), round + 1,
            "reconnect %d: one new connection", round);
     int n;
     wp_req_t *log = wp_log_copy(&wp, mark, &n);
@@ -1030,8 +755,9 @@ static void test_reconnect_proxy(void) {
   rd_kafka_mock_cluster_t *mcl = au_mock_new(1, &mrk, mock_bs, sizeof(mock_bs));
   const char *colon = mcl ? strrchr(mock_bs, ':') : NULL;
   if (ok(colon, "server swap: mock cluster started")) {
-    wp_set_upstream(&wp, atoi(colon + 1));
-    ok(wp_drop(&wp), "server swap: the proxy closed the agent's connection");
+    kproxy_set_upstream(&wp.kp, atoi(colon + 1));
+    ok(kproxy_drop(&wp.kp, WAIT_MS),
+       "server swap: the proxy closed the agent's connection");
     long long errs0 = au_stat_ll(dc, "errors");
     refresh_and_wait(dc);
     dynconf_poll(dc, 0);
@@ -1057,7 +783,7 @@ static void test_reconnect_proxy(void) {
 static void test_reconnect_restart(void) {
   dc_tu_daemon_t d;
   char errstr[512];
-  int port = closed_port();
+  int port = dc_tu_closed_port();
   if (!ok(port > 0 && !daemon_on_port(&d, port, errstr, sizeof(errstr)),
           "restart: dynconfd listening on port %d", port)) {
     diag("%s", errstr);
@@ -1075,7 +801,7 @@ static void test_reconnect_restart(void) {
     dc_tu_daemon_stop(&d);
     return;
   }
-  ok(eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT), "restart: acks=0");
+  ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT), "restart: acks=0");
   is_int(dc_tu_daemon_stop(&d), 0, "restart: dynconfd stopped");
   if (!ok(!daemon_on_port(&d, port, errstr, sizeof(errstr)),
           "restart: dynconfd back on port %d", port)) {
@@ -1092,7 +818,7 @@ static void test_reconnect_restart(void) {
   is_int(au_stat_ll(dc, "errors"), 0, "restart: fetches.errors 0");
   is_int(au_stat_ll(dc, "ok"), ok0 + 1, "restart: fetches.ok grew by one");
   is_int(r.n_error, 0, "restart: no ERROR event");
-  ok(eff_is(dc, "acks", "-1", DYNCONF_SOURCE_CLIENT),
+  ok(au_eff_is(dc, "acks", "-1", DYNCONF_SOURCE_CLIENT),
      "restart: the value set after the restart arrived");
   dynconf_destroy(dc);
   is_int(dc_tu_daemon_stop(&d), 0, "restart: dynconfd stops cleanly");
@@ -1109,7 +835,7 @@ static void test_bootstrap_list(void) {
     return;
   }
   is_int(au_alter(d.port, "bslist", "acks=0"), 0, "bootstrap list: acks=0 set");
-  int closed = closed_port();
+  int closed = dc_tu_closed_port();
   char bs[128];
   snprintf(bs, sizeof(bs), "127.0.0.1:%d,127.0.0.1:%d", closed, d.port);
   rec_t r = {0};
@@ -1118,7 +844,7 @@ static void test_bootstrap_list(void) {
   if (ok(dc, "bootstrap list: agent created from '%s'", bs)) {
     is_int(dynconf_state(dc), DYNCONF_STATE_UP,
            "bootstrap list: the first fetch succeeded");
-    ok(eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
+    ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
        "bootstrap list: acks=0 from the second entry");
     dynconf_poll(dc, 0);
     is_int(r.n_error, 0, "bootstrap list: no ERROR event");
@@ -1129,22 +855,11 @@ static void test_bootstrap_list(void) {
   is_int(dc_tu_daemon_stop(&d), 0, "bootstrap list: dynconfd stops cleanly");
 }
 
-static void *warm_up(void *arg) { return arg; }
-
 int main(void) {
   char dir[256];
-  if (dc_tu_tmpdir(dir, sizeof(dir))) {
-    ok(0, "tmpdir");
+  if (au_scratch(dir, sizeof(dir), g_data, sizeof(g_data), g_log,
+                 sizeof(g_log)))
     return done_testing();
-  }
-  snprintf(g_log, sizeof(g_log), "%s/dynconfd.log", dir);
-  snprintf(g_data, sizeof(g_data), "%s/data", dir);
-  mkdir(g_data, 0700);
-  /* A sanitizer runtime may start a helper thread with the first
-   * pthread_create (TSan does); start one first so the counts include it. */
-  pthread_t warm;
-  if (!pthread_create(&warm, NULL, warm_up, NULL))
-    pthread_join(warm, NULL);
 
   test_one_thread();
   test_wire();
@@ -1155,11 +870,8 @@ int main(void) {
   test_reconnect_restart();
   test_bootstrap_list();
 
-  if (tap_failed) {
-    dc_tu_daemon_t d = {0};
-    snprintf(d.log_path, sizeof(d.log_path), "%s", g_log);
-    dc_tu_daemon_log_tail(&d, 30);
-  }
+  if (tap_failed)
+    dc_tu_log_tail(g_log, 30);
   dc_tu_rmrf(dir);
   return done_testing();
 }

@@ -56,19 +56,7 @@ static int g_cfg_port;   /* where the agents fetch, over TLS */
 static char g_dlog[700];
 static pthread_t g_main;
 
-static const char *certf(const char *name) {
-  static char buf[4][700];
-  static int i;
-  i = (i + 1) % 4;
-  snprintf(buf[i], sizeof(buf[i]), "%s/%s", g_certs, name);
-  return buf[i];
-}
-
-static int run(const char *cmd) {
-  fflush(stdout);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static const char *certf(const char *name) { return dc_tu_path(g_certs, name); }
 
 /* Writes data to path atomically: a temporary file renamed over it. */
 static int write_atomic(const char *path, const void *data, size_t n) {
@@ -486,7 +474,7 @@ static void test_rotation(void) {
   char cmd[PATH_MAX * 2];
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s leaf alice2",
            getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".", g_certs);
-  if (!ok(!run(cmd), "minted alice2"))
+  if (!ok(!dc_tu_system(cmd), "minted alice2"))
     return;
   int64_t pg = dynconf_generation(W.pdc), cg = dynconf_generation(W.cdc);
   int data_mark = tlsproxy_mark(&g_data);
@@ -768,7 +756,7 @@ static bool start_dynconfd(const char *data) {
   char cmd[PATH_MAX + 64], err[512];
   snprintf(cmd, sizeof(cmd), "%s/dynconfd --help 2>&1 | grep -q -- --listeners",
            dc_tu_builddir());
-  bool native = !run(cmd) && !getenv("ROT_PROXY_CFG");
+  bool native = !dc_tu_system(cmd) && !getenv("ROT_PROXY_CFG");
   const char *native_args[] = {"-v",
                                "--listeners",
                                "SSL://127.0.0.1:0",
@@ -822,7 +810,7 @@ int main(void) {
   mkdir(data, 0700);
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s",
            getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".", g_certs);
-  if (run(cmd)) {
+  if (dc_tu_system(cmd)) {
     printf("Bail out! cannot make test certificates (openssl)\n");
     dc_tu_rmrf(g_dir);
     return 1;

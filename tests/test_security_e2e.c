@@ -28,18 +28,7 @@ static char g_dir[512], g_certs[600], g_creds[600];
 static char g_log[600];
 static dc_tu_daemon_t g_d;
 
-static const char *cert(const char *name) {
-  static char buf[4][PATH_MAX + 64];
-  static int i;
-  i = (i + 1) % 4;
-  snprintf(buf[i], sizeof(buf[i]), "%s/%s", g_certs, name);
-  return buf[i];
-}
-
-static int run(const char *cmd) {
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static const char *cert(const char *name) { return dc_tu_path(g_certs, name); }
 
 /* ---- librdkafka clients ---------------------------------------------- */
 
@@ -203,7 +192,7 @@ static bool history_has(const char *needle) {
   char cmd[PATH_MAX * 2 + 64];
   snprintf(cmd, sizeof(cmd), "%s/dynconfd --data-dir %s/%s --history "
            "2>&1 | grep -qF '%s'", dc_tu_builddir(), g_dir, g_data, needle);
-  return run(cmd) == 0;
+  return dc_tu_system(cmd) == 0;
 }
 
 /* ---- raw TLS connections (to see which certificate is served) --------- */
@@ -349,9 +338,9 @@ static void test_credentials_file(void) {
            ">/dev/null && printf 'bob-secret\\n' | %s/dynconfd --credentials %s "
            "--add-user bob --iterations 4096 >/dev/null",
            dc_tu_builddir(), g_creds, dc_tu_builddir(), g_creds);
-  is_int(run(cmd), 0, "dynconfd --add-user stores alice and bob");
+  is_int(dc_tu_system(cmd), 0, "dynconfd --add-user stores alice and bob");
   snprintf(cmd, sizeof(cmd), "grep -q -e alice-secret -e bob-secret %s", g_creds);
-  ok(run(cmd) != 0, "the credentials file holds no password");
+  ok(dc_tu_system(cmd) != 0, "the credentials file holds no password");
   struct stat st = {0};
   int st_rc = stat(g_creds, &st);
   ok(st_rc == 0 && (st.st_mode & 077) == 0,
@@ -359,7 +348,7 @@ static void test_credentials_file(void) {
   snprintf(cmd, sizeof(cmd),
            "printf 'x\\n' | %s/dynconfd --credentials %s --add-user carol "
            "--iterations 10 >/dev/null 2>&1", dc_tu_builddir(), g_creds);
-  is_int(run(cmd), 2, "--iterations below 4096 is a usage error");
+  is_int(dc_tu_system(cmd), 2, "--iterations below 4096 is a usage error");
 }
 
 static void test_tls(int ssl_port, int plain_port) {
@@ -484,7 +473,7 @@ static void copy_file(const char *from, const char *to) {
   /* cp to a temp name, then rename: readers never see half a file. */
   snprintf(cmd, sizeof(cmd), "cp '%s' '%s.tmp' && mv '%s.tmp' '%s'", from, to,
            to, to);
-  if (run(cmd))
+  if (dc_tu_system(cmd))
     diag("cannot copy %s to %s", from, to);
 }
 
@@ -517,7 +506,7 @@ static void test_reload(int plain_port, int ssl_port) {
   char cmd[PATH_MAX * 2];
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s leaf server2 localhost",
            getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".", g_certs);
-  is_int(run(cmd), 0, "minted a second server certificate");
+  is_int(dc_tu_system(cmd), 0, "minted a second server certificate");
   copy_file(cert("server2.key"), cert("srv.key.new"));
   copy_file(cert("server2.pem"), cert("srv.pem.new"));
   /* Key first, then certificate, each renamed into place. */
@@ -598,7 +587,7 @@ static void test_authorization(void) {
   snprintf(cmd, sizeof(cmd),
            "printf 'admin-secret\n' | %s/dynconfd --credentials %s --add-user admin "
            ">/dev/null", dc_tu_builddir(), g_creds);
-  is_int(run(cmd), 0, "added user admin");
+  is_int(dc_tu_system(cmd), 0, "added user admin");
   snprintf(acl, sizeof(acl), "%s/acl", g_dir);
   FILE *f = fopen(acl, "w");
   fputs("# alice runs the app-* clients\n"
@@ -767,7 +756,7 @@ int main(void) {
   char cmd[PATH_MAX * 2], data[PATH_MAX + 8];
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s",
            getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".", g_certs);
-  if (run(cmd)) {
+  if (dc_tu_system(cmd)) {
     printf("Bail out! cannot make test certificates (openssl)\n");
     return 1;
   }

@@ -17,37 +17,12 @@ static char g_dir[PATH_MAX - 64], g_certs[PATH_MAX - 32];
 static char g_bootstrap[64];
 static dc_tu_daemon_t g_d;
 
-/* The path of a file in the certificate directory; a ring of buffers, so
- * a handful may be live at once. */
-static const char *cert(const char *name) {
-  static char ring[16][PATH_MAX];
-  static int next;
-  char *p = ring[next++ % 16];
-  snprintf(p, PATH_MAX, "%s/%s", g_certs, name);
-  return p;
-}
+/* The path of a file in the certificate directory (dc_tu_path()). */
+static const char *cert(const char *name) { return dc_tu_path(g_certs, name); }
 
-/* The content of a file in the certificate directory (freed at exit by
- * free_texts()), or "" when unreadable (the check using it then fails). */
-static char *g_texts[32];
-static int g_n_texts;
+/* The content of a file in the certificate directory (dc_tu_file_text()). */
 static const char *text(const char *name) {
-  FILE *f = fopen(cert(name), "r");
-  char *buf = calloc(1, 65536);
-  if (f && buf)
-    buf[fread(buf, 1, 65535, f)] = '\0';
-  if (f)
-    fclose(f);
-  if (buf && g_n_texts < 32)
-    g_texts[g_n_texts++] = buf;
-  else
-    free(buf), buf = NULL;
-  return buf ? buf : "";
-}
-
-static void free_texts(void) {
-  for (int i = 0; i < g_n_texts; i++)
-    free(g_texts[i]);
+  return dc_tu_file_text(cert(name));
 }
 
 /* Where an attempt stopped: */
@@ -273,11 +248,6 @@ static void test_ciphers(void) {
   works(&s, "a valid ssl.cipher.suites");
 }
 
-static int run(const char *cmd) {
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static bool setup(void) {
   char cmd[3 * PATH_MAX], data[PATH_MAX], log[PATH_MAX], err[512];
   const char *src = getenv("DC_SRCDIR") ? getenv("DC_SRCDIR") : ".";
@@ -288,7 +258,7 @@ static bool setup(void) {
   snprintf(g_certs, sizeof(g_certs), "%s/certs", g_dir);
   snprintf(cmd, sizeof(cmd), "sh %s/tests/gen_certs.sh %s && sh "
            "%s/tests/gen_tls_sources.sh %s", src, g_certs, src, g_certs);
-  if (run(cmd)) {
+  if (dc_tu_system(cmd)) {
     printf("Bail out! cannot make test certificates (openssl)\n");
     return false;
   }
@@ -331,6 +301,6 @@ int main(void) {
   }
   dc_tu_daemon_stop(&g_d);
   dc_tu_rmrf(g_dir);
-  free_texts();
+  dc_tu_file_texts_free();
   return up ? done_testing() : 1;
 }

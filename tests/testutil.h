@@ -1,9 +1,10 @@
 /*
  * Helpers for end-to-end C tests that run the real dynconfd: scratch
- * directories, spawning the daemon and learning its port, raw loopback
- * sockets and frame I/O, loopback listeners for test proxies. Header-only;
- * every function is static inline so a test that uses only some of them
- * still builds with -Werror.
+ * directories, files and shell commands, spawning the daemon and learning
+ * its port, raw loopback sockets and frame I/O, loopback listeners for
+ * test proxies, the process's threads. Header-only; every function is
+ * static inline (state lives in function-local statics) so a test that
+ * uses only some of them still builds with -Werror.
  *
  * The daemon binary is $DC_BUILDDIR/dynconfd (DC_BUILDDIR defaults to ".").
  * $DC_DAEMON_WRAPPER, when set, is split on spaces and put in front of the
@@ -16,6 +17,7 @@
 #include "common/buf.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -23,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -92,6 +95,77 @@ static inline int dc_tu_rmrf_cb_(const char *path, const struct stat *st,
 static inline void dc_tu_rmrf(const char *path) {
   if (path && *path)
     nftw(path, dc_tu_rmrf_cb_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh scratch directory (into dir, removed by the caller with
+ * dc_tu_rmrf()) with an empty data/ in it; data gets DIR/data and log
+ * DIR/dynconfd.log, the usual places for dc_tu_daemon_start(). 0 or -1
+ * (errno set, nothing created). */
+static inline int dc_tu_scratch(char *dir, size_t dir_size, char *data,
+                                size_t data_size, char *log, size_t log_size) {
+  if (dc_tu_tmpdir(dir, dir_size))
+    return -1;
+  snprintf(log, log_size, "%s/dynconfd.log", dir);
+  snprintf(data, data_size, "%s/data", dir);
+  mkdir(data, 0700);
+  return 0;
+}
+
+/* ---- files and commands ------------------------------------------------- */
+
+/* dir/name in one of a ring of 16 buffers, so a handful may be live at
+ * once. */
+static inline const char *dc_tu_path(const char *dir, const char *name) {
+  static char ring[16][PATH_MAX];
+  static int next;
+  char *p = ring[next++ % 16];
+  snprintf(p, PATH_MAX, "%s/%s", dir, name);
+  return p;
+}
+
+/* The texts dc_tu_file_text() handed out, freed by dc_tu_file_texts_free(). */
+typedef struct dc_tu_texts {
+  char *v[64];
+  int n;
+} dc_tu_texts_t;
+
+static inline dc_tu_texts_t *dc_tu_texts_(void) {
+  static dc_tu_texts_t texts;
+  return &texts;
+}
+
+/* The content of the file at path (its first 64 KiB), valid until
+ * dc_tu_file_texts_free(); "" when it cannot be read (the check using it
+ * then fails). */
+static inline const char *dc_tu_file_text(const char *path) {
+  dc_tu_texts_t *t = dc_tu_texts_();
+  FILE *f = fopen(path, "r");
+  char *buf = calloc(1, 65536);
+  if (f && buf)
+    buf[fread(buf, 1, 65535, f)] = '\0';
+  if (f)
+    fclose(f);
+  if (buf && t->n < (int)(sizeof(t->v) / sizeof(t->v[0])))
+    t->v[t->n++] = buf;
+  else
+    free(buf), buf = NULL;
+  return buf ? buf : "";
+}
+
+/* Frees every text dc_tu_file_text() returned. */
+static inline void dc_tu_file_texts_free(void) {
+  dc_tu_texts_t *t = dc_tu_texts_();
+  for (int i = 0; i < t->n; i++)
+    free(t->v[i]);
+  t->n = 0;
+}
+
+/* Runs cmd with sh -c (TAP output so far flushed first, so lines keep
+ * their order): its exit status, or -1 when it did not exit. */
+static inline int dc_tu_system(const char *cmd) {
+  fflush(stdout);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* ---- the daemon --------------------------------------------------------- */
@@ -282,19 +356,34 @@ static inline int dc_tu_daemon_start_tmp(dc_tu_daemon_t *d, char *dir,
   char log[PATH_MAX], data[PATH_MAX];
   memset(d, 0, sizeof(*d));
   d->out_fd = -1;
-  if (dc_tu_tmpdir(dir, dir_size)) {
+  if (dc_tu_scratch(dir, dir_size, data, sizeof(data), log, sizeof(log))) {
     snprintf(errstr, errstr_size, "cannot create a scratch directory: %s",
              strerror(errno));
     return -1;
   }
-  snprintf(log, sizeof(log), "%s/dynconfd.log", dir);
-  snprintf(data, sizeof(data), "%s/data", dir);
-  mkdir(data, 0700);
   if (dc_tu_daemon_start(d, data, log, extra, errstr, errstr_size)) {
     dc_tu_rmrf(dir);
     return -1;
   }
   return 0;
+}
+
+/* dc_tu_daemon_start() with an extra listener on 127.0.0.1:port, e.g. a
+ * port an earlier daemon had, retrying for up to 10 s while the port is
+ * not free yet. 0, or -1 with the last reason in errstr. */
+static inline int dc_tu_daemon_start_port(dc_tu_daemon_t *d,
+                                          const char *data_dir,
+                                          const char *log_path, int port,
+                                          char *errstr, size_t errstr_size) {
+  char listen[64];
+  snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+  const char *extra[] = {"--listen", listen, NULL};
+  for (int i = 0; i < 40; i++) {
+    if (!dc_tu_daemon_start(d, data_dir, log_path, extra, errstr, errstr_size))
+      return 0;
+    dc_tu_sleep_ms(250);
+  }
+  return -1;
 }
 
 /* The port of the listener called name, or -1. */
@@ -355,12 +444,10 @@ static inline int dc_tu_daemon_stop(dc_tu_daemon_t *d) {
   return dc_tu_daemon_signal_wait(d, SIGTERM);
 }
 
-/* Prints the last lines of the daemon's stderr as TAP comments, to explain
- * a failure. */
-static inline void dc_tu_daemon_log_tail(const dc_tu_daemon_t *d, int lines) {
-  if (!d->log_path[0])
-    return;
-  FILE *f = fopen(d->log_path, "r");
+/* Prints the last lines of a dynconfd log file (its stderr) as TAP
+ * comments, to explain a failure. */
+static inline void dc_tu_log_tail(const char *log_path, int lines) {
+  FILE *f = fopen(log_path, "r");
   if (!f)
     return;
   char buf[8192];
@@ -376,7 +463,7 @@ static inline void dc_tu_daemon_log_tail(const dc_tu_daemon_t *d, int lines) {
   for (int seen = 0; start > buf; start--)
     if (start[-1] == '\n' && start != buf + n && ++seen >= lines)
       break;
-  printf("# --- dynconfd log (%s) ---\n", d->log_path);
+  printf("# --- dynconfd log (%s) ---\n", log_path);
   for (char *s = start, *nl; *s; s = nl + 1) {
     nl = strchr(s, '\n');
     if (!nl) {
@@ -386,6 +473,13 @@ static inline void dc_tu_daemon_log_tail(const dc_tu_daemon_t *d, int lines) {
     printf("# %.*s\n", (int)(nl - s), s);
   }
   fflush(stdout);
+}
+
+/* Prints the last lines of the daemon's stderr as TAP comments, to explain
+ * a failure. */
+static inline void dc_tu_daemon_log_tail(const dc_tu_daemon_t *d, int lines) {
+  if (d->log_path[0])
+    dc_tu_log_tail(d->log_path, lines);
 }
 
 /* ---- sockets and frames ------------------------------------------------- */
@@ -505,6 +599,39 @@ static inline int dc_tu_wait_closed(int fd, int timeout_ms, size_t *nbytes) {
 
 /* ---- loopback listeners for test servers --------------------------------- */
 
+/* A TCP socket (SOCK_STREAM | SOCK_CLOEXEC | flags) bound to
+ * 127.0.0.1:<ephemeral>, *port; listening with backlog, or only bound when
+ * backlog < 0 (connecting to it is refused). The fd, or -1 with errno set
+ * (*port untouched). */
+static inline int dc_tu_loopback_socket(int flags, int backlog, int *port) {
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+      (backlog >= 0 && listen(fd, backlog)) ||
+      getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+    int saved = errno;
+    if (fd >= 0)
+      close(fd);
+    errno = saved;
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+/* A loopback port nobody listens on (bound, then closed), or -1. */
+static inline int dc_tu_closed_port(void) {
+  int port = -1;
+  int fd = dc_tu_loopback_socket(0, -1, &port);
+  if (fd >= 0)
+    close(fd);
+  return fd >= 0 ? port : -1;
+}
+
 /* Closes what dc_tu_listen() opened (fds < 0 are skipped) and sets them to
  * -1. errno is kept. */
 static inline void dc_tu_unlisten(int *lfd, int wake[2]) {
@@ -523,20 +650,14 @@ static inline void dc_tu_unlisten(int *lfd, int wake[2]) {
  * on wake[1] (dc_tu_wake) tells the thread polling wake[0] to stop. All
  * close-on-exec. 0, or -1 with errno set and all three fds -1. */
 static inline int dc_tu_listen(int *lfd, int *port, int wake[2]) {
-  struct sockaddr_in sa;
-  socklen_t sl = sizeof(sa);
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int p = 0;
   wake[0] = wake[1] = -1;
-  *lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(*lfd, 64) || getsockname(*lfd, (struct sockaddr *)&sa, &sl) ||
-      pipe2(wake, O_CLOEXEC)) {
+  *lfd = dc_tu_loopback_socket(0, 64, &p);
+  if (*lfd < 0 || pipe2(wake, O_CLOEXEC)) {
     dc_tu_unlisten(lfd, wake);
     return -1;
   }
-  *port = ntohs(sa.sin_port);
+  *port = p;
   return 0;
 }
 
@@ -546,6 +667,46 @@ static inline void dc_tu_wake(int wake_fd) {
   do
     w = write(wake_fd, "x", 1);
   while (w < 0 && errno == EINTR);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static inline void *dc_tu_warm_up_(void *arg) { return arg; }
+
+/* The process's threads (entries of /proc/self/task), or -1. A sanitizer
+ * runtime may start a helper thread with the first pthread_create (TSan
+ * does): the first call starts and joins one thread, so that helper is in
+ * every count. */
+static inline int dc_tu_thread_count(void) {
+  static bool warm;
+  if (!warm) {
+    pthread_t t;
+    if (!pthread_create(&t, NULL, dc_tu_warm_up_, NULL))
+      pthread_join(t, NULL);
+    warm = true;
+  }
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  if (!d)
+    return -1;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
+/* The thread count once it has come down to at most want (an exited,
+ * joined thread may linger in /proc/self/task for a moment), or what it
+ * is after 10 s. */
+static inline int dc_tu_thread_count_settled(int want) {
+  int64_t deadline = dc_tu_now_ms() + 10000;
+  int n = dc_tu_thread_count();
+  while (n > want && dc_tu_now_ms() < deadline) {
+    dc_tu_sleep_ms(20);
+    n = dc_tu_thread_count();
+  }
+  return n;
 }
 
 #endif
