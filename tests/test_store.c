@@ -462,7 +462,7 @@ static void test_open_errors(void) {
     snprintf(jm, sizeof(jm), "%s", (const char *)sqlite3_column_text(s, 0));
   sqlite3_finalize(s);
   sqlite3_close(db);
-  is_int(ver, 1, "new store has schema version 1");
+  is_int(ver, 2, "new store has schema version 2");
   is_str(jm, "wal", "journal mode is persisted as wal");
 }
 
@@ -629,6 +629,67 @@ static void test_crash(void) {
   }
 }
 
+/* Named integers kept in the same transaction as the data (a log
+ * backend's applied offset), audit times given by the caller, and a
+ * version-1 store upgraded in place with its data. */
+static void test_meta(void) {
+  dc_store_t *st = NULL;
+  char err[512];
+  if (!ok(!dc_store_open_sqlite(path_in("meta"), &st, err, sizeof(err)),
+          "meta: open (%s)", err))
+    return;
+  int64_t v = -1;
+  is_int(dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err)), 0,
+         "meta: unset at first");
+  const char *keys[] = {"acks"}, *vals[] = {"1"};
+  dc_store_change_t ch = {.key = "acks", .op = 0, .new_value = "1"};
+  dc_store_commit_t c = {.resource_type = 9, .entity = "m", .principal = "p",
+                         .peer = "x", .api = "Log", .time_ms = 1234567,
+                         .n_configs = 1, .keys = keys, .values = vals,
+                         .n_changes = 1, .changes = &ch};
+  is_int(dc_store_sqlite_commit_meta(st, &c, 1, "offset", 41, err,
+                                     sizeof(err)), 0,
+         "meta: data and offset in one commit");
+  is_int(dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err)), 1,
+         "meta: set");
+  is_int(v, 41, "meta: value 41");
+  is_int(dc_store_sqlite_commit_meta(st, NULL, 0, "offset", 42, err,
+                                     sizeof(err)), 0,
+         "meta: the offset alone");
+  dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err));
+  is_int(v, 42, "meta: moved to 42");
+  /* A failing data row takes the offset back with it. */
+  dc_store_commit_t bad = c;
+  bad.keys = (const char *[]){NULL};
+  is_int(dc_store_sqlite_commit_meta(st, &bad, 1, "offset", 99, err,
+                                     sizeof(err)), -1,
+         "meta: a bad commit fails");
+  dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err));
+  is_int(v, 42, "meta: and the offset did not move");
+  hist_t h;
+  hist_all(st, "m", &h);
+  ok(h.rows == 1 && h.min_time == 1234567, "meta: the audit row has the "
+     "given time (%lld)", (long long)h.min_time);
+  dc_store_close(st);
+
+  /* A version-1 store: no meta table. Reopening upgrades it. */
+  sqlite3 *db = NULL;
+  ok(sqlite3_open(path_in("meta/dynconf.db"), &db) == SQLITE_OK &&
+         sqlite3_exec(db, "DROP TABLE meta; PRAGMA user_version = 1", NULL,
+                      NULL, NULL) == SQLITE_OK,
+     "meta: made the store a version-1 one");
+  sqlite3_close(db);
+  if (!ok(!dc_store_open_sqlite(path_in("meta"), &st, err, sizeof(err)),
+          "meta: a version-1 store opens (%s)", err))
+    return;
+  load_t l;
+  load_all(st, &l);
+  is_str(l.text, "9|m|acks=1\n", "meta: its data is still there");
+  is_int(dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err)), 0,
+         "meta: and it has the meta table, empty");
+  dc_store_close(st);
+}
+
 int main(void) {
   snprintf(root, sizeof(root), "/tmp/dc-store-XXXXXX");
   if (!mkdtemp(root)) {
@@ -641,6 +702,7 @@ int main(void) {
   test_open_errors();
   test_read_only();
   test_crash();
+  test_meta();
   ok(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0,
      "removed the temp dir");
   return done_testing();

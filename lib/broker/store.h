@@ -29,6 +29,7 @@ typedef struct dc_store_commit {
   const char *principal; /* authenticated principal, "User:ANONYMOUS" */
   const char *peer;      /* "host:port" of the connection */
   const char *api;       /* "AlterConfigs" or "IncrementalAlterConfigs" */
+  int64_t time_ms;       /* the audit rows' time; 0 = now */
   size_t n_configs;      /* new full set, n_configs pairs */
   const char *const *keys;
   const char *const *values;
@@ -86,6 +87,18 @@ int dc_store_commit_many(dc_store_t *st, const dc_store_commit_t *c, size_t n,
 int dc_store_history(dc_store_t *st, const char *entity,
                      dc_store_history_cb *cb, void *opaque, char *errstr,
                      size_t errstr_size);
+
+/* SQLite only, for a backend that keeps a local copy of a log (the Kafka
+ * store's cache): commits c[0..n) (n may be 0) and the named integer
+ * meta_name = meta_value in one atomic, durable step. */
+int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
+                                size_t n, const char *meta_name,
+                                int64_t meta_value, char *errstr,
+                                size_t errstr_size);
+/* Reads a named integer: 1 and *value when set, 0 when not, -1 with
+ * errstr. */
+int dc_store_sqlite_meta(dc_store_t *st, const char *name, int64_t *value,
+                         char *errstr, size_t errstr_size);
 
 /* Backend vtable (for implementers). */
 typedef struct dc_store_ops {

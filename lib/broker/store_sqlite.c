@@ -30,7 +30,7 @@
 #define LOCK_FILE ".lock"
 /* PRAGMA user_version of the schema this code writes. Bump it and add a
  * step to migrate() when the schema changes; 0 means "empty database". */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define BUSY_TIMEOUT_MS 5000
 
 /* Prepared statements, kept for the store's lifetime. Index into stmt[]. */
@@ -44,6 +44,8 @@ enum {
   S_LOAD,
   S_HIST_ALL,
   S_HIST_ENTITY,
+  S_META_GET,
+  S_META_SET,
   S__COUNT
 };
 
@@ -65,7 +67,17 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_HIST_ENTITY] = "SELECT seq, time_ms, principal, peer, api, "
                       "resource_type, entity, key, op, old_value, new_value "
                       "FROM audit WHERE entity = ?1 ORDER BY seq",
+    [S_META_GET] = "SELECT value FROM meta WHERE name = ?1",
+    [S_META_SET] = "INSERT INTO meta (name, value) VALUES (?1, ?2) "
+                   "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
 };
+
+/* Version 2 adds named integers kept with the data in the same
+ * transactions (a replicated backend's applied log offset). */
+static const char schema_v2[] =
+    "CREATE TABLE IF NOT EXISTS meta ("
+    " name TEXT PRIMARY KEY,"
+    " value INTEGER NOT NULL);";
 
 /* Version 1 schema. The configs primary key doubles as the load order. */
 static const char schema_v1[] =
@@ -152,6 +164,8 @@ static int64_t now_ms(void) {
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+static const dc_store_ops_t sqlite_ops;
 
 /* ---- vtable ---------------------------------------------------------- */
 
@@ -311,7 +325,7 @@ static int commit_body(sqlite_store_t *s, const dc_store_commit_t *c,
                        char *errstr, size_t errstr_size) {
   sqlite3_stmt *del = s->stmt[S_DELETE], *ins = s->stmt[S_INSERT],
                *aud = s->stmt[S_AUDIT];
-  int64_t t = now_ms();
+  int64_t t = c->time_ms ? c->time_ms : now_ms();
   int rc;
 
   rc = sqlite3_bind_int(del, 1, c->resource_type);
@@ -373,9 +387,22 @@ static int commit_body(sqlite_store_t *s, const dc_store_commit_t *c,
   return 0;
 }
 
-static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
-                         size_t n, char *errstr, size_t errstr_size) {
-  sqlite_store_t *s = (sqlite_store_t *)st;
+/* Writes meta name = value inside the open transaction. */
+static int meta_set(sqlite_store_t *s, const char *name, int64_t value,
+                    char *errstr, size_t errstr_size) {
+  sqlite3_stmt *st = s->stmt[S_META_SET];
+  if (sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 2, value) != SQLITE_OK) {
+    sqlite3_clear_bindings(st);
+    return db_err(s, errstr, errstr_size, "binding meta");
+  }
+  return exec_stmt(s, S_META_SET, "writing meta", errstr, errstr_size);
+}
+
+/* c[0..n) and (when meta_name) meta_name = meta_value in one transaction. */
+static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
+                      const char *meta_name, int64_t meta_value, char *errstr,
+                      size_t errstr_size) {
   if (s->read_only)
     return set_err(errstr, errstr_size,
                    "%s: store is open read-only; commit refused", s->path);
@@ -390,6 +417,8 @@ static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = commit_body(s, &c[i], errstr, errstr_size);
+  if (rc == 0 && meta_name)
+    rc = meta_set(s, meta_name, meta_value, errstr, errstr_size);
   if (rc == 0 && exec_stmt(s, S_COMMIT, "committing transaction", errstr,
                            errstr_size) == 0)
     return 0;
@@ -407,12 +436,50 @@ static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
   return -1;
 }
 
+static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
+                         size_t n, char *errstr, size_t errstr_size) {
+  return commit_txn((sqlite_store_t *)st, c, n, NULL, 0, errstr, errstr_size);
+}
+
+int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
+                                size_t n, const char *meta_name,
+                                int64_t meta_value, char *errstr,
+                                size_t errstr_size) {
+  if (!st || st->ops != &sqlite_ops)
+    return set_err(errstr, errstr_size, "not a SQLite store");
+  return commit_txn((sqlite_store_t *)st, c, n, meta_name, meta_value, errstr,
+                    errstr_size);
+}
+
 static const dc_store_ops_t sqlite_ops = {
     .close = sqlite_close,
     .load = sqlite_load,
     .commit = sqlite_commit,
     .history = sqlite_history,
 };
+
+int dc_store_sqlite_meta(dc_store_t *st, const char *name, int64_t *value,
+                         char *errstr, size_t errstr_size) {
+  if (!st || st->ops != &sqlite_ops)
+    return set_err(errstr, errstr_size, "not a SQLite store");
+  sqlite_store_t *s = (sqlite_store_t *)st;
+  sqlite3_stmt *q = s->stmt[S_META_GET];
+  if (sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC) != SQLITE_OK) {
+    sqlite3_clear_bindings(q);
+    return db_err(s, errstr, errstr_size, "binding meta");
+  }
+  int rc = sqlite3_step(q), found = 0;
+  if (rc == SQLITE_ROW) {
+    *value = sqlite3_column_int64(q, 0);
+    found = 1;
+  } else if (rc != SQLITE_DONE) {
+    db_err(s, errstr, errstr_size, "reading meta");
+    found = -1;
+  }
+  sqlite3_reset(q);
+  sqlite3_clear_bindings(q);
+  return found;
+}
 
 /* ---- opening --------------------------------------------------------- */
 
@@ -443,7 +510,16 @@ static int migrate(sqlite_store_t *s, char *errstr, size_t errstr_size) {
       goto fail;
     }
   }
-  /* Future: if (v < 2) { ALTER ...; PRAGMA user_version = 2; } */
+  if (v < 2) {
+    if (sqlite3_exec(s->db, schema_v2, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(s->db, "PRAGMA user_version = 2", NULL, NULL, &msg) !=
+            SQLITE_OK) {
+      set_err(errstr, errstr_size, "%s: upgrading schema to 2: %s", s->path,
+              msg ? msg : sqlite3_errmsg(s->db));
+      sqlite3_free(msg);
+      goto fail;
+    }
+  }
   if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
     db_err(s, errstr, errstr_size, "committing schema");
     goto fail;
