@@ -7,6 +7,7 @@
 #include "broker/handlers.h"
 #include "broker/server.h"
 #include "broker/store.h"
+#include "broker/store_kafka.h"
 #include "broker/transfer.h"
 #include "codec/proto.h"
 #include "common/log.h"
@@ -45,6 +46,9 @@ typedef struct settings {
       max_req_writes, max_entities, max_response;
   dc_server_opts_t srv;
   bool verbose;
+  /* The store: "sqlite" (default) or "kafka" and the latter's settings. */
+  char *store, *store_bootstrap, *store_topic, *store_config;
+  int64_t store_timeout_ms;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -89,7 +93,15 @@ static void usage(FILE *f) {
 "  --super-users LIST        principals that pass every check, e.g. User:admin\n"
 "  --advertise HOST:PORT     address Metadata returns for the listener with the\n"
 "                            same position (default: the bound address)\n"
-"  --data-dir DIR            SQLite store directory (default ./dynconfd-data)\n"
+"  --data-dir DIR            SQLite store directory (default ./dynconfd-data);\n"
+"                            with --store kafka, the local cache of the topic\n"
+"  --store sqlite|kafka      where the configs live (default sqlite)\n"
+"  --store-bootstrap LIST    HOST:PORT,... of the Kafka cluster (--store kafka)\n"
+"  --store-topic NAME        the config log topic (default _dynconf_configs)\n"
+"  --store-config FILE       librdkafka properties for the store's connection\n"
+"                            (security.protocol, ssl.*, sasl.*)\n"
+"  --store-timeout-ms N      bound on one alter's write to Kafka and on each\n"
+"                            start-up step (default 10000)\n"
 "  --node-id N               broker node id (default 1)\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
 "                            flags after it override it\n"
@@ -225,6 +237,31 @@ static bool parse_num(const char *what, const char *v, int64_t min,
   return true;
 }
 
+/* The store.* settings; false (with a message) for a bad value, and
+ * *known false for a key that is not one of them. */
+static bool apply_store_setting(settings_t *st, const char *key,
+                                const char *val, bool *known) {
+  *known = true;
+  if (!strcmp(key, "store")) {
+    if (strcmp(val, "sqlite") && strcmp(val, "kafka")) {
+      fprintf(stderr, "dynconfd: store must be sqlite or kafka, not '%s'\n",
+              val);
+      return false;
+    }
+    return set_str(&st->store, val);
+  }
+  if (!strcmp(key, "store.bootstrap.servers"))
+    return set_str(&st->store_bootstrap, val);
+  if (!strcmp(key, "store.topic"))
+    return set_str(&st->store_topic, val);
+  if (!strcmp(key, "store.config.file"))
+    return set_str(&st->store_config, val);
+  if (!strcmp(key, "store.timeout.ms"))
+    return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  *known = false;
+  return false;
+}
+
 /* Applies one setting by its config-file name. Strings are duplicated and
  * owned by settings (freed at exit). */
 static bool apply_setting(settings_t *st, const char *key, const char *val) {
@@ -322,8 +359,11 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
       return false;
     st->srv.max_connections = (int)n;
   } else {
-    fprintf(stderr, "dynconfd: unknown setting '%s'\n", key);
-    return false;
+    bool known;
+    bool ok = apply_store_setting(st, key, val, &known);
+    if (!known)
+      fprintf(stderr, "dynconfd: unknown setting '%s'\n", key);
+    return ok;
   }
   return true;
 }
@@ -407,6 +447,26 @@ static int print_history(const char *dir, const char *entity) {
   return 0;
 }
 
+/* The configured store: SQLite in the data directory, or the Kafka topic
+ * with its cache there. */
+static int open_store(const settings_t *st, dc_store_t **out, char *errstr,
+                      size_t errstr_size) {
+  if (!st->store || !strcmp(st->store, "sqlite"))
+    return dc_store_open_sqlite(st->data_dir, out, errstr, errstr_size);
+  if (!st->store_bootstrap) {
+    snprintf(errstr, errstr_size, "--store kafka needs --store-bootstrap "
+             "HOST:PORT,...");
+    return -1;
+  }
+  dc_kafka_store_opts_t o = {.data_dir = st->data_dir,
+                             .bootstrap = st->store_bootstrap,
+                             .topic = st->store_topic,
+                             .config_file = st->store_config,
+                             .timeout_ms = (int)st->store_timeout_ms,
+                             .node_id = st->node_id};
+  return dc_store_open_kafka(&o, out, errstr, errstr_size);
+}
+
 /* --export: the store's entities as the export document, to a file
  * (written whole, then renamed into place) or "-" (stdout). */
 static int export_store(const char *dir, const char *path) {
@@ -483,6 +543,10 @@ static void settings_free(settings_t *st) {
   for (int i = 0; i < st->n_advertise; i++)
     free(st->advertise[i]);
   free(st->data_dir);
+  free(st->store);
+  free(st->store_bootstrap);
+  free(st->store_topic);
+  free(st->store_config);
   free(st->protocol_map);
   free(st->ssl_cert);
   free(st->ssl_key);
@@ -568,7 +632,8 @@ int main(int argc, char **argv) {
                    .max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS,
                    .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
                    .max_entities = DC_DEFAULT_MAX_ENTITIES,
-                   .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE};
+                   .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
+                   .store_timeout_ms = 10000};
   dc_server_opts_init(&st.srv);
   bool history = false;
   const char *entity = NULL, *new_user = NULL;
@@ -579,7 +644,8 @@ int main(int argc, char **argv) {
          O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
          O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
-         O_EXPORT, O_IMPORT };
+         O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
+         O_STORE_CONFIG, O_STORE_TIMEOUT };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -595,6 +661,11 @@ int main(int argc, char **argv) {
       {"history", no_argument, NULL, O_HISTORY},
       {"export", required_argument, NULL, O_EXPORT},
       {"import", required_argument, NULL, O_IMPORT},
+      {"store", required_argument, NULL, O_STORE},
+      {"store-bootstrap", required_argument, NULL, O_STORE_BS},
+      {"store-topic", required_argument, NULL, O_STORE_TOPIC},
+      {"store-config", required_argument, NULL, O_STORE_CONFIG},
+      {"store-timeout-ms", required_argument, NULL, O_STORE_TIMEOUT},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -646,6 +717,11 @@ int main(int argc, char **argv) {
       [O_MAXENTS - 256] = "max.entities",
       [O_MAXRESP - 256] = "max.response.bytes",
       [O_MAXBUF - 256] = "max.buffered.bytes",
+      [O_STORE - 256] = "store",
+      [O_STORE_BS - 256] = "store.bootstrap.servers",
+      [O_STORE_TOPIC - 256] = "store.topic",
+      [O_STORE_CONFIG - 256] = "store.config.file",
+      [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -790,7 +866,7 @@ int main(int argc, char **argv) {
   if (any_sasl && !st.credentials)
     dc_log(DC_LOG_WARN, "SASL listener without --credentials: nobody can "
                         "authenticate");
-  if (dc_store_open_sqlite(st.data_dir, &store, err, sizeof(err))) {
+  if (open_store(&st, &store, err, sizeof(err))) {
     dc_log(DC_LOG_ERR, "cannot open the store: %s", err);
     goto out;
   }

@@ -1,0 +1,771 @@
+/*
+ * The Kafka-topic store (see store_kafka.h), with librdkafka: an
+ * idempotent acks=all producer, and a group-less consumer assigned the
+ * topic's only partition from the cache's offset.
+ *
+ * A record's value:
+ *   {"type":"client","name":"app-1","configs":{"acks":"1"},
+ *    "time_ms":1700000000000,"principal":"User:alice","peer":"10.0.0.1:5",
+ *    "api":"IncrementalAlterConfigs",
+ *    "changes":[{"key":"acks","op":0,"old":null,"new":"1"}]}
+ * A tombstone (no value) empties the entity named by the key.
+ */
+#include "broker/store_kafka.h"
+#include "broker/scope.h"
+#include "codec/proto.h"
+#include "common/log.h"
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OFFSET_META "kafka.next_offset"
+#define APPLY_BATCH 1000 /* records applied to the cache per transaction */
+
+typedef struct kafka_store {
+  dc_store_t base;
+  dc_store_t *cache;         /* owned: the SQLite copy of the log */
+  rd_kafka_t *producer;      /* owned */
+  rd_kafka_t *consumer;      /* owned; assigned partition 0 */
+  char *topic, *bootstrap;   /* owned */
+  int timeout_ms;
+  int32_t node_id;
+  int64_t next_offset;       /* the next offset to apply */
+  /* Why commits are refused ("" = they are not): until a restart when the
+   * log holds what the server does not (diverged), or until it is known
+   * that a change that timed out was not written (uncertain). */
+  char stale[600];
+  bool uncertain;
+} kafka_store_t;
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *type_name(int8_t t) {
+  return t == DC_RES_CLIENT ? "client" : t == DC_RES_USER ? "user" : NULL;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+/* Applies the key=value lines of path to conf. 0, or -1 with errstr. */
+static int conf_from_file(rd_kafka_conf_t *conf, const char *path,
+                          char *errstr, size_t errstr_size) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(errstr, errstr_size, "cannot read %s: %s", path, strerror(errno));
+    return -1;
+  }
+  char line[4096], why[256];
+  int n = 0, rc = 0;
+  while (!rc && fgets(line, sizeof(line), f)) {
+    n++;
+    line[strcspn(line, "\r\n")] = '\0';
+    char *s = line + strspn(line, " \t");
+    if (!*s || *s == '#')
+      continue;
+    char *eq = strchr(s, '=');
+    if (!eq) {
+      snprintf(errstr, errstr_size, "%s:%d: expected key=value", path, n);
+      rc = -1;
+      break;
+    }
+    *eq = '\0';
+    if (rd_kafka_conf_set(conf, s, eq + 1, why, sizeof(why)) !=
+        RD_KAFKA_CONF_OK) {
+      snprintf(errstr, errstr_size, "%s:%d: %s", path, n, why);
+      rc = -1;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque);
+
+static void rk_log(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf) {
+  (void)rk;
+  if (level <= 4) /* warnings and worse; the rest is librdkafka's chatter */
+    dc_log(DC_LOG_WARN, "kafka store: %s: %s", fac, buf);
+}
+
+/* A handle of type for the store. NULL with errstr. */
+static rd_kafka_t *handle_new(const dc_kafka_store_opts_t *o,
+                              rd_kafka_type_t type, char *errstr,
+                              size_t errstr_size) {
+  rd_kafka_conf_t *c = rd_kafka_conf_new();
+  char cid[64], tmo[24];
+  snprintf(cid, sizeof(cid), "dynconfd-%d-store", (int)o->node_id);
+  snprintf(tmo, sizeof(tmo), "%d", o->timeout_ms);
+  /* A fetch that finds nothing new may wait this long on the broker; a
+   * real Kafka broker answers as soon as a record arrives, librdkafka's
+   * mock only at the end, so it bounds how long an alter waits to read its
+   * own record back there. The properties file may change it. */
+  if (type == RD_KAFKA_CONSUMER &&
+      rd_kafka_conf_set(c, "fetch.wait.max.ms", "100", errstr, errstr_size))
+    goto fail;
+  if (o->config_file && conf_from_file(c, o->config_file, errstr, errstr_size))
+    goto fail;
+  const char *const common[][2] = {{"bootstrap.servers", o->bootstrap},
+                                   {"client.id", cid}};
+  const char *const prod[][2] = {{"enable.idempotence", "true"},
+                                 {"acks", "all"},
+                                 {"linger.ms", "0"},
+                                 {"message.timeout.ms", tmo}};
+  /* librdkafka wants a group.id to assign partitions; it is never
+   * joined (no subscribe) and no offset is committed to it. */
+  char gid[64];
+  snprintf(gid, sizeof(gid), "dynconfd-%d-store-reader", (int)o->node_id);
+  const char *const cons[][2] = {{"enable.auto.commit", "false"},
+                                 {"enable.partition.eof", "true"},
+                                 {"auto.offset.reset", "error"},
+                                 {"group.id", gid}};
+  bool p = type == RD_KAFKA_PRODUCER;
+  for (size_t i = 0; i < 2 + 4; i++) {
+    const char *const *kv = i < 2 ? common[i] : p ? prod[i - 2] : cons[i - 2];
+    if (rd_kafka_conf_set(c, kv[0], kv[1], errstr, errstr_size))
+      goto fail;
+  }
+  rd_kafka_conf_set_log_cb(c, rk_log);
+  if (p)
+    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+  rd_kafka_t *rk = rd_kafka_new(type, c, errstr, errstr_size);
+  if (rk)
+    return rk;
+fail:
+  rd_kafka_conf_destroy(c);
+  return NULL;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+/* The record key of an entity, "client:NAME" / "user:NAME" (caller frees). */
+static char *record_key(int8_t type, const char *entity) {
+  size_t n = strlen(entity) + 8;
+  char *k = malloc(n);
+  if (k)
+    snprintf(k, n, "%s:%s", type_name(type), entity);
+  return k;
+}
+
+static json_t *opt_string(const char *s) {
+  return s ? json_string(s) : json_null();
+}
+
+/* The record value of one commit (caller frees), NULL for a tombstone. */
+static char *record_value(const dc_store_commit_t *c, int64_t time_ms,
+                          bool *oom) {
+  *oom = false;
+  if (c->n_configs == 0 && c->n_changes == 0)
+    return NULL;
+  json_t *v = json_object(), *cfg = json_object(), *ch = json_array();
+  for (size_t i = 0; cfg && i < c->n_configs; i++)
+    json_object_set_new(cfg, c->keys[i], json_string(c->values[i]));
+  for (size_t i = 0; ch && i < c->n_changes; i++) {
+    const dc_store_change_t *x = &c->changes[i];
+    json_array_append_new(ch, json_pack("{s:s,s:i,s:o,s:o}", "key", x->key,
+                                        "op", x->op, "old",
+                                        opt_string(x->old_value), "new",
+                                        opt_string(x->new_value)));
+  }
+  char *out = NULL;
+  if (v && cfg && ch &&
+      !json_object_set_new(v, "type", json_string(type_name(c->resource_type))) &&
+      !json_object_set_new(v, "name", json_string(c->entity)) &&
+      !json_object_set(v, "configs", cfg) &&
+      !json_object_set_new(v, "time_ms", json_integer(time_ms)) &&
+      !json_object_set_new(v, "principal", opt_string(c->principal)) &&
+      !json_object_set_new(v, "peer", opt_string(c->peer)) &&
+      !json_object_set_new(v, "api", opt_string(c->api)) &&
+      !json_object_set(v, "changes", ch))
+    out = json_dumps(v, JSON_COMPACT);
+  *oom = !out;
+  json_decref(v);
+  json_decref(cfg);
+  json_decref(ch);
+  return out;
+}
+
+/* One record read back: the commit it stands for, its strings owned by
+ * root (or by the key copy for a tombstone). */
+typedef struct parsed {
+  dc_store_commit_t c;
+  json_t *root;
+  char *name;               /* tombstone: the entity from the key (owned) */
+  const char **keys, **values;
+  dc_store_change_t *changes;
+} parsed_t;
+
+static void parsed_free(parsed_t *p) {
+  json_decref(p->root);
+  free(p->name);
+  free(p->keys);
+  free(p->values);
+  free(p->changes);
+  memset(p, 0, sizeof(*p));
+}
+
+/* A tombstone: the key names the entity. */
+static int parse_tombstone(const rd_kafka_message_t *m, parsed_t *p,
+                           char *why, size_t why_size) {
+  const char *k = m->key;
+  const char *colon = k ? memchr(k, ':', m->key_len) : NULL;
+  if (!colon) {
+    snprintf(why, why_size, "a tombstone without a \"type:name\" key");
+    return -1;
+  }
+  size_t tl = (size_t)(colon - k);
+  int8_t t = tl == 6 && !memcmp(k, "client", 6)   ? DC_RES_CLIENT
+             : tl == 4 && !memcmp(k, "user", 4) ? DC_RES_USER
+                                                : 0;
+  p->name = strndup(colon + 1, m->key_len - tl - 1);
+  if (!t || !p->name) {
+    snprintf(why, why_size, "a tombstone for an unknown entity type");
+    return -1;
+  }
+  p->c = (dc_store_commit_t){.resource_type = t, .entity = p->name};
+  return 0;
+}
+
+/* The configs and changes arrays of a record value. */
+static int parse_lists(json_t *cfg, json_t *ch, parsed_t *p, char *why,
+                       size_t why_size) {
+  size_t n = json_object_size(cfg), m = json_array_size(ch);
+  p->keys = calloc(n ? n : 1, sizeof(char *));
+  p->values = calloc(n ? n : 1, sizeof(char *));
+  p->changes = calloc(m ? m : 1, sizeof(*p->changes));
+  if (!p->keys || !p->values || !p->changes) {
+    snprintf(why, why_size, "out of memory");
+    return -1;
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(cfg, k, v) {
+    if (!json_is_string(v)) {
+      snprintf(why, why_size, "config '%.100s' is not a string", k);
+      return -1;
+    }
+    p->keys[p->c.n_configs] = k;
+    p->values[p->c.n_configs++] = json_string_value(v);
+  }
+  for (size_t i = 0; i < m; i++) {
+    json_t *e = json_array_get(ch, i), *old = NULL, *new_ = NULL;
+    const char *key = NULL;
+    int op = 0;
+    if (json_unpack(e, "{s:s,s:i,s:o,s:o}", "key", &key, "op", &op, "old",
+                    &old, "new", &new_) ||
+        (!json_is_null(old) && !json_is_string(old)) ||
+        (!json_is_null(new_) && !json_is_string(new_))) {
+      snprintf(why, why_size, "change %zu is malformed", i);
+      return -1;
+    }
+    p->changes[i] = (dc_store_change_t){.key = key, .op = (int8_t)op,
+                                        .old_value = json_string_value(old),
+                                        .new_value = json_string_value(new_)};
+  }
+  p->c.keys = p->keys;
+  p->c.values = p->values;
+  p->c.changes = p->changes;
+  p->c.n_changes = m;
+  return 0;
+}
+
+/* Reads one record into p. 0, or -1 with why (the record is skipped). */
+static int parse_record(const rd_kafka_message_t *m, parsed_t *p, char *why,
+                        size_t why_size) {
+  memset(p, 0, sizeof(*p));
+  if (!m->payload)
+    return parse_tombstone(m, p, why, why_size);
+  json_error_t je;
+  p->root = json_loadb(m->payload, m->len, JSON_REJECT_DUPLICATES, &je);
+  const char *t = NULL, *name = NULL;
+  json_t *cfg = NULL, *ch = NULL, *princ = NULL, *peer = NULL, *api = NULL;
+  json_int_t time_ms = 0;
+  if (!p->root) {
+    snprintf(why, why_size, "not JSON (%s)", je.text);
+    return -1;
+  }
+  if (json_unpack(p->root, "{s:s,s:s,s:o,s:I,s?o,s?o,s?o,s:o}", "type", &t,
+                  "name", &name, "configs", &cfg, "time_ms", &time_ms,
+                  "principal", &princ, "peer", &peer, "api", &api, "changes",
+                  &ch) ||
+      !json_is_object(cfg) || !json_is_array(ch)) {
+    snprintf(why, why_size, "not a dynconf record");
+    return -1;
+  }
+  int8_t rt = !strcmp(t, "client") ? DC_RES_CLIENT
+              : !strcmp(t, "user") ? DC_RES_USER : 0;
+  dc_scope_ent_t se;
+  char ewhy[300];
+  if (!rt || dc_scope_ent_init(&se, rt, name, ewhy, sizeof(ewhy)) ||
+      strcmp(se.name, name)) {
+    snprintf(why, why_size, "entity %.20s '%.100s' is not valid", t, name);
+    return -1;
+  }
+  p->c = (dc_store_commit_t){.resource_type = rt, .entity = name,
+                             .principal = json_string_value(princ),
+                             .peer = json_string_value(peer),
+                             .api = json_string_value(api),
+                             .time_ms = time_ms};
+  return parse_lists(cfg, ch, p, why, why_size);
+}
+
+/* ---- applying the log -------------------------------------------------- */
+
+/* Applies the batch to the cache with the offset after it. */
+static int flush_batch(kafka_store_t *k, parsed_t *b, size_t *n,
+                       int64_t next, char *errstr, size_t errstr_size) {
+  dc_store_commit_t c[APPLY_BATCH];
+  for (size_t i = 0; i < *n; i++)
+    c[i] = b[i].c;
+  int r = dc_store_sqlite_commit_meta(k->cache, c, *n, OFFSET_META, next,
+                                      errstr, errstr_size);
+  for (size_t i = 0; i < *n; i++)
+    parsed_free(&b[i]);
+  *n = 0;
+  if (!r)
+    k->next_offset = next;
+  return r;
+}
+
+/* A record this store did not write: applied, but the server's memory
+ * does not have it, so commits stop until a restart. */
+static void foreign(kafka_store_t *k, int64_t offset, const char *why) {
+  if (!k->stale[0])
+    snprintf(k->stale, sizeof(k->stale), "the log holds a record at offset "
+             "%lld this server did not write (%s); restart dynconfd to "
+             "serve the topic's state, and run one dynconfd per topic",
+             (long long)offset, why);
+  dc_log(DC_LOG_ERR, "kafka store: %s", k->stale);
+}
+
+/* Is m one of ours (offsets[0..n))? */
+static bool ours(const rd_kafka_message_t *m, const int64_t *offsets,
+                 size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (offsets[i] == m->offset)
+      return true;
+  return false;
+}
+
+/* Applies the log up to (not including) `until` within the deadline.
+ * Records at offsets[] are this store's own; any other is foreign(). */
+static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
+                    size_t n_ours, int64_t deadline, char *errstr,
+                    size_t errstr_size) {
+  static parsed_t batch[APPLY_BATCH];
+  size_t n = 0;
+  int64_t next = k->next_offset;
+  while (next < until) {
+    int left = (int)(deadline - mono_ms());
+    if (left <= 0) {
+      snprintf(errstr, errstr_size, "reading topic %s at %s: offset %lld "
+               "not reached within %d ms", k->topic, k->bootstrap,
+               (long long)until, k->timeout_ms);
+      goto fail;
+    }
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(k->consumer, left);
+    if (!m)
+      continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (m->err) {
+      snprintf(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
+               k->bootstrap, rd_kafka_message_errstr(m));
+      rd_kafka_message_destroy(m);
+      goto fail;
+    }
+    char why[300];
+    if (parse_record(m, &batch[n], why, sizeof(why))) {
+      dc_log(DC_LOG_ERR, "kafka store: skipping the record at offset %lld "
+             "of %s: %s", (long long)m->offset, k->topic, why);
+      parsed_free(&batch[n]);
+      if (offsets && !ours(m, offsets, n_ours))
+        foreign(k, m->offset, why);
+    } else {
+      if (offsets && !ours(m, offsets, n_ours))
+        foreign(k, m->offset, "written by another server");
+      n++;
+    }
+    next = m->offset + 1;
+    rd_kafka_message_destroy(m);
+    if (n == APPLY_BATCH &&
+        flush_batch(k, batch, &n, next, errstr, errstr_size))
+      return -1;
+  }
+  return flush_batch(k, batch, &n, next, errstr, errstr_size);
+fail:
+  for (size_t i = 0; i < n; i++)
+    parsed_free(&batch[i]);
+  return -1;
+}
+
+/* ---- the topic ----------------------------------------------------------- */
+
+/* Creates the topic as the store wants it. */
+static int create_topic(kafka_store_t *k, int brokers, char *errstr,
+                        size_t errstr_size) {
+  char why[512] = "";
+  int rf = brokers < 3 ? brokers : 3;
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(k->topic, 1, rf, why,
+                                                  sizeof(why));
+  char misr[16];
+  snprintf(misr, sizeof(misr), "%d", rf < 2 ? rf : 2);
+  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", misr);
+  rd_kafka_AdminOptions_t *ao =
+      rd_kafka_AdminOptions_new(k->producer, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_request_timeout(ao, k->timeout_ms, why,
+                                            sizeof(why));
+  rd_kafka_queue_t *q = rd_kafka_queue_new(k->producer);
+  rd_kafka_CreateTopics(k->producer, &nt, 1, ao, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, k->timeout_ms + 2000);
+  int rc = -1;
+  const rd_kafka_CreateTopics_result_t *res =
+      ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+  size_t n = 0;
+  const rd_kafka_topic_result_t **tr =
+      res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
+  if (!ev)
+    snprintf(why, sizeof(why), "no answer");
+  else if (rd_kafka_event_error(ev))
+    snprintf(why, sizeof(why), "%s", rd_kafka_event_error_string(ev));
+  else if (n == 1 && rd_kafka_topic_result_error(tr[0]))
+    snprintf(why, sizeof(why), "%s", rd_kafka_topic_result_error_string(tr[0]));
+  else
+    rc = 0;
+  if (rc)
+    snprintf(errstr, errstr_size, "store topic %s does not exist at %s and "
+             "cannot be created (%s); create it with one partition and "
+             "cleanup.policy=compact", k->topic, k->bootstrap, why);
+  else
+    dc_log(DC_LOG_INFO, "kafka store: created topic %s (1 partition, "
+           "replication factor %d, compacted)", k->topic, rf);
+  if (ev)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_AdminOptions_destroy(ao);
+  rd_kafka_NewTopic_destroy(nt);
+  return rc;
+}
+
+/* The topic exists with one partition (created when missing). Asks for
+ * every topic's metadata, since asking for a missing one by name makes
+ * some clusters create it with their default partition count. */
+static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
+  const rd_kafka_metadata_t *md = NULL;
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(k->producer, 1, NULL, &md, k->timeout_ms);
+  if (e) {
+    snprintf(errstr, errstr_size, "cannot reach the Kafka cluster at %s "
+             "within %d ms: %s", k->bootstrap, k->timeout_ms,
+             rd_kafka_err2str(e));
+    return -1;
+  }
+  int parts = -1, brokers = md->broker_cnt;
+  for (int i = 0; i < md->topic_cnt; i++)
+    if (!strcmp(md->topics[i].topic, k->topic) && !md->topics[i].err)
+      parts = md->topics[i].partition_cnt;
+  rd_kafka_metadata_destroy(md);
+  if (parts < 0)
+    return create_topic(k, brokers, errstr, errstr_size);
+  if (parts != 1) {
+    snprintf(errstr, errstr_size, "store topic %s at %s has %d partitions; "
+             "the store needs exactly one (the log's order is the order of "
+             "changes)", k->topic, k->bootstrap, parts);
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads the cache's offset, assigns partition 0 there, applies the log to
+ * its current end. */
+static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
+  int64_t off = 0, lo = 0, hi = 0;
+  if (dc_store_sqlite_meta(k->cache, OFFSET_META, &off, errstr,
+                           errstr_size) < 0)
+    return -1;
+  rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+      k->consumer, k->topic, 0, &lo, &hi, k->timeout_ms);
+  if (e) {
+    snprintf(errstr, errstr_size, "cannot read the offsets of %s at %s: %s",
+             k->topic, k->bootstrap, rd_kafka_err2str(e));
+    return -1;
+  }
+  if (lo > off) {
+    snprintf(errstr, errstr_size, "topic %s at %s starts at offset %lld, "
+             "past this cache's %lld: records were deleted (retention) "
+             "before they were applied here; start from an empty data "
+             "directory to rebuild", k->topic, k->bootstrap, (long long)lo,
+             (long long)off);
+    return -1;
+  }
+  if (off > hi) {
+    snprintf(errstr, errstr_size, "this cache has applied topic %s up to "
+             "offset %lld but the topic at %s ends at %lld: it is another "
+             "topic or was recreated; start from an empty data directory",
+             k->topic, (long long)off, k->bootstrap, (long long)hi);
+    return -1;
+  }
+  k->next_offset = off;
+  rd_kafka_topic_partition_list_t *a = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(a, k->topic, 0)->offset = off;
+  e = rd_kafka_assign(k->consumer, a);
+  rd_kafka_topic_partition_list_destroy(a);
+  if (e) {
+    snprintf(errstr, errstr_size, "cannot read %s: %s", k->topic,
+             rd_kafka_err2str(e));
+    return -1;
+  }
+  int64_t t0 = mono_ms();
+  if (catch_up(k, hi, NULL, 0, t0 + k->timeout_ms + (hi - off) / 10, errstr,
+               errstr_size))
+    return -1;
+  dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
+         "%lld ms", k->topic, (long long)off, (long long)hi,
+         (long long)(mono_ms() - t0));
+  return 0;
+}
+
+/* ---- commits ------------------------------------------------------------- */
+
+/* What one produced record came to (the delivery report's opaque). */
+typedef struct delivery {
+  bool done;
+  rd_kafka_resp_err_t err;
+  int64_t offset;
+} delivery_t;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque) {
+  (void)rk, (void)opaque;
+  delivery_t *d = m->_private;
+  d->done = true;
+  d->err = m->err;
+  d->offset = m->offset;
+}
+
+/* Produces one record per commit. 0, or -1 with errstr (those already
+ * queued are waited for by the caller). *queued counts them. */
+static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
+                       delivery_t *d, size_t *queued, char *errstr,
+                       size_t errstr_size) {
+  char hdr[16];
+  snprintf(hdr, sizeof(hdr), "%d", (int)k->node_id);
+  int64_t now = wall_ms();
+  for (size_t i = 0; i < n; i++) {
+    bool oom;
+    char *key = record_key(c[i].resource_type, c[i].entity);
+    char *val = record_value(&c[i], now, &oom);
+    rd_kafka_resp_err_t e =
+        !key || oom ? RD_KAFKA_RESP_ERR__QUEUE_FULL
+                    : rd_kafka_producev(
+                          k->producer, RD_KAFKA_V_TOPIC(k->topic),
+                          RD_KAFKA_V_PARTITION(0),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_KEY(key, strlen(key)),
+                          RD_KAFKA_V_VALUE(val, val ? strlen(val) : 0),
+                          RD_KAFKA_V_HEADER("dynconf-node", hdr, -1),
+                          RD_KAFKA_V_OPAQUE(&d[i]), RD_KAFKA_V_END);
+    free(key);
+    free(val);
+    if (e) {
+      snprintf(errstr, errstr_size, "cannot queue the record for %s: %s",
+               c[i].entity, !key || oom ? "out of memory" : rd_kafka_err2str(e));
+      return -1;
+    }
+    ++*queued;
+  }
+  return 0;
+}
+
+/* Waits for the delivery reports of d[0..n) until the deadline. 0 when
+ * all were written; -1 with errstr otherwise. */
+static int await_deliveries(kafka_store_t *k, delivery_t *d, size_t n,
+                            int64_t deadline, char *errstr,
+                            size_t errstr_size) {
+  for (;;) {
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++)
+      done += d[i].done;
+    if (done == n)
+      break;
+    int left = (int)(deadline - mono_ms());
+    if (left <= 0)
+      break;
+    rd_kafka_poll(k->producer, left < 100 ? left : 100);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!d[i].done || d[i].err) {
+      snprintf(errstr, errstr_size, "the Kafka store (topic %s at %s) did "
+               "not take the change within %d ms: %s", k->topic, k->bootstrap,
+               k->timeout_ms,
+               d[i].done ? rd_kafka_err2str(d[i].err) : "no acknowledgement");
+      return -1;
+    }
+  return 0;
+}
+
+/* After a change timed out: once no record is in flight any more and the
+ * log still ends where this store's applied state does, the change was
+ * not written and writes can go on. */
+static void settle_uncertain(kafka_store_t *k) {
+  int64_t lo, hi;
+  rd_kafka_poll(k->producer, 0);
+  if (rd_kafka_outq_len(k->producer) > 0 ||
+      rd_kafka_query_watermark_offsets(k->consumer, k->topic, 0, &lo, &hi,
+                                       k->timeout_ms))
+    return; /* still unknown: Kafka not reachable yet */
+  if (hi == k->next_offset) {
+    dc_log(DC_LOG_INFO, "kafka store: %s is reachable again and the change "
+           "that failed was not written; writes resume", k->bootstrap);
+    k->stale[0] = '\0';
+    k->uncertain = false;
+  } else {
+    snprintf(k->stale, sizeof(k->stale), "the change that timed out was "
+             "written after all (topic %s ends at %lld, this server applied "
+             "up to %lld); restart dynconfd to serve it", k->topic,
+             (long long)hi, (long long)k->next_offset);
+    k->uncertain = false;
+    dc_log(DC_LOG_ERR, "kafka store: %s", k->stale);
+  }
+}
+
+static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
+                        char *errstr, size_t errstr_size) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  if (k->uncertain)
+    settle_uncertain(k);
+  if (k->stale[0]) {
+    snprintf(errstr, errstr_size, "the Kafka store refuses writes: %s",
+             k->stale);
+    return -1;
+  }
+  if (n == 0)
+    return 0;
+  delivery_t *d = calloc(n, sizeof(*d));
+  int64_t *offsets = calloc(n, sizeof(*offsets));
+  size_t queued = 0;
+  int64_t deadline = mono_ms() + k->timeout_ms;
+  int rc = -1;
+  if (!d || !offsets) {
+    snprintf(errstr, errstr_size, "out of memory");
+    goto out;
+  }
+  int pr = produce_all(k, c, n, d, &queued, errstr, errstr_size);
+  char why[512] = "";
+  int aw = await_deliveries(k, d, queued, deadline, why, sizeof(why));
+  if (pr || aw) {
+    if (!pr)
+      snprintf(errstr, errstr_size, "%s", why);
+    if (queued) { /* some may land later: the memory would not know them */
+      snprintf(k->stale, sizeof(k->stale), "a change that failed may still "
+               "be written (%s); writes resume once Kafka answers and shows "
+               "it was not", pr ? errstr : why);
+      k->uncertain = true;
+    }
+    goto out;
+  }
+  int64_t last = -1;
+  for (size_t i = 0; i < n; i++) {
+    offsets[i] = d[i].offset;
+    last = d[i].offset > last ? d[i].offset : last;
+  }
+  /* Read our own records back: acknowledged only once applied here. */
+  rc = catch_up(k, last + 1, offsets, n, deadline + k->timeout_ms, errstr,
+                errstr_size);
+  if (rc)
+    snprintf(k->stale, sizeof(k->stale), "written records could not be "
+             "applied to the cache (%s)", errstr);
+out:
+  if (k->stale[0] && rc)
+    dc_log(DC_LOG_ERR, "kafka store: writes refused: %s", k->stale);
+  free(d);
+  free(offsets);
+  return rc;
+}
+
+/* ---- the rest of the vtable ---------------------------------------------- */
+
+static int kafka_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
+                      char *errstr, size_t errstr_size) {
+  return dc_store_load(((kafka_store_t *)st)->cache, cb, opaque, errstr,
+                       errstr_size);
+}
+
+static int kafka_history(dc_store_t *st, const char *entity,
+                         dc_store_history_cb *cb, void *opaque, char *errstr,
+                         size_t errstr_size) {
+  return dc_store_history(((kafka_store_t *)st)->cache, entity, cb, opaque,
+                          errstr, errstr_size);
+}
+
+static void kafka_close(dc_store_t *st) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  if (k->consumer) {
+    rd_kafka_consumer_close(k->consumer);
+    rd_kafka_destroy(k->consumer);
+  }
+  if (k->producer) {
+    rd_kafka_flush(k->producer, k->timeout_ms);
+    rd_kafka_destroy(k->producer);
+  }
+  dc_store_close(k->cache);
+  free(k->topic);
+  free(k->bootstrap);
+  free(k);
+}
+
+static const dc_store_ops_t kafka_ops = {
+    .close = kafka_close,
+    .load = kafka_load,
+    .commit = kafka_commit,
+    .history = kafka_history,
+};
+
+int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
+                        char *errstr, size_t errstr_size) {
+  *out = NULL;
+  kafka_store_t *k = calloc(1, sizeof(*k));
+  if (!k || !(k->topic = strdup(o->topic ? o->topic : DC_KAFKA_STORE_TOPIC)) ||
+      !(k->bootstrap = strdup(o->bootstrap ? o->bootstrap : ""))) {
+    if (k)
+      free(k->topic);
+    free(k);
+    snprintf(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  k->base.ops = &kafka_ops;
+  k->timeout_ms = o->timeout_ms;
+  k->node_id = o->node_id;
+  if (dc_store_open_sqlite(o->data_dir, &k->cache, errstr, errstr_size) ||
+      !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr, errstr_size)) ||
+      !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size))) {
+    kafka_close(&k->base);
+    return -1;
+  }
+  if (check_topic(k, errstr, errstr_size) ||
+      start_reading(k, errstr, errstr_size)) {
+    kafka_close(&k->base);
+    return -1;
+  }
+  *out = &k->base;
+  return 0;
+}

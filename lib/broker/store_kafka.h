@@ -1,0 +1,47 @@
+/*
+ * The Kafka-topic store: the config log lives in a one-partition topic on
+ * a Kafka cluster; a local SQLite cache in the data directory holds what
+ * has been applied and the offset it reached, in the same transaction, so
+ * a restart resumes from that offset and an empty data directory rebuilds
+ * from the topic. Reads (load, history, export) are served by the cache.
+ *
+ * Each record: key "client:NAME" or "user:NAME"; value the entity's whole
+ * override set after the change plus the audit rows that explain it
+ * (JSON, see store_kafka.c); an empty set is written as a tombstone, so a
+ * compacted topic keeps exactly the current state. Header "dynconf-node"
+ * names the writer.
+ *
+ * One writer per topic for now: a record in the log that this store did
+ * not write (another dynconfd on the same topic) is applied to the cache,
+ * logged, and from then on every commit is refused until a restart
+ * re-reads the topic, so no acknowledged change rests on a state the
+ * server does not hold. After a commit that failed with records sent (Kafka
+ * unreachable, a timeout: a record may still land), commits are refused
+ * until Kafka answers again and the log shows none landed (then they
+ * resume by themselves) or one did (then until a restart).
+ */
+#ifndef DC_STORE_KAFKA_H
+#define DC_STORE_KAFKA_H
+#include "broker/store.h"
+
+#include <stdint.h>
+
+#define DC_KAFKA_STORE_TOPIC "_dynconf_configs"
+
+typedef struct dc_kafka_store_opts {
+  const char *data_dir;    /* the local cache (and its lock) */
+  const char *bootstrap;   /* HOST:PORT,... of the Kafka cluster */
+  const char *topic;       /* NULL = DC_KAFKA_STORE_TOPIC */
+  const char *config_file; /* librdkafka properties (SSL/SASL...), nullable */
+  int timeout_ms;          /* bound on one commit and on each start-up step */
+  int32_t node_id;         /* written as the records' writer */
+} dc_kafka_store_opts_t;
+
+/* Opens the cache, connects, checks the topic (it must exist with exactly
+ * one partition; it is created with one partition, cleanup.policy=compact
+ * and min.insync.replicas=2 when the cluster lets us), and applies the
+ * log from the cache's offset to its end. 0, or -1 with errstr naming the
+ * topic and cluster. The caller owns *out (dc_store_close). */
+int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
+                        char *errstr, size_t errstr_size);
+#endif

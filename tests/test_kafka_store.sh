@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# dynconfd --store kafka against librdkafka's mock cluster (3 brokers, in
+# its own process, driven through mock_cluster --control): alters land in
+# the one-partition topic and in the local cache; a restart resumes from
+# the cache's offset; a server with an empty data directory rebuilds the
+# same state (configs, history, export) from the topic; a topic with more
+# than one partition is refused; with the store's brokers down an alter
+# fails within --store-timeout-ms naming the store while reads go on, and
+# writes resume by themselves once the brokers are back.
+. "$(dirname "$0")/lib.sh"
+
+MOCK="$DC_BUILDDIR/examples/mock_cluster"
+[ -x "$MOCK" ] || tap_bail "$MOCK not built"
+[ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
+
+coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+  --topic wide --partitions 4 --control 2>/dev/null; }
+read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
+BS=${first#bootstrap }
+mock() {
+  printf '%s\n' "$1" >&"${MC[1]}"
+  local r
+  read -r -t 10 r <&"${MC[0]}" || r="(no reply)"
+  printf '%s' "$r"
+}
+
+STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 3000)
+cli() {
+  timeout 30 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$DC_PORT" \
+    --timeout-ms 10000 "$@"
+}
+value_of() { # value_of ENTITY KEY: resolved value, or ""
+  cli --entity-type clients --entity-name "$1" --describe --all 2>/dev/null |
+    sed -n "s/^ *$2=\([^ ]*\) .*/\1/p"
+}
+export_of() { timeout 30 "$DC_DYNCONFD" --data-dir "$1" --export -; }
+
+# ---- writes land in the topic ---------------------------------------------
+dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "dynconfd A did not start"
+tap_like "$(cat "$DC_DAEMON_LOG")" "kafka store: applied _dynconf_configs from offset 0 to 0" \
+  "A starts on an empty topic"
+cli --entity-type clients --entity-name app-1 --alter \
+  --add-config 'acks=all,linger.ms=5' >/dev/null &&
+  cli --entity-type clients --entity-default --alter \
+    --add-config 'session.timeout.ms=30000' >/dev/null &&
+  cli --entity-type users --entity-name alice --alter \
+    --add-config 'acks=1' >/dev/null &&
+  cli --entity-type clients --entity-name gone --alter \
+    --add-config 'acks=0' >/dev/null &&
+  cli --entity-type clients --entity-name gone --alter \
+    --delete-config 'acks' >/dev/null
+tap_is $? 0 "five alters acknowledged (one empties an entity: a tombstone)"
+tap_is "$(value_of app-1 acks)" all "A serves app-1's acks"
+tap_is "$(value_of app-1 session.timeout.ms)" 30000 "and the inherited default"
+dc_stop_daemon
+tap_is $? 0 "A stops cleanly"
+want=$(export_of "$DC_TMP/a")
+tap_like "$want" '"name":"app-1"' "A's cache exports app-1"
+tap_unlike() { tap_ok "$(grep -qE "$2" <<<"$1" && echo 1 || echo 0)" "$3"; }
+tap_unlike "$want" '"name":"gone"' "and not the emptied entity"
+
+# ---- restart: resumes from the cache's offset -------------------------------
+dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "dynconfd A did not restart"
+tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 5 to 5" \
+  "A resumes at offset 5: nothing to re-read"
+tap_is "$(value_of app-1 linger.ms)" 5 "A still serves app-1's linger.ms"
+dc_stop_daemon
+
+# ---- an empty data directory rebuilds from the topic ------------------------
+dc_start_daemon "$DC_TMP/b" "${STORE[@]}" || tap_bail "dynconfd B did not start"
+tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 0 to 5" \
+  "B reads the whole topic"
+tap_is "$(value_of app-1 acks)" all "B serves app-1's acks"
+tap_is "$(value_of other session.timeout.ms)" 30000 "and <default> to any client"
+tap_like "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/b" --history)" \
+  "IncrementalAlterConfigs client:gone acks DELETE 0 -> \(unset\)" \
+  "B's history has every change, the emptying one too"
+
+# ---- the store's brokers down: alters fail in time, reads go on -------------
+for b in 1 2 3; do mock "down $b" >/dev/null; done
+t0=$(date +%s%N)
+out=$(cli --entity-type clients --entity-name app-1 --alter \
+  --add-config 'acks=0' 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+tap_isnt() { tap_ok "$([ "$1" != "$2" ] && echo 0 || echo 1)" "$3"; }
+tap_isnt "$rc" 0 "with every store broker down the alter fails"
+tap_like "$out" "Kafka store \(topic _dynconf_configs at 127\.0\.0\.1" \
+  "  naming the store: $out"
+tap_ok "$([ "$ms" -lt 9000 ] && echo 0 || echo 1)" \
+  "  within the store timeout (3000 ms) and the CLI's own ($ms ms)"
+tap_is "$(value_of app-1 acks)" all "reads go on from memory, unchanged"
+for b in 1 2 3; do mock "up $b" >/dev/null; done
+ok=1
+for ((i = 0; i < 60; i++)); do
+  if cli --entity-type clients --entity-name app-1 --alter \
+    --add-config 'acks=0' >/dev/null 2>&1; then
+    ok=0
+    break
+  fi
+  sleep 0.5
+done
+tap_is "$ok" 0 "with the brokers back, writes resume without a restart"
+tap_is "$(value_of app-1 acks)" 0 "and the new value is served"
+dc_stop_daemon
+
+# ---- a topic of more than one partition is refused --------------------------
+out=$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/c" --listen 127.0.0.1:0 \
+  --store kafka --store-bootstrap "$BS" --store-topic wide 2>&1)
+tap_is $? 1 "a 4-partition topic: dynconfd exits 1"
+tap_like "$out" "store topic wide at .* has 4 partitions; the store needs exactly one" \
+  "  saying why"
+
+exec {MC[1]}>&-
+wait "$MC_PID" 2>/dev/null
+tap_done
