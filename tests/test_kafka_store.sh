@@ -61,17 +61,27 @@ want=$(export_of "$DC_TMP/a")
 tap_like "$want" '"name":"app-1"' "A's cache exports app-1"
 tap_unlike() { tap_ok "$(grep -qE "$2" <<<"$1" && echo 1 || echo 0)" "$3"; }
 tap_unlike "$want" '"name":"gone"' "and not the emptied entity"
+if command -v kcat >/dev/null; then
+  log=$(timeout 30 kcat -C -b "$BS" -t _dynconf_configs -e -q -f '%o %k %S\n')
+  tap_is "$(tail -2 <<<"$log")" "4 client:gone $(sed -n 's/^4 client:gone //p' <<<"$log")
+5 client:gone -1" "the emptied entity's change is followed by a tombstone"
+  tap_like "$(head -1 <<<"$log")" "^0 client:app-1 [0-9]+$" \
+    "records are keyed by entity"
+else
+  tap_ok 1 "kcat is needed to read the topic (apt-get install kcat)"
+  tap_ok 1 "kcat is needed to read the topic (apt-get install kcat)"
+fi
 
 # ---- restart: resumes from the cache's offset -------------------------------
 dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "dynconfd A did not restart"
-tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 5 to 5" \
-  "A resumes at offset 5: nothing to re-read"
+tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 6 to 6" \
+  "A resumes at offset 6: nothing to re-read"
 tap_is "$(value_of app-1 linger.ms)" 5 "A still serves app-1's linger.ms"
 dc_stop_daemon
 
 # ---- an empty data directory rebuilds from the topic ------------------------
 dc_start_daemon "$DC_TMP/b" "${STORE[@]}" || tap_bail "dynconfd B did not start"
-tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 0 to 5" \
+tap_like "$(cat "$DC_DAEMON_LOG")" "applied _dynconf_configs from offset 0 to 6" \
   "B reads the whole topic"
 tap_is "$(value_of app-1 acks)" all "B serves app-1's acks"
 tap_is "$(value_of other session.timeout.ms)" 30000 "and <default> to any client"

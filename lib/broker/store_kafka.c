@@ -167,24 +167,22 @@ static json_t *opt_string(const char *s) {
   return s ? json_string(s) : json_null();
 }
 
-/* The record value of one commit (caller frees), NULL for a tombstone. */
-static char *record_value(const dc_store_commit_t *c, int64_t time_ms,
-                          bool *oom) {
-  *oom = false;
-  if (c->n_configs == 0 && c->n_changes == 0)
-    return NULL;
+/* The record value of one commit (caller frees); NULL when a key or value
+ * is not valid UTF-8 (JSON cannot carry it) or memory ran out. */
+static char *record_value(const dc_store_commit_t *c, int64_t time_ms) {
   json_t *v = json_object(), *cfg = json_object(), *ch = json_array();
-  for (size_t i = 0; cfg && i < c->n_configs; i++)
-    json_object_set_new(cfg, c->keys[i], json_string(c->values[i]));
-  for (size_t i = 0; ch && i < c->n_changes; i++) {
+  bool bad = !v || !cfg || !ch;
+  for (size_t i = 0; !bad && i < c->n_configs; i++)
+    bad = json_object_set_new(cfg, c->keys[i], json_string(c->values[i]));
+  for (size_t i = 0; !bad && i < c->n_changes; i++) {
     const dc_store_change_t *x = &c->changes[i];
-    json_array_append_new(ch, json_pack("{s:s,s:i,s:o,s:o}", "key", x->key,
-                                        "op", x->op, "old",
-                                        opt_string(x->old_value), "new",
-                                        opt_string(x->new_value)));
+    bad = json_array_append_new(
+        ch, json_pack("{s:s,s:i,s:o,s:o}", "key", x->key, "op", x->op, "old",
+                      opt_string(x->old_value), "new",
+                      opt_string(x->new_value)));
   }
   char *out = NULL;
-  if (v && cfg && ch &&
+  if (!bad &&
       !json_object_set_new(v, "type", json_string(type_name(c->resource_type))) &&
       !json_object_set_new(v, "name", json_string(c->entity)) &&
       !json_object_set(v, "configs", cfg) &&
@@ -194,7 +192,6 @@ static char *record_value(const dc_store_commit_t *c, int64_t time_ms,
       !json_object_set_new(v, "api", opt_string(c->api)) &&
       !json_object_set(v, "changes", ch))
     out = json_dumps(v, JSON_COMPACT);
-  *oom = !out;
   json_decref(v);
   json_decref(cfg);
   json_decref(ch);
@@ -562,36 +559,51 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   d->offset = m->offset;
 }
 
-/* Produces one record per commit. 0, or -1 with errstr (those already
- * queued are waited for by the caller). *queued counts them. */
+/* Queues one record (value NULL = a tombstone) for delivery into d. */
+static int produce_one(kafka_store_t *k, const char *key, const char *val,
+                       delivery_t *d, char *errstr, size_t errstr_size) {
+  char hdr[16];
+  snprintf(hdr, sizeof(hdr), "%d", (int)k->node_id);
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      k->producer, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_PARTITION(0),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+      RD_KAFKA_V_KEY(key, strlen(key)),
+      RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
+      RD_KAFKA_V_HEADER("dynconf-node", hdr, -1), RD_KAFKA_V_OPAQUE(d),
+      RD_KAFKA_V_END);
+  if (e)
+    snprintf(errstr, errstr_size, "cannot queue the record %s: %s", key,
+             rd_kafka_err2str(e));
+  return e ? -1 : 0;
+}
+
+/* Produces one record per commit, and after the record of an entity left
+ * without overrides a tombstone, so compaction drops it. 0, or -1 with
+ * errstr (those queued are waited for by the caller). *queued counts the
+ * records queued into d[]. */
 static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                        delivery_t *d, size_t *queued, char *errstr,
                        size_t errstr_size) {
-  char hdr[16];
-  snprintf(hdr, sizeof(hdr), "%d", (int)k->node_id);
   int64_t now = wall_ms();
   for (size_t i = 0; i < n; i++) {
-    bool oom;
     char *key = record_key(c[i].resource_type, c[i].entity);
-    char *val = record_value(&c[i], now, &oom);
-    rd_kafka_resp_err_t e =
-        !key || oom ? RD_KAFKA_RESP_ERR__QUEUE_FULL
-                    : rd_kafka_producev(
-                          k->producer, RD_KAFKA_V_TOPIC(k->topic),
-                          RD_KAFKA_V_PARTITION(0),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                          RD_KAFKA_V_KEY(key, strlen(key)),
-                          RD_KAFKA_V_VALUE(val, val ? strlen(val) : 0),
-                          RD_KAFKA_V_HEADER("dynconf-node", hdr, -1),
-                          RD_KAFKA_V_OPAQUE(&d[i]), RD_KAFKA_V_END);
+    char *val = key ? record_value(&c[i], now) : NULL;
+    int r = -1;
+    if (!val)
+      snprintf(errstr, errstr_size, "cannot write %s '%.200s' to the log: "
+               "%s", type_name(c[i].resource_type), c[i].entity,
+               key ? "a key or value is not valid UTF-8 (JSON cannot carry "
+                     "it), or out of memory" : "out of memory");
+    else if (!(r = produce_one(k, key, val, &d[*queued], errstr,
+                               errstr_size)))
+      ++*queued;
+    if (!r && c[i].n_configs == 0 &&
+        !(r = produce_one(k, key, NULL, &d[*queued], errstr, errstr_size)))
+      ++*queued;
     free(key);
     free(val);
-    if (e) {
-      snprintf(errstr, errstr_size, "cannot queue the record for %s: %s",
-               c[i].entity, !key || oom ? "out of memory" : rd_kafka_err2str(e));
+    if (r)
       return -1;
-    }
-    ++*queued;
   }
   return 0;
 }
@@ -660,8 +672,9 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   }
   if (n == 0)
     return 0;
-  delivery_t *d = calloc(n, sizeof(*d));
-  int64_t *offsets = calloc(n, sizeof(*offsets));
+  /* At most two records per commit: the change and a tombstone. */
+  delivery_t *d = calloc(2 * n, sizeof(*d));
+  int64_t *offsets = calloc(2 * n, sizeof(*offsets));
   size_t queued = 0;
   int64_t deadline = mono_ms() + k->timeout_ms;
   int rc = -1;
@@ -684,13 +697,13 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     goto out;
   }
   int64_t last = -1;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < queued; i++) {
     offsets[i] = d[i].offset;
     last = d[i].offset > last ? d[i].offset : last;
   }
   /* Read our own records back: acknowledged only once applied here. */
-  rc = catch_up(k, last + 1, offsets, n, deadline + k->timeout_ms, errstr,
-                errstr_size);
+  rc = catch_up(k, last + 1, offsets, queued, deadline + k->timeout_ms,
+                errstr, errstr_size);
   if (rc)
     snprintf(k->stale, sizeof(k->stale), "written records could not be "
              "applied to the cache (%s)", errstr);
