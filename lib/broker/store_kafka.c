@@ -543,9 +543,11 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
 
 /* ---- commits ------------------------------------------------------------- */
 
-/* What one produced record came to (the delivery report's opaque). */
+/* What one produced record came to (the delivery report's opaque). Each
+ * is its own allocation: a commit that gives up on a record marks it
+ * abandoned and the delivery report, whenever it comes, frees it. */
 typedef struct delivery {
-  bool done;
+  bool done, abandoned;
   rd_kafka_resp_err_t err;
   int64_t offset;
 } delivery_t;
@@ -554,14 +556,35 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque) {
   (void)rk, (void)opaque;
   delivery_t *d = m->_private;
+  if (d->abandoned) {
+    free(d);
+    return;
+  }
   d->done = true;
   d->err = m->err;
   d->offset = m->offset;
 }
 
-/* Queues one record (value NULL = a tombstone) for delivery into d. */
+/* The commit is done with d[0..n): frees those reported, leaves the rest
+ * to their delivery reports. */
+static void deliveries_release(delivery_t **d, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (d[i]->done)
+      free(d[i]);
+    else
+      d[i]->abandoned = true;
+  }
+}
+
+/* Queues one record (value NULL = a tombstone); *dp gets its delivery
+ * (NULL when it was not queued). */
 static int produce_one(kafka_store_t *k, const char *key, const char *val,
-                       delivery_t *d, char *errstr, size_t errstr_size) {
+                       delivery_t **dp, char *errstr, size_t errstr_size) {
+  delivery_t *d = *dp = calloc(1, sizeof(*d));
+  if (!d) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return -1;
+  }
   char hdr[16];
   snprintf(hdr, sizeof(hdr), "%d", (int)k->node_id);
   rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -571,9 +594,12 @@ static int produce_one(kafka_store_t *k, const char *key, const char *val,
       RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
       RD_KAFKA_V_HEADER("dynconf-node", hdr, -1), RD_KAFKA_V_OPAQUE(d),
       RD_KAFKA_V_END);
-  if (e)
+  if (e) {
     snprintf(errstr, errstr_size, "cannot queue the record %s: %s", key,
              rd_kafka_err2str(e));
+    free(d);
+    *dp = NULL;
+  }
   return e ? -1 : 0;
 }
 
@@ -582,7 +608,7 @@ static int produce_one(kafka_store_t *k, const char *key, const char *val,
  * errstr (those queued are waited for by the caller). *queued counts the
  * records queued into d[]. */
 static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
-                       delivery_t *d, size_t *queued, char *errstr,
+                       delivery_t **d, size_t *queued, char *errstr,
                        size_t errstr_size) {
   int64_t now = wall_ms();
   for (size_t i = 0; i < n; i++) {
@@ -610,13 +636,13 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
 
 /* Waits for the delivery reports of d[0..n) until the deadline. 0 when
  * all were written; -1 with errstr otherwise. */
-static int await_deliveries(kafka_store_t *k, delivery_t *d, size_t n,
+static int await_deliveries(kafka_store_t *k, delivery_t **d, size_t n,
                             int64_t deadline, char *errstr,
                             size_t errstr_size) {
   for (;;) {
     size_t done = 0;
     for (size_t i = 0; i < n; i++)
-      done += d[i].done;
+      done += d[i]->done;
     if (done == n)
       break;
     int left = (int)(deadline - mono_ms());
@@ -625,11 +651,12 @@ static int await_deliveries(kafka_store_t *k, delivery_t *d, size_t n,
     rd_kafka_poll(k->producer, left < 100 ? left : 100);
   }
   for (size_t i = 0; i < n; i++)
-    if (!d[i].done || d[i].err) {
+    if (!d[i]->done || d[i]->err) {
       snprintf(errstr, errstr_size, "the Kafka store (topic %s at %s) did "
                "not take the change within %d ms: %s", k->topic, k->bootstrap,
                k->timeout_ms,
-               d[i].done ? rd_kafka_err2str(d[i].err) : "no acknowledgement");
+               d[i]->done ? rd_kafka_err2str(d[i]->err)
+                          : "no acknowledgement");
       return -1;
     }
   return 0;
@@ -673,7 +700,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   if (n == 0)
     return 0;
   /* At most two records per commit: the change and a tombstone. */
-  delivery_t *d = calloc(2 * n, sizeof(*d));
+  delivery_t **d = calloc(2 * n, sizeof(*d));
   int64_t *offsets = calloc(2 * n, sizeof(*offsets));
   size_t queued = 0;
   int64_t deadline = mono_ms() + k->timeout_ms;
@@ -698,8 +725,8 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   }
   int64_t last = -1;
   for (size_t i = 0; i < queued; i++) {
-    offsets[i] = d[i].offset;
-    last = d[i].offset > last ? d[i].offset : last;
+    offsets[i] = d[i]->offset;
+    last = d[i]->offset > last ? d[i]->offset : last;
   }
   /* Read our own records back: acknowledged only once applied here. */
   rc = catch_up(k, last + 1, offsets, queued, deadline + k->timeout_ms,
@@ -710,6 +737,8 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
 out:
   if (k->stale[0] && rc)
     dc_log(DC_LOG_ERR, "kafka store: writes refused: %s", k->stale);
+  if (d)
+    deliveries_release(d, queued);
   free(d);
   free(offsets);
   return rc;
@@ -737,7 +766,11 @@ static void kafka_close(dc_store_t *st) {
     rd_kafka_destroy(k->consumer);
   }
   if (k->producer) {
+    /* Serves the delivery reports still due (they free abandoned ones). */
     rd_kafka_flush(k->producer, k->timeout_ms);
+    rd_kafka_purge(k->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                    RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(k->producer, 0);
     rd_kafka_destroy(k->producer);
   }
   dc_store_close(k->cache);
