@@ -6,7 +6,9 @@
 # same state (configs, history, export) from the topic; a topic with more
 # than one partition is refused; with the store's brokers down an alter
 # fails within --store-timeout-ms naming the store while reads go on, and
-# writes resume by themselves once the brokers are back.
+# writes resume by themselves once the brokers are back; a read replica
+# follows what the writer writes, refuses alters and keeps serving when the
+# writer is killed.
 . "$(dirname "$0")/lib.sh"
 
 MOCK="$DC_BUILDDIR/examples/mock_cluster"
@@ -118,6 +120,35 @@ done
 tap_is "$ok" 0 "with the brokers back, writes resume without a restart"
 tap_is "$(value_of app-1 acks)" 0 "and the new value is served"
 dc_stop_daemon
+
+# ---- a read replica follows the writer ---------------------------------------
+dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "writer A did not restart"
+W_PID=$DC_PID W_PORT=$DC_PORT
+dc_start_daemon "$DC_TMP/r" "${STORE[@]}" --node-id 2 --store-read-only ||
+  tap_bail "read replica R did not start"
+R_PORT=$DC_PORT
+tap_is "$(value_of app-1 acks)" 0 "R starts with everything written so far"
+DC_PORT=$W_PORT cli --entity-type clients --entity-name app-2 --alter \
+  --add-config 'linger.ms=7' >/dev/null
+tap_is $? 0 "an alter on the writer"
+seen=
+for ((i = 0; i < 100; i++)); do
+  seen=$(value_of app-2 linger.ms)
+  [ "$seen" = 7 ] && break
+  sleep 0.1
+done
+tap_is "$seen" 7 "R serves it without a restart"
+out=$(cli --entity-type clients --entity-name app-2 --alter \
+  --add-config 'linger.ms=8' 2>&1)
+tap_isnt $? 0 "an alter on R is refused"
+tap_like "$out" "read replica of topic _dynconf_configs" "  saying R only reads"
+tap_like "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/r" --history)" \
+  "client:app-2 linger.ms SET \(unset\) -> 7" "R's history has the writer's change"
+kill -9 "$W_PID"
+wait "$W_PID" 2>/dev/null
+tap_is "$(value_of app-2 linger.ms)" 7 "with the writer killed, R still serves"
+dc_stop_daemon
+tap_is $? 0 "R stops cleanly"
 
 # ---- a topic of more than one partition is refused --------------------------
 out=$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/c" --listen 127.0.0.1:0 \

@@ -49,6 +49,7 @@ typedef struct settings {
   /* The store: "sqlite" (default) or "kafka" and the latter's settings. */
   char *store, *store_bootstrap, *store_topic, *store_config;
   int64_t store_timeout_ms;
+  bool store_read_only;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -102,6 +103,8 @@ static void usage(FILE *f) {
 "                            (security.protocol, ssl.*, sasl.*)\n"
 "  --store-timeout-ms N      bound on one alter's write to Kafka and on each\n"
 "                            start-up step (default 10000)\n"
+"  --store-read-only         a read replica: follow the topic, serve what the\n"
+"                            writer wrote, refuse alters\n"
 "  --node-id N               broker node id (default 1)\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
 "                            flags after it override it\n"
@@ -258,6 +261,14 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  if (!strcmp(key, "store.read.only")) {
+    if (strcmp(val, "true") && strcmp(val, "false")) {
+      fprintf(stderr, "dynconfd: %s must be true or false\n", key);
+      return false;
+    }
+    st->store_read_only = !strcmp(val, "true");
+    return true;
+  }
   *known = false;
   return false;
 }
@@ -447,6 +458,9 @@ static int print_history(const char *dir, const char *entity) {
   return 0;
 }
 
+/* The store has new records from another server: apply them. */
+static void on_store_event(void *opaque) { dc_broker_store_poll(opaque); }
+
 /* The configured store: SQLite in the data directory, or the Kafka topic
  * with its cache there. */
 static int open_store(const settings_t *st, dc_store_t **out, char *errstr,
@@ -463,7 +477,8 @@ static int open_store(const settings_t *st, dc_store_t **out, char *errstr,
                              .topic = st->store_topic,
                              .config_file = st->store_config,
                              .timeout_ms = (int)st->store_timeout_ms,
-                             .node_id = st->node_id};
+                             .node_id = st->node_id,
+                             .read_only = st->store_read_only};
   return dc_store_open_kafka(&o, out, errstr, errstr_size);
 }
 
@@ -645,7 +660,7 @@ int main(int argc, char **argv) {
          O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
          O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
-         O_STORE_CONFIG, O_STORE_TIMEOUT };
+         O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -666,6 +681,7 @@ int main(int argc, char **argv) {
       {"store-topic", required_argument, NULL, O_STORE_TOPIC},
       {"store-config", required_argument, NULL, O_STORE_CONFIG},
       {"store-timeout-ms", required_argument, NULL, O_STORE_TIMEOUT},
+      {"store-read-only", no_argument, NULL, O_STORE_RO},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -752,6 +768,9 @@ int main(int argc, char **argv) {
       break;
     case O_IMPORT:
       import_from = optarg;
+      break;
+    case O_STORE_RO:
+      st.store_read_only = true;
       break;
     case O_ENTITY:
       entity = optarg;
@@ -948,6 +967,11 @@ int main(int argc, char **argv) {
   rctx.broker = broker;
   st.srv.on_reload = on_reload;
   st.srv.reload_opaque = &rctx;
+  if (dc_store_event_fd(store) >= 0) { /* a store others write: follow it */
+    st.srv.watch_fd = dc_store_event_fd(store);
+    st.srv.on_watch = on_store_event;
+    st.srv.watch_opaque = broker;
+  }
   g_server = dc_server_new(broker, &st.srv, err, sizeof(err));
   if (!g_server) {
     dc_log(DC_LOG_ERR, "%s", err);

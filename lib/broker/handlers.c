@@ -94,6 +94,23 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
   return b;
 }
 
+static void apply_stored(void *opaque, int8_t type, const char *entity,
+                         size_t n, const char *const *keys,
+                         const char *const *values) {
+  dc_broker_t *b = opaque;
+  if (dc_configdb_replace(b->db, type, entity, n, keys, values))
+    dc_log(DC_LOG_ERR, "out of memory applying %s from the store; restart "
+           "to serve it", entity);
+  else
+    dc_log(DC_LOG_DEBUG, "applied %s from the store (%zu configs)", entity, n);
+}
+
+void dc_broker_store_poll(dc_broker_t *b) {
+  char err[512];
+  if (b->store && dc_store_poll(b->store, apply_stored, b, err, sizeof(err)))
+    dc_log(DC_LOG_ERR, "reading the store: %s", err);
+}
+
 void dc_broker_destroy(dc_broker_t *b) {
   if (!b)
     return;

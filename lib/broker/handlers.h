@@ -94,6 +94,12 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
                            char *errstr, size_t errstr_size);
 void dc_broker_destroy(dc_broker_t *b);
 
+/* Applies what other servers wrote to the store since the last call
+ * (dc_store_poll) to the in-memory view, so reads serve it. Errors are
+ * logged; what was not applied is tried again at the next call. Loop
+ * thread. */
+void dc_broker_store_poll(dc_broker_t *b);
+
 /* Reloads the ACL file and the credentials file from their paths. On a bad
  * file the old rules/credentials stay and errstr says why; returns 0 or -1.
  * Loop thread only. */

@@ -32,7 +32,7 @@
 /* EP_DEAD: a connection closed during the current batch of events; its
  * struct is freed once the batch is over, so later events naming it are
  * recognised and skipped. */
-enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4 };
+enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4, EP_WATCH = 5 };
 
 /* A drained buffer above this capacity is released rather than kept. */
 #define KEEP_BUF 65536
@@ -79,7 +79,7 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake;
+  } wake, watch; /* watch: opts.watch_fd (borrowed) */
   int spare_fd; /* released to accept-and-close when out of descriptors */
   listener_t listeners[MAX_LISTENERS];
   int n_listeners;
@@ -103,6 +103,9 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->max_buffered = 256u * 1024 * 1024;
   o->on_reload = NULL;
   o->reload_opaque = NULL;
+  o->watch_fd = -1;
+  o->on_watch = NULL;
+  o->watch_opaque = NULL;
 }
 
 const char *dc_sec_protocol_name(dc_sec_protocol_t p) {
@@ -140,6 +143,15 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   }
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->wake};
   epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wake.fd, &ev);
+  s->watch.kind = EP_WATCH;
+  s->watch.fd = opts->on_watch ? opts->watch_fd : -1;
+  struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &s->watch};
+  if (s->watch.fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->watch.fd, &wev)) {
+    snprintf(errstr, errstr_size, "cannot watch fd %d: %s", s->watch.fd,
+             strerror(errno));
+    dc_server_destroy(s);
+    return NULL;
+  }
   return s;
 }
 
@@ -698,6 +710,8 @@ int dc_server_run(dc_server_t *s) {
           if (s->opts.on_reload)
             s->opts.on_reload(s->opts.reload_opaque);
         }
+      } else if (kind == EP_WATCH) {
+        s->opts.on_watch(s->opts.watch_opaque);
       } else if (kind == EP_LISTENER) {
         do_accept(s, evs[i].data.ptr);
       } else {

@@ -34,6 +34,11 @@ typedef struct dc_server_opts {
   /* Called on the loop thread after dc_server_request_reload() (SIGHUP). */
   void (*on_reload)(void *opaque);
   void *reload_opaque;
+  /* With on_watch set: called on the loop thread whenever watch_fd
+   * (borrowed, e.g. the store's event fd) is readable; it must drain it. */
+  int watch_fd;
+  void (*on_watch)(void *opaque);
+  void *watch_opaque;
 } dc_server_opts_t;
 
 void dc_server_opts_init(dc_server_opts_t *o);

@@ -46,3 +46,15 @@ int dc_store_history(dc_store_t *st, const char *entity,
     return no_store(errstr, errstr_size);
   return st->ops->history(st, entity, cb, opaque, errstr, errstr_size);
 }
+
+int dc_store_event_fd(dc_store_t *st) {
+  return st && st->ops && st->ops->event_fd ? st->ops->event_fd(st) : -1;
+}
+
+int dc_store_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
+                  char *errstr, size_t errstr_size) {
+  if (!st || !st->ops)
+    return no_store(errstr, errstr_size);
+  return st->ops->poll ? st->ops->poll(st, cb, opaque, errstr, errstr_size)
+                       : 0;
+}

@@ -100,7 +100,25 @@ int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
 int dc_store_sqlite_meta(dc_store_t *st, const char *name, int64_t *value,
                          char *errstr, size_t errstr_size);
 
-/* Backend vtable (for implementers). */
+/* A change another server wrote, as this store applied it: the entity's
+ * whole new set (n == 0: the entity is gone). Strings are valid during
+ * the call only. */
+typedef void(dc_store_apply_cb)(void *opaque, int8_t resource_type,
+                                const char *entity, size_t n,
+                                const char *const *keys,
+                                const char *const *values);
+
+/* For a store that follows a log others write (a Kafka topic): an fd that
+ * becomes readable when new records may be there, or -1 when the store
+ * has none (SQLite). */
+int dc_store_event_fd(dc_store_t *st);
+/* Applies what has arrived without waiting, calling cb for each change
+ * (the caller updates its in-memory view). 0, or -1 with errstr (the
+ * records stay for the next call). */
+int dc_store_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
+                  char *errstr, size_t errstr_size);
+
+/* Backend vtable (for implementers). event_fd and poll may be NULL. */
 typedef struct dc_store_ops {
   void (*close)(dc_store_t *st);
   int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
@@ -109,6 +127,9 @@ typedef struct dc_store_ops {
                 char *errstr, size_t errstr_size);
   int (*history)(dc_store_t *st, const char *entity, dc_store_history_cb *cb,
                  void *opaque, char *errstr, size_t errstr_size);
+  int (*event_fd)(dc_store_t *st);
+  int (*poll)(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
+              char *errstr, size_t errstr_size);
 } dc_store_ops_t;
 
 struct dc_store {

@@ -19,10 +19,12 @@
 #include <librdkafka/rdkafka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define OFFSET_META "kafka.next_offset"
 #define APPLY_BATCH 1000 /* records applied to the cache per transaction */
@@ -41,6 +43,9 @@ typedef struct kafka_store {
    * that a change that timed out was not written (uncertain). */
   char stale[600];
   bool uncertain;
+  bool read_only;            /* a read replica: no producer, never writes */
+  int event_pipe[2];         /* the consumer queue's io events (read only) */
+  rd_kafka_queue_t *cq;      /* owned reference to the consumer queue */
 } kafka_store_t;
 
 static int64_t wall_ms(void) {
@@ -324,16 +329,30 @@ static int parse_record(const rd_kafka_message_t *m, parsed_t *p, char *why,
 
 /* ---- applying the log -------------------------------------------------- */
 
-/* Applies the batch to the cache with the offset after it. */
+/* Where applied records are told (poll of a read replica), or nothing. */
+typedef struct notify {
+  dc_store_apply_cb *cb;
+  void *opaque;
+} notify_t;
+
+/* Applies the batch to the cache with the offset after it, then tells
+ * the caller each change (only once it is durable here). */
 static int flush_batch(kafka_store_t *k, parsed_t *b, size_t *n,
-                       int64_t next, char *errstr, size_t errstr_size) {
-  dc_store_commit_t c[APPLY_BATCH];
+                       int64_t next, const notify_t *nt, char *errstr,
+                       size_t errstr_size) {
+  static dc_store_commit_t c[APPLY_BATCH];
+  if (*n == 0 && next == k->next_offset)
+    return 0; /* nothing new */
   for (size_t i = 0; i < *n; i++)
     c[i] = b[i].c;
   int r = dc_store_sqlite_commit_meta(k->cache, c, *n, OFFSET_META, next,
                                       errstr, errstr_size);
-  for (size_t i = 0; i < *n; i++)
+  for (size_t i = 0; i < *n; i++) {
+    if (!r && nt && nt->cb)
+      nt->cb(nt->opaque, c[i].resource_type, c[i].entity, c[i].n_configs,
+             c[i].keys, c[i].values);
     parsed_free(&b[i]);
+  }
   *n = 0;
   if (!r)
     k->next_offset = next;
@@ -360,58 +379,107 @@ static bool ours(const rd_kafka_message_t *m, const int64_t *offsets,
   return false;
 }
 
+/* What one pass over arriving records is doing. */
+typedef struct applying {
+  parsed_t batch[APPLY_BATCH];
+  size_t n;
+  int64_t next;            /* offset after the last record seen */
+  const int64_t *offsets;  /* the writer's own records, or NULL */
+  size_t n_ours;
+  const notify_t *nt;
+} applying_t;
+
+/* Takes one consumed message into the pass. 0, 1 for end of partition,
+ * -1 with errstr on a consumer error. */
+static int take_message(kafka_store_t *k, applying_t *a,
+                        rd_kafka_message_t *m, char *errstr,
+                        size_t errstr_size) {
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+    return 1;
+  if (m->err) {
+    snprintf(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
+             k->bootstrap, rd_kafka_message_errstr(m));
+    return -1;
+  }
+  char why[300];
+  bool theirs = a->offsets && !ours(m, a->offsets, a->n_ours);
+  if (parse_record(m, &a->batch[a->n], why, sizeof(why))) {
+    dc_log(DC_LOG_ERR, "kafka store: skipping the record at offset %lld of "
+           "%s: %s", (long long)m->offset, k->topic, why);
+    parsed_free(&a->batch[a->n]);
+  } else {
+    snprintf(why, sizeof(why), "written by another server");
+    a->n++;
+  }
+  if (theirs)
+    foreign(k, m->offset, why);
+  a->next = m->offset + 1;
+  return 0;
+}
+
+static void applying_drop(applying_t *a) {
+  for (size_t i = 0; i < a->n; i++)
+    parsed_free(&a->batch[i]);
+  a->n = 0;
+}
+
 /* Applies the log up to (not including) `until` within the deadline.
  * Records at offsets[] are this store's own; any other is foreign(). */
 static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
                     size_t n_ours, int64_t deadline, char *errstr,
                     size_t errstr_size) {
-  static parsed_t batch[APPLY_BATCH];
-  size_t n = 0;
-  int64_t next = k->next_offset;
-  while (next < until) {
+  static applying_t a;
+  a = (applying_t){.next = k->next_offset, .offsets = offsets,
+                   .n_ours = n_ours};
+  while (a.next < until) {
     int left = (int)(deadline - mono_ms());
     if (left <= 0) {
       snprintf(errstr, errstr_size, "reading topic %s at %s: offset %lld "
                "not reached within %d ms", k->topic, k->bootstrap,
                (long long)until, k->timeout_ms);
-      goto fail;
+      applying_drop(&a);
+      return -1;
     }
     rd_kafka_message_t *m = rd_kafka_consumer_poll(k->consumer, left);
     if (!m)
       continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      rd_kafka_message_destroy(m);
-      continue;
-    }
-    if (m->err) {
-      snprintf(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
-               k->bootstrap, rd_kafka_message_errstr(m));
-      rd_kafka_message_destroy(m);
-      goto fail;
-    }
-    char why[300];
-    if (parse_record(m, &batch[n], why, sizeof(why))) {
-      dc_log(DC_LOG_ERR, "kafka store: skipping the record at offset %lld "
-             "of %s: %s", (long long)m->offset, k->topic, why);
-      parsed_free(&batch[n]);
-      if (offsets && !ours(m, offsets, n_ours))
-        foreign(k, m->offset, why);
-    } else {
-      if (offsets && !ours(m, offsets, n_ours))
-        foreign(k, m->offset, "written by another server");
-      n++;
-    }
-    next = m->offset + 1;
+    int r = take_message(k, &a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
-    if (n == APPLY_BATCH &&
-        flush_batch(k, batch, &n, next, errstr, errstr_size))
+    if (r < 0) {
+      applying_drop(&a);
+      return -1;
+    }
+    if (a.n == APPLY_BATCH &&
+        flush_batch(k, a.batch, &a.n, a.next, NULL, errstr, errstr_size))
       return -1;
   }
-  return flush_batch(k, batch, &n, next, errstr, errstr_size);
-fail:
-  for (size_t i = 0; i < n; i++)
-    parsed_free(&batch[i]);
-  return -1;
+  return flush_batch(k, a.batch, &a.n, a.next, NULL, errstr, errstr_size);
+}
+
+/* A read replica's pass: whatever has arrived, without waiting, each
+ * change told to cb once it is in the cache. */
+static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
+                      char *errstr, size_t errstr_size) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  static applying_t a;
+  notify_t nt = {cb, opaque};
+  char drain[64];
+  while (read(k->event_pipe[0], drain, sizeof(drain)) > 0)
+    ;
+  a = (applying_t){.next = k->next_offset, .nt = &nt};
+  rd_kafka_message_t *m;
+  while ((m = rd_kafka_consumer_poll(k->consumer, 0))) {
+    int r = take_message(k, &a, m, errstr, errstr_size);
+    rd_kafka_message_destroy(m);
+    if (r < 0) {
+      flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size);
+      return -1;
+    }
+    if (a.n == APPLY_BATCH &&
+        flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size))
+      return -1;
+  }
+  return flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size);
 }
 
 /* ---- the topic ----------------------------------------------------------- */
@@ -469,7 +537,7 @@ static int create_topic(kafka_store_t *k, int brokers, char *errstr,
 static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   const rd_kafka_metadata_t *md = NULL;
   rd_kafka_resp_err_t e =
-      rd_kafka_metadata(k->producer, 1, NULL, &md, k->timeout_ms);
+      rd_kafka_metadata(k->consumer, 1, NULL, &md, k->timeout_ms);
   if (e) {
     snprintf(errstr, errstr_size, "cannot reach the Kafka cluster at %s "
              "within %d ms: %s", k->bootstrap, k->timeout_ms,
@@ -481,6 +549,12 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
     if (!strcmp(md->topics[i].topic, k->topic) && !md->topics[i].err)
       parts = md->topics[i].partition_cnt;
   rd_kafka_metadata_destroy(md);
+  if (parts < 0 && k->read_only) {
+    snprintf(errstr, errstr_size, "store topic %s does not exist at %s (a "
+             "read replica does not create it; start the writer first)",
+             k->topic, k->bootstrap);
+    return -1;
+  }
   if (parts < 0)
     return create_topic(k, brokers, errstr, errstr_size);
   if (parts != 1) {
@@ -690,6 +764,12 @@ static void settle_uncertain(kafka_store_t *k) {
 static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                         char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
+  if (k->read_only) {
+    snprintf(errstr, errstr_size, "this dynconfd is a read replica of topic "
+             "%s (--store-read-only); alter on the dynconfd that writes it",
+             k->topic);
+    return -1;
+  }
   if (k->uncertain)
     settle_uncertain(k);
   if (k->stale[0]) {
@@ -761,6 +841,10 @@ static int kafka_history(dc_store_t *st, const char *entity,
 
 static void kafka_close(dc_store_t *st) {
   kafka_store_t *k = (kafka_store_t *)st;
+  if (k->cq) {
+    rd_kafka_queue_io_event_enable(k->cq, -1, NULL, 0);
+    rd_kafka_queue_destroy(k->cq);
+  }
   if (k->consumer) {
     rd_kafka_consumer_close(k->consumer);
     rd_kafka_destroy(k->consumer);
@@ -774,9 +858,17 @@ static void kafka_close(dc_store_t *st) {
     rd_kafka_destroy(k->producer);
   }
   dc_store_close(k->cache);
+  for (int i = 0; i < 2; i++)
+    if (k->event_pipe[i] >= 0)
+      close(k->event_pipe[i]);
   free(k->topic);
   free(k->bootstrap);
   free(k);
+}
+
+static int kafka_event_fd(dc_store_t *st) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  return k->read_only ? k->event_pipe[0] : -1;
 }
 
 static const dc_store_ops_t kafka_ops = {
@@ -784,7 +876,22 @@ static const dc_store_ops_t kafka_ops = {
     .load = kafka_load,
     .commit = kafka_commit,
     .history = kafka_history,
+    .event_fd = kafka_event_fd,
+    .poll = kafka_poll,
 };
+
+/* A read replica learns of new records through a pipe the consumer queue
+ * writes to, so the server's event loop can wait on it. */
+static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
+  if (pipe2(k->event_pipe, O_CLOEXEC | O_NONBLOCK) ||
+      !(k->cq = rd_kafka_queue_get_consumer(k->consumer))) {
+    snprintf(errstr, errstr_size, "cannot watch the store's consumer: %s",
+             strerror(errno));
+    return -1;
+  }
+  rd_kafka_queue_io_event_enable(k->cq, k->event_pipe[1], "1", 1);
+  return 0;
+}
 
 int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size) {
@@ -801,9 +908,14 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   k->base.ops = &kafka_ops;
   k->timeout_ms = o->timeout_ms;
   k->node_id = o->node_id;
+  k->read_only = o->read_only;
+  k->event_pipe[0] = k->event_pipe[1] = -1;
   if (dc_store_open_sqlite(o->data_dir, &k->cache, errstr, errstr_size) ||
-      !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr, errstr_size)) ||
-      !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size))) {
+      (!k->read_only &&
+       !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr,
+                                  errstr_size))) ||
+      !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
+      (k->read_only && watch_queue(k, errstr, errstr_size))) {
     kafka_close(&k->base);
     return -1;
   }

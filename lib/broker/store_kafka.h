@@ -11,6 +11,9 @@
  * compacted topic keeps exactly the current state. Header "dynconf-node"
  * names the writer.
  *
+ * Read replicas (read_only) follow the topic as it grows and serve what
+ * the writer wrote; they never write.
+ *
  * One writer per topic for now: a record in the log that this store did
  * not write (another dynconfd on the same topic) is applied to the cache,
  * logged, and from then on every commit is refused until a restart
@@ -24,6 +27,7 @@
 #define DC_STORE_KAFKA_H
 #include "broker/store.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define DC_KAFKA_STORE_TOPIC "_dynconf_configs"
@@ -35,6 +39,9 @@ typedef struct dc_kafka_store_opts {
   const char *config_file; /* librdkafka properties (SSL/SASL...), nullable */
   int timeout_ms;          /* bound on one commit and on each start-up step */
   int32_t node_id;         /* written as the records' writer */
+  /* A read replica: follows the topic (dc_store_event_fd/dc_store_poll
+   * hand over what others write) and refuses every commit. */
+  bool read_only;
 } dc_kafka_store_opts_t;
 
 /* Opens the cache, connects, checks the topic (it must exist with exactly
