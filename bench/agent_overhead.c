@@ -49,6 +49,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "proc.h"
+
 #include <dynconf.h>
 #include <librdkafka/rdkafka_mock.h>
 
@@ -91,19 +93,7 @@ static void sleep_until_us(int64_t at) {
 
 /* A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 if absent. */
 static long status_kib(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f)
-    return -1;
-  char line[256];
-  long v = -1;
-  size_t fl = strlen(field);
-  while (fgets(line, sizeof(line), f))
-    if (!strncmp(line, field, fl) && line[fl] == ':') {
-      v = strtol(line + fl + 1, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return v;
+  return bench_proc_status(getpid(), field);
 }
 
 typedef struct thr {
