@@ -394,8 +394,13 @@ typedef struct applying {
 static int take_message(kafka_store_t *k, applying_t *a,
                         rd_kafka_message_t *m, char *errstr,
                         size_t errstr_size) {
-  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    /* Everything before the end has been read, even where compaction
+     * left no record at the last offsets. */
+    if (m->offset > a->next)
+      a->next = m->offset;
     return 1;
+  }
   if (m->err) {
     snprintf(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
              k->bootstrap, rd_kafka_message_errstr(m));
@@ -582,10 +587,11 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
   }
   if (lo > off) {
     snprintf(errstr, errstr_size, "topic %s at %s starts at offset %lld, "
-             "past this cache's %lld: records were deleted (retention) "
-             "before they were applied here; start from an empty data "
-             "directory to rebuild", k->topic, k->bootstrap, (long long)lo,
-             (long long)off);
+             "past this cache's %lld: records were deleted (retention or "
+             "DeleteRecords) before they were applied here, so the state "
+             "cannot be rebuilt whole; the topic must keep every record "
+             "(cleanup.policy=compact, no retention)", k->topic,
+             k->bootstrap, (long long)lo, (long long)off);
     return -1;
   }
   if (off > hi) {
