@@ -1440,8 +1440,9 @@ static int fake_commit(dc_store_t *st, const dc_store_commit_t *batch,
   }
   return 0;
 }
-static const dc_store_ops_t fake_ops = {fake_close, fake_load, fake_commit,
-                                        NULL};
+static const dc_store_ops_t fake_ops = {.close = fake_close,
+                                        .load = fake_load,
+                                        .commit = fake_commit};
 
 static void test_fake_store(void) {
   fake_store_t f;
@@ -1789,8 +1790,10 @@ static void limits_classic_strings(void) {
   memset(huge, 'h', 40000);
   const char *keys[] = {"acks", "legacy.huge"}, *vals[] = {"1", huge};
   dc_store_change_t ch = {"legacy.huge", DC_OP_SET, NULL, huge};
-  dc_store_commit_t c = {DC_RES_CLIENT, "old", "User:test", "", "test", 2,
-                         keys, vals, 1, &ch};
+  dc_store_commit_t c = {.resource_type = DC_RES_CLIENT, .entity = "old",
+                         .principal = "User:test", .peer = "", .api = "test",
+                         .n_configs = 2, .keys = keys, .values = vals,
+                         .n_changes = 1, .changes = &ch};
   ok(dc_store_commit(st, &c, err, sizeof(err)) == 0,
      "a 40,000-byte value written by an older server: %s", err);
   /* The broker says at start-up which stored values fail validation. */
