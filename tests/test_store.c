@@ -647,21 +647,28 @@ static void test_meta(void) {
                          .peer = "x", .api = "Log", .time_ms = 1234567,
                          .n_configs = 1, .keys = keys, .values = vals,
                          .n_changes = 1, .changes = &ch};
-  is_int(dc_store_sqlite_commit_meta(st, &c, 1, "offset", 41, err,
+  is_int(dc_store_sqlite_commit_meta(st, &c, 1,
+                                     &(dc_store_meta_t){"offset", 41}, 1, err,
                                      sizeof(err)), 0,
          "meta: data and offset in one commit");
   is_int(dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err)), 1,
          "meta: set");
   is_int(v, 41, "meta: value 41");
-  is_int(dc_store_sqlite_commit_meta(st, NULL, 0, "offset", 42, err,
+  is_int(dc_store_sqlite_commit_meta(st, NULL, 0,
+                                     (dc_store_meta_t[]){{"offset", 42},
+                                                         {"epoch", 7}},
+                                     2, err,
                                      sizeof(err)), 0,
          "meta: the offset alone");
   dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err));
   is_int(v, 42, "meta: moved to 42");
+  dc_store_sqlite_meta(st, "epoch", &v, err, sizeof(err));
+  is_int(v, 7, "meta: two values in one commit");
   /* A failing data row takes the offset back with it. */
   dc_store_commit_t bad = c;
   bad.keys = (const char *[]){NULL};
-  is_int(dc_store_sqlite_commit_meta(st, &bad, 1, "offset", 99, err,
+  is_int(dc_store_sqlite_commit_meta(st, &bad, 1,
+                                     &(dc_store_meta_t){"offset", 99}, 1, err,
                                      sizeof(err)), -1,
          "meta: a bad commit fails");
   dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err));

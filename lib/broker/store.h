@@ -88,12 +88,19 @@ int dc_store_history(dc_store_t *st, const char *entity,
                      dc_store_history_cb *cb, void *opaque, char *errstr,
                      size_t errstr_size);
 
+/* A named integer kept with the data (a log's applied offset, its
+ * writer's epoch). */
+typedef struct dc_store_meta {
+  const char *name;
+  int64_t value;
+} dc_store_meta_t;
+
 /* SQLite only, for a backend that keeps a local copy of a log (the Kafka
- * store's cache): commits c[0..n) (n may be 0) and the named integer
- * meta_name = meta_value in one atomic, durable step. */
+ * store's cache): commits c[0..n) and meta[0..n_meta) (either may be
+ * empty) in one atomic, durable step. */
 int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
-                                size_t n, const char *meta_name,
-                                int64_t meta_value, char *errstr,
+                                size_t n, const dc_store_meta_t *meta,
+                                size_t n_meta, char *errstr,
                                 size_t errstr_size);
 /* Reads a named integer: 1 and *value when set, 0 when not, -1 with
  * errstr. */

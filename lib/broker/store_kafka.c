@@ -27,6 +27,10 @@
 #include <unistd.h>
 
 #define OFFSET_META "kafka.next_offset"
+#define EPOCH_META "kafka.epoch"
+#define EPOCH_NODE_META "kafka.epoch_node"
+/* The key of a writer's claim; entity keys always start with a type. */
+#define CLAIM_KEY "claim"
 #define APPLY_BATCH 1000 /* records applied to the cache per transaction */
 
 typedef struct kafka_store {
@@ -38,6 +42,12 @@ typedef struct kafka_store {
   int timeout_ms;
   int32_t node_id;
   int64_t next_offset;       /* the next offset to apply */
+  /* The log's current writer: the highest claim applied (epoch 0 = none
+   * yet, when every record is applied). Only records carrying this epoch
+   * and node are applied; a fenced writer's are ignored everywhere. */
+  int64_t epoch;
+  int32_t epoch_node;
+  int64_t my_epoch;          /* the epoch this store claimed; 0 = none */
   /* Why commits are refused ("" = they are not): until a restart when the
    * log holds what the server does not (diverged), or until it is known
    * that a change that timed out was not written (uncertain). */
@@ -206,6 +216,9 @@ static char *record_value(const dc_store_commit_t *c, int64_t time_ms) {
 /* One record read back: the commit it stands for, its strings owned by
  * root (or by the key copy for a tombstone). */
 typedef struct parsed {
+  bool claim;               /* a writer's claim, not a change */
+  int64_t epoch;            /* its writer's epoch (header; 0 = none) */
+  int32_t node;             /* its writer's node (header; -1 = none) */
   dc_store_commit_t c;
   json_t *root;
   char *name;               /* tombstone: the entity from the key (owned) */
@@ -288,9 +301,37 @@ static int parse_lists(json_t *cfg, json_t *ch, parsed_t *p, char *why,
 }
 
 /* Reads one record into p. 0, or -1 with why (the record is skipped). */
+/* A decimal header of m; def when absent or not a number. */
+static int64_t header_int(const rd_kafka_message_t *m, const char *name,
+                          int64_t def) {
+  rd_kafka_headers_t *h = NULL;
+  const void *v;
+  size_t n;
+  char buf[24];
+  if (rd_kafka_message_headers(m, &h) ||
+      rd_kafka_header_get_last(h, name, &v, &n) || !v || n == 0 ||
+      n >= sizeof(buf))
+    return def;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  char *end;
+  long long x = strtoll(buf, &end, 10);
+  return *end ? def : (int64_t)x;
+}
+
 static int parse_record(const rd_kafka_message_t *m, parsed_t *p, char *why,
                         size_t why_size) {
   memset(p, 0, sizeof(*p));
+  p->epoch = header_int(m, "dynconf-epoch", 0);
+  p->node = (int32_t)header_int(m, "dynconf-node", -1);
+  if (m->key_len == strlen(CLAIM_KEY) &&
+      !memcmp(m->key, CLAIM_KEY, m->key_len)) {
+    p->claim = true;
+    if (p->epoch > 0 && p->node >= 0)
+      return 0;
+    snprintf(why, why_size, "a claim without its epoch and node");
+    return -1;
+  }
   if (!m->payload)
     return parse_tombstone(m, p, why, why_size);
   json_error_t je;
@@ -335,27 +376,58 @@ typedef struct notify {
   void *opaque;
 } notify_t;
 
-/* Applies the batch to the cache with the offset after it, then tells
- * the caller each change (only once it is durable here). */
-static int flush_batch(kafka_store_t *k, parsed_t *b, size_t *n,
-                       int64_t next, const notify_t *nt, char *errstr,
+/* What one pass over arriving records is doing. */
+typedef struct applying {
+  parsed_t batch[APPLY_BATCH];
+  size_t n;
+  int64_t next;            /* offset after the last record seen */
+  int64_t epoch;           /* the current claim as of that record */
+  int32_t node;
+  const int64_t *offsets;  /* the writer's own records, or NULL */
+  size_t n_ours;
+  size_t fenced_ours;      /* own records ignored: a newer claim came first */
+  const notify_t *nt;
+} applying_t;
+
+static void applying_start(applying_t *a, const kafka_store_t *k,
+                           const int64_t *offsets, size_t n_ours,
+                           const notify_t *nt) {
+  a->n = 0;
+  a->next = k->next_offset;
+  a->epoch = k->epoch;
+  a->node = k->epoch_node;
+  a->offsets = offsets;
+  a->n_ours = n_ours;
+  a->fenced_ours = 0;
+  a->nt = nt;
+}
+
+/* Applies the pass so far to the cache with the offset and claim after it,
+ * then tells the caller each change (only once it is durable here). */
+static int flush_batch(kafka_store_t *k, applying_t *a, char *errstr,
                        size_t errstr_size) {
   static dc_store_commit_t c[APPLY_BATCH];
-  if (*n == 0 && next == k->next_offset)
+  if (a->n == 0 && a->next == k->next_offset && a->epoch == k->epoch)
     return 0; /* nothing new */
-  for (size_t i = 0; i < *n; i++)
-    c[i] = b[i].c;
-  int r = dc_store_sqlite_commit_meta(k->cache, c, *n, OFFSET_META, next,
-                                      errstr, errstr_size);
-  for (size_t i = 0; i < *n; i++) {
-    if (!r && nt && nt->cb)
-      nt->cb(nt->opaque, c[i].resource_type, c[i].entity, c[i].n_configs,
-             c[i].keys, c[i].values);
-    parsed_free(&b[i]);
+  for (size_t i = 0; i < a->n; i++)
+    c[i] = a->batch[i].c;
+  const dc_store_meta_t meta[] = {{OFFSET_META, a->next},
+                                  {EPOCH_META, a->epoch},
+                                  {EPOCH_NODE_META, a->node}};
+  int r = dc_store_sqlite_commit_meta(k->cache, c, a->n, meta, 3, errstr,
+                                      errstr_size);
+  for (size_t i = 0; i < a->n; i++) {
+    if (!r && a->nt && a->nt->cb)
+      a->nt->cb(a->nt->opaque, c[i].resource_type, c[i].entity,
+                c[i].n_configs, c[i].keys, c[i].values);
+    parsed_free(&a->batch[i]);
   }
-  *n = 0;
-  if (!r)
-    k->next_offset = next;
+  a->n = 0;
+  if (!r) {
+    k->next_offset = a->next;
+    k->epoch = a->epoch;
+    k->epoch_node = a->node;
+  }
   return r;
 }
 
@@ -379,15 +451,21 @@ static bool ours(const rd_kafka_message_t *m, const int64_t *offsets,
   return false;
 }
 
-/* What one pass over arriving records is doing. */
-typedef struct applying {
-  parsed_t batch[APPLY_BATCH];
-  size_t n;
-  int64_t next;            /* offset after the last record seen */
-  const int64_t *offsets;  /* the writer's own records, or NULL */
-  size_t n_ours;
-  const notify_t *nt;
-} applying_t;
+/* A claim: a newer one makes its writer the log's writer from here on. */
+static void take_claim(kafka_store_t *k, applying_t *a, const parsed_t *p) {
+  if (p->epoch <= a->epoch)
+    return;
+  dc_log(DC_LOG_INFO, "kafka store: node %d writes %s from epoch %lld on",
+         (int)p->node, k->topic, (long long)p->epoch);
+  a->epoch = p->epoch;
+  a->node = p->node;
+}
+
+/* A change is applied when its writer holds the current claim (before any
+ * claim, every change is). */
+static bool by_current_writer(const applying_t *a, const parsed_t *p) {
+  return a->epoch == 0 || (p->epoch == a->epoch && p->node == a->node);
+}
 
 /* Takes one consumed message into the pass. 0, 1 for end of partition,
  * -1 with errstr on a consumer error. */
@@ -407,18 +485,29 @@ static int take_message(kafka_store_t *k, applying_t *a,
     return -1;
   }
   char why[300];
-  bool theirs = a->offsets && !ours(m, a->offsets, a->n_ours);
-  if (parse_record(m, &a->batch[a->n], why, sizeof(why))) {
+  parsed_t *p = &a->batch[a->n];
+  bool mine = a->offsets && ours(m, a->offsets, a->n_ours);
+  a->next = m->offset + 1;
+  if (parse_record(m, p, why, sizeof(why))) {
     dc_log(DC_LOG_ERR, "kafka store: skipping the record at offset %lld of "
            "%s: %s", (long long)m->offset, k->topic, why);
-    parsed_free(&a->batch[a->n]);
+    if (a->offsets && !mine)
+      foreign(k, m->offset, why);
+  } else if (p->claim) {
+    take_claim(k, a, p);
+  } else if (!by_current_writer(a, p)) {
+    dc_log(DC_LOG_INFO, "kafka store: ignoring the record at offset %lld of "
+           "%s: its writer (node %d, epoch %lld) was fenced by node %d "
+           "(epoch %lld)", (long long)m->offset, k->topic, (int)p->node,
+           (long long)p->epoch, (int)a->node, (long long)a->epoch);
+    a->fenced_ours += mine;
   } else {
-    snprintf(why, sizeof(why), "written by another server");
+    if (a->offsets && !mine)
+      foreign(k, m->offset, "written by another server");
     a->n++;
+    return 0;
   }
-  if (theirs)
-    foreign(k, m->offset, why);
-  a->next = m->offset + 1;
+  parsed_free(p);
   return 0;
 }
 
@@ -429,13 +518,14 @@ static void applying_drop(applying_t *a) {
 }
 
 /* Applies the log up to (not including) `until` within the deadline.
- * Records at offsets[] are this store's own; any other is foreign(). */
+ * Records at offsets[] are this store's own: any other that is applied is
+ * foreign(); *fenced (nullable) counts own records a newer claim made
+ * everyone ignore. */
 static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
-                    size_t n_ours, int64_t deadline, char *errstr,
-                    size_t errstr_size) {
+                    size_t n_ours, size_t *fenced, int64_t deadline,
+                    char *errstr, size_t errstr_size) {
   static applying_t a;
-  a = (applying_t){.next = k->next_offset, .offsets = offsets,
-                   .n_ours = n_ours};
+  applying_start(&a, k, offsets, n_ours, NULL);
   while (a.next < until) {
     int left = (int)(deadline - mono_ms());
     if (left <= 0) {
@@ -454,11 +544,12 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
       applying_drop(&a);
       return -1;
     }
-    if (a.n == APPLY_BATCH &&
-        flush_batch(k, a.batch, &a.n, a.next, NULL, errstr, errstr_size))
+    if (a.n == APPLY_BATCH && flush_batch(k, &a, errstr, errstr_size))
       return -1;
   }
-  return flush_batch(k, a.batch, &a.n, a.next, NULL, errstr, errstr_size);
+  if (fenced)
+    *fenced = a.fenced_ours;
+  return flush_batch(k, &a, errstr, errstr_size);
 }
 
 /* A read replica's pass: whatever has arrived, without waiting, each
@@ -471,20 +562,20 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
   char drain[64];
   while (read(k->event_pipe[0], drain, sizeof(drain)) > 0)
     ;
-  a = (applying_t){.next = k->next_offset, .nt = &nt};
+  applying_start(&a, k, NULL, 0, &nt);
   rd_kafka_message_t *m;
   while ((m = rd_kafka_consumer_poll(k->consumer, 0))) {
     int r = take_message(k, &a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
     if (r < 0) {
-      flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size);
+      char ferr[256];
+      flush_batch(k, &a, ferr, sizeof(ferr));
       return -1;
     }
-    if (a.n == APPLY_BATCH &&
-        flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size))
+    if (a.n == APPLY_BATCH && flush_batch(k, &a, errstr, errstr_size))
       return -1;
   }
-  return flush_batch(k, a.batch, &a.n, a.next, &nt, errstr, errstr_size);
+  return flush_batch(k, &a, errstr, errstr_size);
 }
 
 /* ---- the topic ----------------------------------------------------------- */
@@ -574,10 +665,15 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
 /* Reads the cache's offset, assigns partition 0 there, applies the log to
  * its current end. */
 static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
-  int64_t off = 0, lo = 0, hi = 0;
+  int64_t off = 0, lo = 0, hi = 0, node = -1;
   if (dc_store_sqlite_meta(k->cache, OFFSET_META, &off, errstr,
+                           errstr_size) < 0 ||
+      dc_store_sqlite_meta(k->cache, EPOCH_META, &k->epoch, errstr,
+                           errstr_size) < 0 ||
+      dc_store_sqlite_meta(k->cache, EPOCH_NODE_META, &node, errstr,
                            errstr_size) < 0)
     return -1;
+  k->epoch_node = (int32_t)node;
   rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
       k->consumer, k->topic, 0, &lo, &hi, k->timeout_ms);
   if (e) {
@@ -612,7 +708,8 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   int64_t t0 = mono_ms();
-  if (catch_up(k, hi, NULL, 0, t0 + k->timeout_ms + (hi - off) / 10, errstr,
+  if (catch_up(k, hi, NULL, 0, NULL, t0 + k->timeout_ms + (hi - off) / 10,
+               errstr,
                errstr_size))
     return -1;
   dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
@@ -665,14 +762,16 @@ static int produce_one(kafka_store_t *k, const char *key, const char *val,
     snprintf(errstr, errstr_size, "out of memory");
     return -1;
   }
-  char hdr[16];
-  snprintf(hdr, sizeof(hdr), "%d", (int)k->node_id);
+  char node[16], epoch[24];
+  snprintf(node, sizeof(node), "%d", (int)k->node_id);
+  snprintf(epoch, sizeof(epoch), "%lld", (long long)k->my_epoch);
   rd_kafka_resp_err_t e = rd_kafka_producev(
       k->producer, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_PARTITION(0),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_KEY(key, strlen(key)),
       RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
-      RD_KAFKA_V_HEADER("dynconf-node", hdr, -1), RD_KAFKA_V_OPAQUE(d),
+      RD_KAFKA_V_HEADER("dynconf-node", node, -1),
+      RD_KAFKA_V_HEADER("dynconf-epoch", epoch, -1), RD_KAFKA_V_OPAQUE(d),
       RD_KAFKA_V_END);
   if (e) {
     snprintf(errstr, errstr_size, "cannot queue the record %s: %s", key,
@@ -815,11 +914,24 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     last = d[i]->offset > last ? d[i]->offset : last;
   }
   /* Read our own records back: acknowledged only once applied here. */
-  rc = catch_up(k, last + 1, offsets, queued, deadline + k->timeout_ms,
-                errstr, errstr_size);
-  if (rc)
+  size_t fenced = 0;
+  rc = catch_up(k, last + 1, offsets, queued, &fenced,
+                deadline + k->timeout_ms, errstr, errstr_size);
+  if (rc) {
     snprintf(k->stale, sizeof(k->stale), "written records could not be "
              "applied to the cache (%s)", errstr);
+  } else if (fenced) {
+    rc = -1;
+    snprintf(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
+             "node %d claimed it (epoch %lld) before the change was written, "
+             "so nobody applies it; alter on node %d", k->topic,
+             (int)k->epoch_node, (long long)k->epoch, (int)k->epoch_node);
+  }
+  if (!k->stale[0] && k->epoch != k->my_epoch)
+    snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
+             "%lld); this dynconfd no longer writes it: alter on node %d",
+             (int)k->epoch_node, k->topic, (long long)k->epoch,
+             (int)k->epoch_node);
 out:
   if (k->stale[0] && rc)
     dc_log(DC_LOG_ERR, "kafka store: writes refused: %s", k->stale);
@@ -899,6 +1011,42 @@ static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
   return 0;
 }
 
+/* Becomes the log's writer: a claim with the next epoch, read back. If a
+ * newer claim got there first this store does not write (its commits say
+ * who does). */
+static int claim_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
+  int64_t deadline = mono_ms() + k->timeout_ms;
+  k->my_epoch = k->epoch + 1;
+  char val[96];
+  snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
+           (long long)k->my_epoch, (int)k->node_id);
+  delivery_t *d = NULL;
+  if (produce_one(k, CLAIM_KEY, val, &d, errstr, errstr_size))
+    return -1;
+  char why[512];
+  int r = await_deliveries(k, &d, 1, deadline, why, sizeof(why));
+  int64_t at = d->offset;
+  deliveries_release(&d, 1);
+  if (r) {
+    snprintf(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
+    return -1;
+  }
+  if (catch_up(k, at + 1, &at, 1, NULL, deadline + k->timeout_ms, errstr,
+               errstr_size))
+    return -1;
+  if (k->epoch == k->my_epoch && k->epoch_node == k->node_id) {
+    dc_log(DC_LOG_INFO, "kafka store: writing %s as node %d, epoch %lld",
+           k->topic, (int)k->node_id, (long long)k->my_epoch);
+    return 0;
+  }
+  snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
+           "%lld) first; this dynconfd does not write it: alter on node %d",
+           (int)k->epoch_node, k->topic, (long long)k->epoch,
+           (int)k->epoch_node);
+  dc_log(DC_LOG_WARN, "kafka store: %s", k->stale);
+  return 0;
+}
+
 int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size) {
   *out = NULL;
@@ -926,7 +1074,8 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
     return -1;
   }
   if (check_topic(k, errstr, errstr_size) ||
-      start_reading(k, errstr, errstr_size)) {
+      start_reading(k, errstr, errstr_size) ||
+      (!k->read_only && claim_topic(k, errstr, errstr_size))) {
     kafka_close(&k->base);
     return -1;
   }

@@ -399,10 +399,10 @@ static int meta_set(sqlite_store_t *s, const char *name, int64_t value,
   return exec_stmt(s, S_META_SET, "writing meta", errstr, errstr_size);
 }
 
-/* c[0..n) and (when meta_name) meta_name = meta_value in one transaction. */
+/* c[0..n) and meta[0..n_meta) in one transaction. */
 static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
-                      const char *meta_name, int64_t meta_value, char *errstr,
-                      size_t errstr_size) {
+                      const dc_store_meta_t *meta, size_t n_meta,
+                      char *errstr, size_t errstr_size) {
   if (s->read_only)
     return set_err(errstr, errstr_size,
                    "%s: store is open read-only; commit refused", s->path);
@@ -417,8 +417,8 @@ static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = commit_body(s, &c[i], errstr, errstr_size);
-  if (rc == 0 && meta_name)
-    rc = meta_set(s, meta_name, meta_value, errstr, errstr_size);
+  for (size_t i = 0; i < n_meta && rc == 0; i++)
+    rc = meta_set(s, meta[i].name, meta[i].value, errstr, errstr_size);
   if (rc == 0 && exec_stmt(s, S_COMMIT, "committing transaction", errstr,
                            errstr_size) == 0)
     return 0;
@@ -438,16 +438,17 @@ static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
 
 static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
                          size_t n, char *errstr, size_t errstr_size) {
-  return commit_txn((sqlite_store_t *)st, c, n, NULL, 0, errstr, errstr_size);
+  return commit_txn((sqlite_store_t *)st, c, n, NULL, 0, errstr,
+                    errstr_size);
 }
 
 int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
-                                size_t n, const char *meta_name,
-                                int64_t meta_value, char *errstr,
+                                size_t n, const dc_store_meta_t *meta,
+                                size_t n_meta, char *errstr,
                                 size_t errstr_size) {
   if (!st || st->ops != &sqlite_ops)
     return set_err(errstr, errstr_size, "not a SQLite store");
-  return commit_txn((sqlite_store_t *)st, c, n, meta_name, meta_value, errstr,
+  return commit_txn((sqlite_store_t *)st, c, n, meta, n_meta, errstr,
                     errstr_size);
 }
 
