@@ -6,9 +6,10 @@
 # same state (configs, history, export) from the topic; a topic with more
 # than one partition is refused; with the store's brokers down an alter
 # fails within --store-timeout-ms naming the store while reads go on, and
-# writes resume by themselves once the brokers are back; a read replica
-# follows what the writer writes, refuses alters and keeps serving when the
-# writer is killed.
+# writes resume by themselves once the brokers are back; a writer paused
+# while another claimed the topic gets nothing applied anywhere and then
+# follows the new writer; a read replica follows what the writer writes,
+# refuses alters and keeps serving when the writer is killed.
 . "$(dirname "$0")/lib.sh"
 
 MOCK="$DC_BUILDDIR/examples/mock_cluster"
@@ -147,8 +148,15 @@ tap_is $? 0 "F takes alters"
 out=$(DC_PORT=$A_PORT cli --entity-type clients --entity-name fenced \
   --alter --add-config 'acks=1' 2>&1)
 tap_like "$out" "no longer writes" "the old writer refuses later alters at once"
+seen=
+for ((i = 0; i < 100; i++)); do
+  seen=$(DC_PORT=$A_PORT value_of fenced acks)
+  [ "$seen" = 0 ] && break
+  sleep 0.1
+done
+tap_is "$seen" 0 "the fenced writer follows its successor's alters"
 kill "$A_PID" "$F_PID"
-wait "$A_PID" "$F_PID" 2>/dev/null
+{ wait "$A_PID" "$F_PID"; } 2>/dev/null
 dc_start_daemon "$DC_TMP/g" "${STORE[@]}" --node-id 6 --store-read-only ||
   tap_bail "replica G did not start"
 tap_is "$(value_of fenced acks)" 0 "a replica built from the log has F's value, not A's"
@@ -178,7 +186,7 @@ tap_like "$out" "read replica of topic _dynconf_configs" "  saying R only reads"
 tap_like "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/r" --history)" \
   "client:app-2 linger.ms SET \(unset\) -> 7" "R's history has the writer's change"
 kill -9 "$W_PID"
-wait "$W_PID" 2>/dev/null
+{ wait "$W_PID"; } 2>/dev/null
 tap_is "$(value_of app-2 linger.ms)" 7 "with the writer killed, R still serves"
 dc_stop_daemon
 tap_is $? 0 "R stops cleanly"

@@ -54,7 +54,7 @@ typedef struct kafka_store {
   char stale[600];
   bool uncertain;
   bool read_only;            /* a read replica: no producer, never writes */
-  int event_pipe[2];         /* the consumer queue's io events (read only) */
+  int event_pipe[2];         /* the consumer queue's io events */
   rd_kafka_queue_t *cq;      /* owned reference to the consumer queue */
 } kafka_store_t;
 
@@ -552,8 +552,9 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
   return flush_batch(k, &a, errstr, errstr_size);
 }
 
-/* A read replica's pass: whatever has arrived, without waiting, each
- * change told to cb once it is in the cache. */
+/* A pass between requests: whatever has arrived, without waiting, each
+ * change told to cb once it is in the cache (a writer's own records were
+ * read back by its commit already). */
 static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
                       char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
@@ -986,7 +987,7 @@ static void kafka_close(dc_store_t *st) {
 
 static int kafka_event_fd(dc_store_t *st) {
   kafka_store_t *k = (kafka_store_t *)st;
-  return k->read_only ? k->event_pipe[0] : -1;
+  return k->event_pipe[0];
 }
 
 static const dc_store_ops_t kafka_ops = {
@@ -998,8 +999,10 @@ static const dc_store_ops_t kafka_ops = {
     .poll = kafka_poll,
 };
 
-/* A read replica learns of new records through a pipe the consumer queue
- * writes to, so the server's event loop can wait on it. */
+/* Every store learns of new records through a pipe the consumer queue
+ * writes to, so the server's event loop can wait on it: read replicas
+ * follow the writer, and a writer that another one fenced follows its
+ * successor. */
 static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
   if (pipe2(k->event_pipe, O_CLOEXEC | O_NONBLOCK) ||
       !(k->cq = rd_kafka_queue_get_consumer(k->consumer))) {
@@ -1069,7 +1072,7 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
        !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr,
                                   errstr_size))) ||
       !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
-      (k->read_only && watch_queue(k, errstr, errstr_size))) {
+      watch_queue(k, errstr, errstr_size)) {
     kafka_close(&k->base);
     return -1;
   }

@@ -11,8 +11,10 @@
  * compacted topic keeps exactly the current state. Header "dynconf-node"
  * names the writer.
  *
- * Read replicas (read_only) follow the topic as it grows and serve what
- * the writer wrote; they never write.
+ * Every store follows the topic as it grows (dc_store_event_fd and
+ * dc_store_poll hand over what others write): read replicas (read_only)
+ * serve what the writer wrote and never write; a writer fenced by a newer
+ * one serves what its successor writes.
  *
  * One writer per topic for now: a record in the log that this store did
  * not write (another dynconfd on the same topic) is applied to the cache,
