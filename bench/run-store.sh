@@ -16,10 +16,12 @@
 #          default fetch.wait.max.ms=100),
 #      (c) the same with --store-config setting fetch.wait.max.ms=5.
 #    An alter on the Kafka store is acknowledged once its record is written
-#    (idempotent, acks=all) and read back. The mock answers a fetch that
-#    finds nothing only when its wait ends, even if a record arrives
-#    meanwhile, so there the read-back waits out the fetch in flight; a
-#    real broker answers it as soon as the record is there.
+#    (idempotent, acks=all) and applied to the cache: directly when its
+#    offset follows what the store applied, else after reading the log
+#    back to it, which on the mock waits out the fetch in flight (the mock
+#    answers a fetch that finds nothing only when its wait ends; a real
+#    broker answers as soon as a record is there). (c) shows whether the
+#    fetch wait still matters.
 # 2. Reads: bench/loadgen (DescribeConfigs v1 of a client with one
 #    override, STORE_CONNECTIONS x STORE_PIPELINE in flight, STORE_SECONDS
 #    per run) against the SQLite dynconfd and against a Kafka-store read
@@ -284,10 +286,10 @@ arow() {
 arow "(a) SQLite" sqlite
 arow "(b) Kafka store, mock, fetch.wait.max.ms=100" kafka
 arow "(c) Kafka store, mock, fetch.wait.max.ms=$SHORT_WAIT" kafka_short
-echo "target: none for alters. On the mock an alter's read-back waits out the fetch"
-echo "in flight (the mock answers an empty fetch only when its wait ends); back-to-back"
-echo "alters meet a fetch that has just started, so each waits about one whole"
-echo "fetch.wait.max.ms. On a real cluster: produce round trip (acks=all) + read-back."
+echo "target: none for alters. A lone writer applies its own record as written"
+echo "(nothing else lies between it and what it applied), so an alter costs the"
+echo "produce round trip (acks=all) and the cache's commit; it reads the log back"
+echo "(one fetch wait on the mock) only when another record came first."
 
 echo
 echo "=== reads: DescribeConfigs v1, $CONNS connections x $PIPE in flight, ${SECS}s per run"

@@ -484,6 +484,8 @@ static int take_message(kafka_store_t *k, applying_t *a,
              k->bootstrap, rd_kafka_message_errstr(m));
     return -1;
   }
+  if (m->offset < a->next)
+    return 0; /* applied already (this writer's own, applied as written) */
   char why[300];
   parsed_t *p = &a->batch[a->n];
   bool mine = a->offsets && ours(m, a->offsets, a->n_ours);
@@ -788,9 +790,8 @@ static int produce_one(kafka_store_t *k, const char *key, const char *val,
  * errstr (those queued are waited for by the caller). *queued counts the
  * records queued into d[]. */
 static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
-                       delivery_t **d, size_t *queued, char *errstr,
-                       size_t errstr_size) {
-  int64_t now = wall_ms();
+                       int64_t now, delivery_t **d, size_t *queued,
+                       char *errstr, size_t errstr_size) {
   for (size_t i = 0; i < n; i++) {
     char *key = record_key(c[i].resource_type, c[i].entity);
     char *val = key ? record_value(&c[i], now) : NULL;
@@ -867,6 +868,42 @@ static void settle_uncertain(kafka_store_t *k) {
   }
 }
 
+/* Do the new records directly follow what this store has applied? Then
+ * nothing else (no claim) is between, and they take effect as written. */
+static bool contiguous(const kafka_store_t *k, delivery_t *const *d,
+                       size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (d[i]->offset != k->next_offset + (int64_t)i)
+      return false;
+  return true;
+}
+
+/* Applies this store's own commits to the cache as they were written,
+ * with the offset after them (the consumer skips them when it reads them
+ * later). */
+static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
+                     int64_t time_ms, int64_t next, char *errstr,
+                     size_t errstr_size) {
+  dc_store_commit_t *cc = malloc(n * sizeof(*cc));
+  if (!cc) {
+    snprintf(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    cc[i] = c[i];
+    cc[i].time_ms = time_ms;
+  }
+  const dc_store_meta_t meta[] = {{OFFSET_META, next},
+                                  {EPOCH_META, k->epoch},
+                                  {EPOCH_NODE_META, k->epoch_node}};
+  int r = dc_store_sqlite_commit_meta(k->cache, cc, n, meta, 3, errstr,
+                                      errstr_size);
+  free(cc);
+  if (!r)
+    k->next_offset = next;
+  return r;
+}
+
 static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                         char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
@@ -878,6 +915,11 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   }
   if (k->uncertain)
     settle_uncertain(k);
+  if (!k->stale[0] && k->epoch != k->my_epoch) /* seen while following */
+    snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
+             "%lld); this dynconfd no longer writes it: alter on node %d",
+             (int)k->epoch_node, k->topic, (long long)k->epoch,
+             (int)k->epoch_node);
   if (k->stale[0]) {
     snprintf(errstr, errstr_size, "the Kafka store refuses writes: %s",
              k->stale);
@@ -895,7 +937,8 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     snprintf(errstr, errstr_size, "out of memory");
     goto out;
   }
-  int pr = produce_all(k, c, n, d, &queued, errstr, errstr_size);
+  int64_t now = wall_ms();
+  int pr = produce_all(k, c, n, now, d, &queued, errstr, errstr_size);
   char why[512] = "";
   int aw = await_deliveries(k, d, queued, deadline, why, sizeof(why));
   if (pr || aw) {
@@ -909,12 +952,21 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     }
     goto out;
   }
+  if (contiguous(k, d, queued)) {
+    rc = apply_own(k, c, n, now, k->next_offset + (int64_t)queued, errstr,
+                   errstr_size);
+    if (rc)
+      snprintf(k->stale, sizeof(k->stale), "written records could not be "
+               "applied to the cache (%s)", errstr);
+    goto out;
+  }
   int64_t last = -1;
   for (size_t i = 0; i < queued; i++) {
     offsets[i] = d[i]->offset;
     last = d[i]->offset > last ? d[i]->offset : last;
   }
-  /* Read our own records back: acknowledged only once applied here. */
+  /* Read the log back up to our records: acknowledged only once applied
+   * here, and only if no newer claim came first. */
   size_t fenced = 0;
   rc = catch_up(k, last + 1, offsets, queued, &fenced,
                 deadline + k->timeout_ms, errstr, errstr_size);
