@@ -162,6 +162,25 @@ static void test_frame_limit(void) {
   dc_kclient_destroy(kc);
 }
 
+/* Empty entries in a bootstrap list (",a,", "a,,b") are skipped, as a
+ * list rotated from one with a trailing comma has them; a list of nothing
+ * else is an error that says so. */
+static void test_bootstrap_entries(void) {
+  char err[512], list[128];
+  dc_kclient_t *kc = dc_kclient_new("test-kclient");
+  if (!ok(kc != NULL, "bootstrap: a handle"))
+    return;
+  snprintf(list, sizeof(list), ",%s,,", g_bootstrap);
+  err[0] = '\0';
+  is_int(dc_kclient_connect(kc, list, 5000, err, sizeof(err)), 0,
+         "bootstrap: '%s' connects (%s)", list, err);
+  is_int(dc_kclient_connect(kc, " , ,", 5000, err, sizeof(err)),
+         DC_ERR__INVALID_ARG, "bootstrap: only empty entries is an error");
+  ok(strstr(err, "empty bootstrap server list") != NULL, "  saying so: %s",
+     err);
+  dc_kclient_destroy(kc);
+}
+
 int main(void) {
   char err[512];
   if (dc_tu_daemon_start_tmp(&g_d, g_dir, sizeof(g_dir), NULL, err,
@@ -174,6 +193,7 @@ int main(void) {
   test_pipelining();
   test_cancel();
   test_frame_limit();
+  test_bootstrap_entries();
   ok(dc_tu_daemon_alive(&g_d), "dynconfd still running");
   dc_tu_daemon_stop(&g_d);
   dc_tu_rmrf(g_dir);

@@ -377,6 +377,12 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
     }
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
       n--;
+    if (n == 0) { /* "a:1,,b:2" or a trailing comma: nothing to try */
+      if (!comma)
+        break;
+      s = comma + 1;
+      continue;
+    }
     char host[256], port[8];
     if (!split_hostport(s, n, host, sizeof(host), port, sizeof(port))) {
       dc_seterr(errstr, errstr_size,
@@ -437,6 +443,11 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
     dc_seterr(errstr, errstr_size, "cannot connect to %s within %d ms (%s)",
            bootstrap, timeout_ms, why);
     return DC_ERR__TIMED_OUT;
+  }
+  if (wl == 0) {
+    dc_seterr(errstr, errstr_size, "empty bootstrap server list '%s'",
+              bootstrap);
+    return DC_ERR__INVALID_ARG;
   }
   dc_seterr(errstr, errstr_size, "cannot connect to %s", why);
   return DC_ERR__TRANSPORT;
