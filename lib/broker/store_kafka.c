@@ -1,21 +1,14 @@
 /*
  * The Kafka-topic store (see store_kafka.h), with librdkafka: an
- * idempotent acks=all producer, and a group-less consumer assigned the
- * topic's only partition from the cache's offset.
- *
- * A record's value:
- *   {"type":"client","name":"app-1","configs":{"acks":"1"},
- *    "time_ms":1700000000000,"principal":"User:alice","peer":"10.0.0.1:5",
- *    "api":"IncrementalAlterConfigs",
- *    "changes":[{"key":"acks","op":0,"old":null,"new":"1"}]}
- * A tombstone (no value) empties the entity named by the key.
+ * idempotent acks=all producer, and a consumer assigned the topic's only
+ * partition from the cache's offset. The records' format is
+ * store_record.c's.
  */
 #include "broker/store_kafka.h"
-#include "broker/scope.h"
+#include "broker/store_record.h"
 #include "codec/proto.h"
 #include "common/log.h"
 
-#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
 #include <errno.h>
@@ -29,8 +22,7 @@
 #define OFFSET_META "kafka.next_offset"
 #define EPOCH_META "kafka.epoch"
 #define EPOCH_NODE_META "kafka.epoch_node"
-/* The key of a writer's claim; entity keys always start with a type. */
-#define CLAIM_KEY "claim"
+
 #define APPLY_BATCH 1000 /* records applied to the cache per transaction */
 
 typedef struct kafka_store {
@@ -167,140 +159,8 @@ fail:
   return NULL;
 }
 
-/* ---- records ------------------------------------------------------------- */
+/* ---- records (format in store_record.c) ------------------------------- */
 
-/* The record key of an entity, "client:NAME" / "user:NAME" (caller frees). */
-static char *record_key(int8_t type, const char *entity) {
-  size_t n = strlen(entity) + 8;
-  char *k = malloc(n);
-  if (k)
-    snprintf(k, n, "%s:%s", type_name(type), entity);
-  return k;
-}
-
-static json_t *opt_string(const char *s) {
-  return s ? json_string(s) : json_null();
-}
-
-/* The record value of one commit (caller frees); NULL when a key or value
- * is not valid UTF-8 (JSON cannot carry it) or memory ran out. */
-static char *record_value(const dc_store_commit_t *c, int64_t time_ms) {
-  json_t *v = json_object(), *cfg = json_object(), *ch = json_array();
-  bool bad = !v || !cfg || !ch;
-  for (size_t i = 0; !bad && i < c->n_configs; i++)
-    bad = json_object_set_new(cfg, c->keys[i], json_string(c->values[i]));
-  for (size_t i = 0; !bad && i < c->n_changes; i++) {
-    const dc_store_change_t *x = &c->changes[i];
-    bad = json_array_append_new(
-        ch, json_pack("{s:s,s:i,s:o,s:o}", "key", x->key, "op", x->op, "old",
-                      opt_string(x->old_value), "new",
-                      opt_string(x->new_value)));
-  }
-  char *out = NULL;
-  if (!bad &&
-      !json_object_set_new(v, "type", json_string(type_name(c->resource_type))) &&
-      !json_object_set_new(v, "name", json_string(c->entity)) &&
-      !json_object_set(v, "configs", cfg) &&
-      !json_object_set_new(v, "time_ms", json_integer(time_ms)) &&
-      !json_object_set_new(v, "principal", opt_string(c->principal)) &&
-      !json_object_set_new(v, "peer", opt_string(c->peer)) &&
-      !json_object_set_new(v, "api", opt_string(c->api)) &&
-      !json_object_set(v, "changes", ch))
-    out = json_dumps(v, JSON_COMPACT);
-  json_decref(v);
-  json_decref(cfg);
-  json_decref(ch);
-  return out;
-}
-
-/* One record read back: the commit it stands for, its strings owned by
- * root (or by the key copy for a tombstone). */
-typedef struct parsed {
-  bool claim;               /* a writer's claim, not a change */
-  int64_t epoch;            /* its writer's epoch (header; 0 = none) */
-  int32_t node;             /* its writer's node (header; -1 = none) */
-  dc_store_commit_t c;
-  json_t *root;
-  char *name;               /* tombstone: the entity from the key (owned) */
-  const char **keys, **values;
-  dc_store_change_t *changes;
-} parsed_t;
-
-static void parsed_free(parsed_t *p) {
-  json_decref(p->root);
-  free(p->name);
-  free(p->keys);
-  free(p->values);
-  free(p->changes);
-  memset(p, 0, sizeof(*p));
-}
-
-/* A tombstone: the key names the entity. */
-static int parse_tombstone(const rd_kafka_message_t *m, parsed_t *p,
-                           char *why, size_t why_size) {
-  const char *k = m->key;
-  const char *colon = k ? memchr(k, ':', m->key_len) : NULL;
-  if (!colon) {
-    snprintf(why, why_size, "a tombstone without a \"type:name\" key");
-    return -1;
-  }
-  size_t tl = (size_t)(colon - k);
-  int8_t t = tl == 6 && !memcmp(k, "client", 6)   ? DC_RES_CLIENT
-             : tl == 4 && !memcmp(k, "user", 4) ? DC_RES_USER
-                                                : 0;
-  p->name = strndup(colon + 1, m->key_len - tl - 1);
-  if (!t || !p->name) {
-    snprintf(why, why_size, "a tombstone for an unknown entity type");
-    return -1;
-  }
-  p->c = (dc_store_commit_t){.resource_type = t, .entity = p->name};
-  return 0;
-}
-
-/* The configs and changes arrays of a record value. */
-static int parse_lists(json_t *cfg, json_t *ch, parsed_t *p, char *why,
-                       size_t why_size) {
-  size_t n = json_object_size(cfg), m = json_array_size(ch);
-  p->keys = calloc(n ? n : 1, sizeof(char *));
-  p->values = calloc(n ? n : 1, sizeof(char *));
-  p->changes = calloc(m ? m : 1, sizeof(*p->changes));
-  if (!p->keys || !p->values || !p->changes) {
-    snprintf(why, why_size, "out of memory");
-    return -1;
-  }
-  const char *k;
-  json_t *v;
-  json_object_foreach(cfg, k, v) {
-    if (!json_is_string(v)) {
-      snprintf(why, why_size, "config '%.100s' is not a string", k);
-      return -1;
-    }
-    p->keys[p->c.n_configs] = k;
-    p->values[p->c.n_configs++] = json_string_value(v);
-  }
-  for (size_t i = 0; i < m; i++) {
-    json_t *e = json_array_get(ch, i), *old = NULL, *new_ = NULL;
-    const char *key = NULL;
-    int op = 0;
-    if (json_unpack(e, "{s:s,s:i,s:o,s:o}", "key", &key, "op", &op, "old",
-                    &old, "new", &new_) ||
-        (!json_is_null(old) && !json_is_string(old)) ||
-        (!json_is_null(new_) && !json_is_string(new_))) {
-      snprintf(why, why_size, "change %zu is malformed", i);
-      return -1;
-    }
-    p->changes[i] = (dc_store_change_t){.key = key, .op = (int8_t)op,
-                                        .old_value = json_string_value(old),
-                                        .new_value = json_string_value(new_)};
-  }
-  p->c.keys = p->keys;
-  p->c.values = p->values;
-  p->c.changes = p->changes;
-  p->c.n_changes = m;
-  return 0;
-}
-
-/* Reads one record into p. 0, or -1 with why (the record is skipped). */
 /* A decimal header of m; def when absent or not a number. */
 static int64_t header_int(const rd_kafka_message_t *m, const char *name,
                           int64_t def) {
@@ -319,53 +179,14 @@ static int64_t header_int(const rd_kafka_message_t *m, const char *name,
   return *end ? def : (int64_t)x;
 }
 
-static int parse_record(const rd_kafka_message_t *m, parsed_t *p, char *why,
+/* Reads one consumed record into p. 0, or -1 with why (it is skipped). */
+static int parse_record(const rd_kafka_message_t *m, dc_log_record_t *p, char *why,
                         size_t why_size) {
-  memset(p, 0, sizeof(*p));
-  p->epoch = header_int(m, "dynconf-epoch", 0);
-  p->node = (int32_t)header_int(m, "dynconf-node", -1);
-  if (m->key_len == strlen(CLAIM_KEY) &&
-      !memcmp(m->key, CLAIM_KEY, m->key_len)) {
-    p->claim = true;
-    if (p->epoch > 0 && p->node >= 0)
-      return 0;
-    snprintf(why, why_size, "a claim without its epoch and node");
-    return -1;
-  }
-  if (!m->payload)
-    return parse_tombstone(m, p, why, why_size);
-  json_error_t je;
-  p->root = json_loadb(m->payload, m->len, JSON_REJECT_DUPLICATES, &je);
-  const char *t = NULL, *name = NULL;
-  json_t *cfg = NULL, *ch = NULL, *princ = NULL, *peer = NULL, *api = NULL;
-  json_int_t time_ms = 0;
-  if (!p->root) {
-    snprintf(why, why_size, "not JSON (%s)", je.text);
-    return -1;
-  }
-  if (json_unpack(p->root, "{s:s,s:s,s:o,s:I,s?o,s?o,s?o,s:o}", "type", &t,
-                  "name", &name, "configs", &cfg, "time_ms", &time_ms,
-                  "principal", &princ, "peer", &peer, "api", &api, "changes",
-                  &ch) ||
-      !json_is_object(cfg) || !json_is_array(ch)) {
-    snprintf(why, why_size, "not a dynconf record");
-    return -1;
-  }
-  int8_t rt = !strcmp(t, "client") ? DC_RES_CLIENT
-              : !strcmp(t, "user") ? DC_RES_USER : 0;
-  dc_scope_ent_t se;
-  char ewhy[300];
-  if (!rt || dc_scope_ent_init(&se, rt, name, ewhy, sizeof(ewhy)) ||
-      strcmp(se.name, name)) {
-    snprintf(why, why_size, "entity %.20s '%.100s' is not valid", t, name);
-    return -1;
-  }
-  p->c = (dc_store_commit_t){.resource_type = rt, .entity = name,
-                             .principal = json_string_value(princ),
-                             .peer = json_string_value(peer),
-                             .api = json_string_value(api),
-                             .time_ms = time_ms};
-  return parse_lists(cfg, ch, p, why, why_size);
+  return dc_log_record_parse(m->key, m->key_len, m->payload,
+                             m->payload ? m->len : 0,
+                             header_int(m, DC_LOG_HDR_EPOCH, 0),
+                             (int32_t)header_int(m, DC_LOG_HDR_NODE, -1), p,
+                             why, why_size);
 }
 
 /* ---- applying the log -------------------------------------------------- */
@@ -378,7 +199,7 @@ typedef struct notify {
 
 /* What one pass over arriving records is doing. */
 typedef struct applying {
-  parsed_t batch[APPLY_BATCH];
+  dc_log_record_t batch[APPLY_BATCH];
   size_t n;
   int64_t next;            /* offset after the last record seen */
   int64_t epoch;           /* the current claim as of that record */
@@ -420,7 +241,7 @@ static int flush_batch(kafka_store_t *k, applying_t *a, char *errstr,
     if (!r && a->nt && a->nt->cb)
       a->nt->cb(a->nt->opaque, c[i].resource_type, c[i].entity,
                 c[i].n_configs, c[i].keys, c[i].values);
-    parsed_free(&a->batch[i]);
+    dc_log_record_free(&a->batch[i]);
   }
   a->n = 0;
   if (!r) {
@@ -452,7 +273,7 @@ static bool ours(const rd_kafka_message_t *m, const int64_t *offsets,
 }
 
 /* A claim: a newer one makes its writer the log's writer from here on. */
-static void take_claim(kafka_store_t *k, applying_t *a, const parsed_t *p) {
+static void take_claim(kafka_store_t *k, applying_t *a, const dc_log_record_t *p) {
   if (p->epoch <= a->epoch)
     return;
   dc_log(DC_LOG_INFO, "kafka store: node %d writes %s from epoch %lld on",
@@ -463,7 +284,7 @@ static void take_claim(kafka_store_t *k, applying_t *a, const parsed_t *p) {
 
 /* A change is applied when its writer holds the current claim (before any
  * claim, every change is). */
-static bool by_current_writer(const applying_t *a, const parsed_t *p) {
+static bool by_current_writer(const applying_t *a, const dc_log_record_t *p) {
   return a->epoch == 0 || (p->epoch == a->epoch && p->node == a->node);
 }
 
@@ -487,7 +308,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
   if (m->offset < a->next)
     return 0; /* applied already (this writer's own, applied as written) */
   char why[300];
-  parsed_t *p = &a->batch[a->n];
+  dc_log_record_t *p = &a->batch[a->n];
   bool mine = a->offsets && ours(m, a->offsets, a->n_ours);
   a->next = m->offset + 1;
   if (parse_record(m, p, why, sizeof(why))) {
@@ -509,13 +330,13 @@ static int take_message(kafka_store_t *k, applying_t *a,
     a->n++;
     return 0;
   }
-  parsed_free(p);
+  dc_log_record_free(p);
   return 0;
 }
 
 static void applying_drop(applying_t *a) {
   for (size_t i = 0; i < a->n; i++)
-    parsed_free(&a->batch[i]);
+    dc_log_record_free(&a->batch[i]);
   a->n = 0;
 }
 
@@ -773,8 +594,8 @@ static int produce_one(kafka_store_t *k, const char *key, const char *val,
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_KEY(key, strlen(key)),
       RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
-      RD_KAFKA_V_HEADER("dynconf-node", node, -1),
-      RD_KAFKA_V_HEADER("dynconf-epoch", epoch, -1), RD_KAFKA_V_OPAQUE(d),
+      RD_KAFKA_V_HEADER(DC_LOG_HDR_NODE, node, -1),
+      RD_KAFKA_V_HEADER(DC_LOG_HDR_EPOCH, epoch, -1), RD_KAFKA_V_OPAQUE(d),
       RD_KAFKA_V_END);
   if (e) {
     snprintf(errstr, errstr_size, "cannot queue the record %s: %s", key,
@@ -793,8 +614,8 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                        int64_t now, delivery_t **d, size_t *queued,
                        char *errstr, size_t errstr_size) {
   for (size_t i = 0; i < n; i++) {
-    char *key = record_key(c[i].resource_type, c[i].entity);
-    char *val = key ? record_value(&c[i], now) : NULL;
+    char *key = dc_log_record_key(c[i].resource_type, c[i].entity);
+    char *val = key ? dc_log_record_value(&c[i], now) : NULL;
     int r = -1;
     if (!val)
       snprintf(errstr, errstr_size, "cannot write %s '%.200s' to the log: "
@@ -1076,7 +897,7 @@ static int claim_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
            (long long)k->my_epoch, (int)k->node_id);
   delivery_t *d = NULL;
-  if (produce_one(k, CLAIM_KEY, val, &d, errstr, errstr_size))
+  if (produce_one(k, DC_LOG_CLAIM_KEY, val, &d, errstr, errstr_size))
     return -1;
   char why[512];
   int r = await_deliveries(k, &d, 1, deadline, why, sizeof(why));

@@ -39,7 +39,8 @@ command -v "$CC" >/dev/null 2>&1 || {
 # drives dc_broker_handle() directly, so the event loop is not needed.
 SOURCES=
 for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/broker/*.c; do
-  case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka.c)
+  case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka.c | \
+    */lib/broker/store_record.c)
     continue ;;
   esac
   SOURCES="$SOURCES $f"

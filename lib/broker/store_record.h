@@ -1,0 +1,55 @@
+/*
+ * The records of the Kafka-topic store's log (store_kafka.c), pure: bytes
+ * and commits in and out, no I/O.
+ *
+ *   key "client:NAME" / "user:NAME", value (JSON):
+ *     {"type":"client","name":"app-1","configs":{"acks":"1"},
+ *      "time_ms":1700000000000,"principal":"User:alice","peer":"10.0.0.1:5",
+ *      "api":"IncrementalAlterConfigs",
+ *      "changes":[{"key":"acks","op":0,"old":null,"new":"1"}]}
+ *   or no value (a tombstone: the entity named by the key has nothing);
+ *   key "claim": a writer claiming the log (headers only).
+ * Headers: DC_LOG_HDR_EPOCH and DC_LOG_HDR_NODE, the writer's epoch and
+ * node id, in decimal.
+ */
+#ifndef DC_STORE_RECORD_H
+#define DC_STORE_RECORD_H
+#include "broker/store.h"
+
+#include <jansson.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DC_LOG_CLAIM_KEY "claim"
+#define DC_LOG_HDR_EPOCH "dynconf-epoch"
+#define DC_LOG_HDR_NODE "dynconf-node"
+
+/* One record read back: the commit it stands for, its strings owned by
+ * root (or by name for a tombstone). */
+typedef struct dc_log_record {
+  bool claim;     /* a writer's claim, not a change */
+  int64_t epoch;  /* its writer's epoch (0 = none) */
+  int32_t node;   /* its writer's node (-1 = none) */
+  dc_store_commit_t c;
+  json_t *root;
+  char *name;     /* tombstone: the entity from the key (owned) */
+  const char **keys, **values;
+  dc_store_change_t *changes;
+} dc_log_record_t;
+
+/* The key of an entity's records (caller frees; NULL on OOM). */
+char *dc_log_record_key(int8_t type, const char *entity);
+/* The value of one commit (caller frees); NULL when a key or value is not
+ * valid UTF-8 (JSON cannot carry it) or memory ran out. */
+char *dc_log_record_value(const dc_store_commit_t *c, int64_t time_ms);
+/* Reads one record (value NULL = a tombstone) written by (epoch, node)
+ * into p: an entity of a known type with a canonical name, every config a
+ * string an alter would accept, every change well formed. 0, or -1 with
+ * why (p is then to be freed, and the record skipped). */
+int dc_log_record_parse(const void *key, size_t key_len, const void *value,
+                        size_t value_len, int64_t epoch, int32_t node,
+                        dc_log_record_t *p, char *why, size_t why_size);
+void dc_log_record_free(dc_log_record_t *p);
+#endif
