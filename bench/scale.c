@@ -36,6 +36,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "alter.h"
 #include "client/kclient.h"
 #include "common/schema.h"
 #include "common/errors.h"
@@ -72,9 +73,6 @@ typedef struct cfg {
 static int enc_describe(dc_buf_t *b, int16_t v, const void *req) {
   return dc_describe_configs_req_encode(b, v, req);
 }
-static int enc_incremental(dc_buf_t *b, int16_t v, const void *req) {
-  return dc_incremental_alter_configs_req_encode(b, v, req);
-}
 
 static dc_kclient_t *connect_to(const cfg_t *c, int16_t *iac_version) {
   char err[512] = "";
@@ -101,42 +99,6 @@ static dc_kclient_t *connect_to(const cfg_t *c, int16_t *iac_version) {
 
 /* ---- latency ------------------------------------------------------------ */
 
-/* One IncrementalAlterConfigs SET. Returns the resource's error code, or
- * -1 when the request itself failed (the connection is then closed). */
-static int alter_set(dc_kclient_t *kc, int16_t v, const char *entity,
-                     int n, const char *const *keys,
-                     const char *const *values, bool validate_only,
-                     int timeout_ms, char *msg, size_t msg_size) {
-  dc_alter_config_t ops[32];
-  for (int i = 0; i < n; i++)
-    ops[i] = (dc_alter_config_t){(char *)keys[i], DC_OP_SET,
-                                 (char *)values[i]};
-  dc_alter_resource_t res = {DC_RES_CLIENT, (char *)entity, n, ops};
-  dc_alter_configs_req_t req = {1, &res, validate_only};
-  dc_arena_t arena;
-  dc_arena_init(&arena);
-  dc_rd_t rd;
-  dc_alter_configs_resp_t resp;
-  int rc = -1;
-  msg[0] = '\0';
-  if (dc_kclient_request(kc, DC_API_INCREMENTAL_ALTER_CONFIGS, v,
-                         enc_incremental, &req, timeout_ms, &rd, &arena, msg,
-                         msg_size) == 0) {
-    if (dc_incremental_alter_configs_resp_decode(&rd, v, &resp) == 0 &&
-        resp.n_responses == 1) {
-      rc = resp.responses[0].error_code;
-      if (rc)
-        snprintf(msg, msg_size, "%s: %s", dc_err_name(rc),
-                 resp.responses[0].error_message
-                     ? resp.responses[0].error_message
-                     : "(no message)");
-    } else {
-      snprintf(msg, msg_size, "undecodable IncrementalAlterConfigs response");
-    }
-  }
-  dc_arena_free(&arena);
-  return rc;
-}
 
 /* DescribeConfigs v1 of a client with synonyms. Returns the resource's
  * error code or -1; with key set, copies the entity's own value of it
@@ -241,7 +203,7 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
       const char *val = s->validate_only ? fixed
                         : ((i % 2 == 0) != flip) ? s->a
                                                  : s->b;
-      rc = alter_set(*kcp, *v, entity, 1, &s->key, &val, s->validate_only,
+      rc = bench_alter_set(*kcp, *v, entity, 1, &s->key, &val, s->validate_only,
                      c->timeout_ms, msg, sizeof(msg));
     } else {
       rc = describe(*kcp, entity, NULL, NULL, c->timeout_ms, msg, sizeof(msg));
@@ -404,7 +366,7 @@ static int cmd_attack_seed(const cfg_t *c) {
       continue;
     /* Each key on its own, halving what the server refuses. */
     int rc;
-    while ((rc = alter_set(kc, v, c->client, 1, &all[i].name,
+    while ((rc = bench_alter_set(kc, v, c->client, 1, &all[i].name,
                            (const char *const *)&val, false, c->timeout_ms,
                            msg, sizeof(msg))) > 0 &&
            shrink(val, &all[i]))

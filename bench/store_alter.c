@@ -20,6 +20,7 @@
  * Exit status: 0 when every alter succeeded and the last value is served,
  * 1 otherwise (with the first error on stderr), 2 on a usage error.
  */
+#include "alter.h"
 #include "client/kclient.h"
 #include "codec/proto.h"
 #include "common/arena.h"
@@ -38,9 +39,6 @@ typedef struct cfg {
   double max_seconds;
 } cfg_t;
 
-static int enc_incremental(dc_buf_t *b, int16_t v, const void *req) {
-  return dc_incremental_alter_configs_req_encode(b, v, req);
-}
 static int enc_describe(dc_buf_t *b, int16_t v, const void *req) {
   return dc_describe_configs_req_encode(b, v, req);
 }
@@ -50,32 +48,8 @@ static int enc_describe(dc_buf_t *b, int16_t v, const void *req) {
  * (the connection is then closed); msg gets the reason. */
 static int alter_set(dc_kclient_t *kc, int16_t v, const cfg_t *c,
                      const char *value, char *msg, size_t msg_size) {
-  dc_alter_config_t op = {(char *)c->key, DC_OP_SET, (char *)value};
-  dc_alter_resource_t res = {DC_RES_CLIENT, (char *)c->entity, 1, &op};
-  dc_alter_configs_req_t req = {1, &res, false};
-  dc_arena_t arena;
-  dc_arena_init(&arena);
-  dc_rd_t rd;
-  dc_alter_configs_resp_t resp;
-  int rc = -1;
-  msg[0] = '\0';
-  if (dc_kclient_request(kc, DC_API_INCREMENTAL_ALTER_CONFIGS, v,
-                         enc_incremental, &req, c->timeout_ms, &rd, &arena,
-                         msg, msg_size) == 0) {
-    if (dc_incremental_alter_configs_resp_decode(&rd, v, &resp) == 0 &&
-        resp.n_responses == 1) {
-      rc = resp.responses[0].error_code;
-      if (rc)
-        snprintf(msg, msg_size, "%s: %s", dc_err_name(rc),
-                 resp.responses[0].error_message
-                     ? resp.responses[0].error_message
-                     : "(no message)");
-    } else {
-      snprintf(msg, msg_size, "undecodable IncrementalAlterConfigs response");
-    }
-  }
-  dc_arena_free(&arena);
-  return rc;
+  return bench_alter_set(kc, v, c->entity, 1, &c->key, &value, false,
+                         c->timeout_ms, msg, msg_size);
 }
 
 /* DescribeConfigs v1 of the entity's key: true when it resolves to want
