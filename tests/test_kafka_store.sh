@@ -212,6 +212,21 @@ tap_isnt $? 0 "an alter on R is refused"
 tap_like "$out" "read replica of topic _dynconf_configs" "  saying R only reads"
 tap_like "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/r" --history)" \
   "client:app-2 linger.ms SET \(unset\) -> 7" "R's history has the writer's change"
+# A backlog longer than one pass (1000 records): R paused while the writer
+# takes 2500 alters, then resumed, catches up to the last one.
+kill -STOP "$DC_PID"
+timeout 120 "$DC_BUILDDIR/bench/store_alter" --target "127.0.0.1:$W_PORT" \
+  --entity backlog --alters 2500 --warmup 0 --base 1 >/dev/null 2>&1
+tap_is $? 0 "2500 alters on the writer while R is paused"
+last=$(DC_PORT=$W_PORT value_of backlog linger.ms)
+kill -CONT "$DC_PID"
+seen=
+for ((i = 0; i < 300; i++)); do
+  seen=$(value_of backlog linger.ms)
+  [ -n "$last" ] && [ "$seen" = "$last" ] && break
+  sleep 0.1
+done
+tap_is "$seen" "$last" "resumed, R applies the whole backlog (last value $last)"
 kill -9 "$W_PID"
 { wait "$W_PID"; } 2>/dev/null
 tap_is "$(value_of app-2 linger.ms)" 7 "with the writer killed, R still serves"

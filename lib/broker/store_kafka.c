@@ -375,9 +375,12 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
   return flush_batch(k, &a, errstr, errstr_size);
 }
 
-/* A pass between requests: whatever has arrived, without waiting, each
- * change told to cb once it is in the cache (a writer's own records were
- * read back by its commit already). */
+/* A pass between requests: what has arrived, without waiting, each change
+ * told to cb once it is in the cache (a writer's own records were applied
+ * by its commit already). At most APPLY_BATCH records a pass, so a long
+ * backlog holds the server's loop for one batch at a time: when more may
+ * be waiting, the pipe is written again and the loop comes back after
+ * serving its connections. */
 static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
                       char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
@@ -387,17 +390,22 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
   while (read(k->event_pipe[0], drain, sizeof(drain)) > 0)
     ;
   applying_start(&a, k, NULL, 0, &nt);
-  rd_kafka_message_t *m;
-  while ((m = rd_kafka_consumer_poll(k->consumer, 0))) {
+  rd_kafka_message_t *m = NULL;
+  size_t taken = 0;
+  while (taken < APPLY_BATCH &&
+         (m = rd_kafka_consumer_poll(k->consumer, 0))) {
     int r = take_message(k, &a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
+    taken++;
     if (r < 0) {
       char ferr[256];
       flush_batch(k, &a, ferr, sizeof(ferr));
       return -1;
     }
-    if (a.n == APPLY_BATCH && flush_batch(k, &a, errstr, errstr_size))
-      return -1;
+  }
+  if (taken == APPLY_BATCH) {
+    ssize_t w = write(k->event_pipe[1], "1", 1);
+    (void)w; /* a full pipe already wakes the loop */
   }
   return flush_batch(k, &a, errstr, errstr_size);
 }
