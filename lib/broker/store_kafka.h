@@ -6,24 +6,30 @@
  * from the topic. Reads (load, history, export) are served by the cache.
  *
  * Each record: key "client:NAME" or "user:NAME"; value the entity's whole
- * override set after the change plus the audit rows that explain it
- * (JSON, see store_kafka.c); an empty set is written as a tombstone, so a
- * compacted topic keeps exactly the current state. Header "dynconf-node"
- * names the writer.
+ * override set after the change plus the audit rows that explain it; an
+ * entity left empty also gets a tombstone, so a compacted topic keeps
+ * exactly the current state (format: store_record.h).
+ *
+ * One writer at a time, fenced through the log: a store that writes claims
+ * the topic when it opens (a claim record with the next epoch, read back)
+ * and stamps every record with its epoch and node; every store applies
+ * only the latest claim's records, so a writer another one has fenced gets
+ * nothing applied anywhere, learns it when it next writes, and refuses
+ * writes from then on.
  *
  * Every store follows the topic as it grows (dc_store_event_fd and
  * dc_store_poll hand over what others write): read replicas (read_only)
- * serve what the writer wrote and never write; a writer fenced by a newer
- * one serves what its successor writes.
+ * serve what the writer wrote and never write; a fenced writer serves what
+ * its successor writes.
  *
- * One writer per topic for now: a record in the log that this store did
- * not write (another dynconfd on the same topic) is applied to the cache,
- * logged, and from then on every commit is refused until a restart
- * re-reads the topic, so no acknowledged change rests on a state the
- * server does not hold. After a commit that failed with records sent (Kafka
- * unreachable, a timeout: a record may still land), commits are refused
- * until Kafka answers again and the log shows none landed (then they
- * resume by themselves) or one did (then until a restart).
+ * A record of the current claim that this store did not write (two writers
+ * with one node id), met while a commit reads the log back, is applied to
+ * the cache and logged, and commits are refused until a restart re-reads
+ * the topic. After a commit that failed
+ * with records sent (Kafka unreachable, a timeout: a record may still
+ * land), commits are refused until Kafka answers again and the log shows
+ * none landed (then they resume by themselves) or one did (then until a
+ * restart).
  */
 #ifndef DC_STORE_KAFKA_H
 #define DC_STORE_KAFKA_H
