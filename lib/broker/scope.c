@@ -90,6 +90,10 @@
 #define HB "heartbeat.interval.ms"
 #define ST "session.timeout.ms"
 
+const char *dc_scope_type_name(int8_t type) {
+  return type == DC_RES_CLIENT ? "client" : type == DC_RES_USER ? "user" : NULL;
+}
+
 int dc_scope_ent_init(dc_scope_ent_t *e, int8_t type, const char *name,
                       char *errstr, size_t errstr_size) {
   memset(e, 0, sizeof(*e));

@@ -26,6 +26,10 @@ typedef struct dc_scope_ent {
   dc_user_entity_t parts;
 } dc_scope_ent_t;
 
+/* "client" for DC_RES_CLIENT, "user" for DC_RES_USER, NULL otherwise: the
+ * entity types' names in exports and the Kafka store's records. */
+const char *dc_scope_type_name(int8_t type);
+
 /* Checks and canonicalises (type, name) for a describe or alter. type
  * must be DC_RES_CLIENT or DC_RES_USER. 0, or -1 with a sentence for the
  * client (INVALID_REQUEST) in errstr. */

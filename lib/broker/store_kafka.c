@@ -7,6 +7,8 @@
 #include "broker/store_kafka.h"
 #include "broker/store_record.h"
 #include "codec/proto.h"
+#include "broker/scope.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <librdkafka/rdkafka.h>
@@ -49,22 +51,6 @@ typedef struct kafka_store {
   int event_pipe[2];         /* the consumer queue's io events */
   rd_kafka_queue_t *cq;      /* owned reference to the consumer queue */
 } kafka_store_t;
-
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *type_name(int8_t t) {
-  return t == DC_RES_CLIENT ? "client" : t == DC_RES_USER ? "user" : NULL;
-}
 
 /* ---- configuration ----------------------------------------------------- */
 
@@ -350,7 +336,7 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
   static applying_t a;
   applying_start(&a, k, offsets, n_ours, NULL);
   while (a.next < until) {
-    int left = (int)(deadline - mono_ms());
+    int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
       snprintf(errstr, errstr_size, "reading topic %s at %s: offset %lld "
                "not reached within %d ms", k->topic, k->bootstrap,
@@ -539,14 +525,14 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
              rd_kafka_err2str(e));
     return -1;
   }
-  int64_t t0 = mono_ms();
+  int64_t t0 = dc_mono_ms();
   if (catch_up(k, hi, NULL, 0, NULL, t0 + k->timeout_ms + (hi - off) / 10,
                errstr,
                errstr_size))
     return -1;
   dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
          "%lld ms", k->topic, (long long)off, (long long)hi,
-         (long long)(mono_ms() - t0));
+         (long long)(dc_mono_ms() - t0));
   return 0;
 }
 
@@ -627,7 +613,7 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
     int r = -1;
     if (!val)
       snprintf(errstr, errstr_size, "cannot write %s '%.200s' to the log: "
-               "%s", type_name(c[i].resource_type), c[i].entity,
+               "%s", dc_scope_type_name(c[i].resource_type), c[i].entity,
                key ? "a key or value is not valid UTF-8 (JSON cannot carry "
                      "it), or out of memory" : "out of memory");
     else if (!(r = produce_one(k, key, val, &d[*queued], errstr,
@@ -655,7 +641,7 @@ static int await_deliveries(kafka_store_t *k, delivery_t **d, size_t n,
       done += d[i]->done;
     if (done == n)
       break;
-    int left = (int)(deadline - mono_ms());
+    int left = (int)(deadline - dc_mono_ms());
     if (left <= 0)
       break;
     rd_kafka_poll(k->producer, left < 100 ? left : 100);
@@ -760,13 +746,13 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   delivery_t **d = calloc(2 * n, sizeof(*d));
   int64_t *offsets = calloc(2 * n, sizeof(*offsets));
   size_t queued = 0;
-  int64_t deadline = mono_ms() + k->timeout_ms;
+  int64_t deadline = dc_mono_ms() + k->timeout_ms;
   int rc = -1;
   if (!d || !offsets) {
     snprintf(errstr, errstr_size, "out of memory");
     goto out;
   }
-  int64_t now = wall_ms();
+  int64_t now = dc_wall_ms();
   int pr = produce_all(k, c, n, now, d, &queued, errstr, errstr_size);
   char why[512] = "";
   int aw = await_deliveries(k, d, queued, deadline, why, sizeof(why));
@@ -899,7 +885,7 @@ static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
  * newer claim got there first this store does not write (its commits say
  * who does). */
 static int claim_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
-  int64_t deadline = mono_ms() + k->timeout_ms;
+  int64_t deadline = dc_mono_ms() + k->timeout_ms;
   k->my_epoch = k->epoch + 1;
   char val[96];
   snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",

@@ -13,16 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *type_name(int8_t t) {
-  return t == DC_RES_CLIENT ? "client" : t == DC_RES_USER ? "user" : NULL;
-}
-
 /* The record key of an entity, "client:NAME" / "user:NAME" (caller frees). */
 char *dc_log_record_key(int8_t type, const char *entity) {
   size_t n = strlen(entity) + 8;
   char *k = malloc(n);
   if (k)
-    snprintf(k, n, "%s:%s", type_name(type), entity);
+    snprintf(k, n, "%s:%s", dc_scope_type_name(type), entity);
   return k;
 }
 
@@ -46,7 +42,7 @@ char *dc_log_record_value(const dc_store_commit_t *c, int64_t time_ms) {
   }
   char *out = NULL;
   if (!bad &&
-      !json_object_set_new(v, "type", json_string(type_name(c->resource_type))) &&
+      !json_object_set_new(v, "type", json_string(dc_scope_type_name(c->resource_type))) &&
       !json_object_set_new(v, "name", json_string(c->entity)) &&
       !json_object_set(v, "configs", cfg) &&
       !json_object_set_new(v, "time_ms", json_integer(time_ms)) &&

@@ -18,10 +18,6 @@
 #define FORMAT_NAME "dynconf-export"
 #define FORMAT_VERSION 1
 
-static const char *type_name(int8_t type) {
-  return type == DC_RES_CLIENT ? "client" : type == DC_RES_USER ? "user" : NULL;
-}
-
 /* ---- export ------------------------------------------------------------ */
 
 typedef struct exporter {
@@ -43,9 +39,9 @@ static int flush_entity(exporter_t *x) {
   int rc = -1;
   if (!e || !name) {
     snprintf(x->errstr, x->errstr_size, "%s entity '%.300s': its name is not "
-             "valid UTF-8, which JSON cannot carry", type_name(x->type),
+             "valid UTF-8, which JSON cannot carry", dc_scope_type_name(x->type),
              x->entity);
-  } else if (json_object_set_new(e, "type", json_string(type_name(x->type))) ||
+  } else if (json_object_set_new(e, "type", json_string(dc_scope_type_name(x->type))) ||
              json_object_set_new(e, "name", name) ||
              json_object_set(e, "configs", x->configs)) {
     name = NULL;
@@ -72,7 +68,7 @@ static int flush_entity(exporter_t *x) {
 static int export_row(void *opaque, int8_t type, const char *entity,
                       const char *key, const char *value) {
   exporter_t *x = opaque;
-  if (!type_name(type))
+  if (!dc_scope_type_name(type))
     return 0; /* nothing else is stored; a future type is not ours */
   if (!x->entity || x->type != type || strcmp(x->entity, entity)) {
     if (flush_entity(x))
@@ -88,7 +84,7 @@ static int export_row(void *opaque, int8_t type, const char *entity,
   json_t *v = json_string(value);
   if (!v || json_object_set_new(x->configs, key, v)) {
     snprintf(x->errstr, x->errstr_size, "%s entity '%.300s', key '%.200s': "
-             "not valid UTF-8, which JSON cannot carry", type_name(type),
+             "not valid UTF-8, which JSON cannot carry", dc_scope_type_name(type),
              entity, key);
     return -1;
   }
