@@ -40,6 +40,17 @@ value_of() { # value_of ENTITY KEY: resolved value, or ""
     sed -n "s/^ *$2=\([^ ]*\) .*/\1/p"
 }
 export_of() { timeout 30 "$DC_DYNCONFD" --data-dir "$1" --export -; }
+# await_value ENTITY KEY WANT [TRIES]: polls value_of (on $DC_PORT) every
+# 0.1 s until it is WANT; prints the last value read.
+await_value() {
+  local i v=
+  for ((i = 0; i < ${4:-100}; i++)); do
+    v=$(value_of "$1" "$2")
+    [ -n "$3" ] && [ "$v" = "$3" ] && break
+    sleep 0.1
+  done
+  printf '%s' "$v"
+}
 
 # ---- writes land in the topic ---------------------------------------------
 dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "dynconfd A did not start"
@@ -150,12 +161,7 @@ tap_is $? 0 "F takes alters"
 out=$(DC_PORT=$A_PORT cli --entity-type clients --entity-name fenced \
   --alter --add-config 'acks=1' 2>&1)
 tap_like "$out" "no longer writes" "the old writer refuses later alters at once"
-seen=
-for ((i = 0; i < 100; i++)); do
-  seen=$(DC_PORT=$A_PORT value_of fenced acks)
-  [ "$seen" = 0 ] && break
-  sleep 0.1
-done
+seen=$(DC_PORT=$A_PORT await_value fenced acks 0)
 tap_is "$seen" 0 "the fenced writer follows its successor's alters"
 # A fenced writer's record that reaches the log is ignored by everyone:
 # write one with an old epoch from outside, then a marker through F.
@@ -169,12 +175,7 @@ else
 fi
 DC_PORT=$F_PORT cli --entity-type clients --entity-name marker --alter \
   --add-config 'acks=1' >/dev/null
-seen=
-for ((i = 0; i < 100; i++)); do
-  seen=$(DC_PORT=$A_PORT value_of marker acks)
-  [ "$seen" = 1 ] && break
-  sleep 0.1
-done
+seen=$(DC_PORT=$A_PORT await_value marker acks 1)
 tap_is "$seen" 1 "a later alter on F reaches A"
 tap_is "$(DC_PORT=$A_PORT value_of zombie acks)$(DC_PORT=$F_PORT value_of zombie acks)" "" \
   "the stale-epoch record is applied neither by A nor by F"
@@ -199,12 +200,7 @@ tap_is "$(value_of app-1 acks)" 0 "R starts with everything written so far"
 DC_PORT=$W_PORT cli --entity-type clients --entity-name app-2 --alter \
   --add-config 'linger.ms=7' >/dev/null
 tap_is $? 0 "an alter on the writer"
-seen=
-for ((i = 0; i < 100; i++)); do
-  seen=$(value_of app-2 linger.ms)
-  [ "$seen" = 7 ] && break
-  sleep 0.1
-done
+seen=$(await_value app-2 linger.ms 7)
 tap_is "$seen" 7 "R serves it without a restart"
 out=$(cli --entity-type clients --entity-name app-2 --alter \
   --add-config 'linger.ms=8' 2>&1)
@@ -220,12 +216,7 @@ timeout 120 "$DC_BUILDDIR/bench/store_alter" --target "127.0.0.1:$W_PORT" \
 tap_is $? 0 "2500 alters on the writer while R is paused"
 last=$(DC_PORT=$W_PORT value_of backlog linger.ms)
 kill -CONT "$DC_PID"
-seen=
-for ((i = 0; i < 300; i++)); do
-  seen=$(value_of backlog linger.ms)
-  [ -n "$last" ] && [ "$seen" = "$last" ] && break
-  sleep 0.1
-done
+seen=$(await_value backlog linger.ms "$last" 300)
 tap_is "$seen" "$last" "resumed, R applies the whole backlog (last value $last)"
 kill -9 "$W_PID"
 { wait "$W_PID"; } 2>/dev/null
