@@ -108,7 +108,7 @@ dc_expect 0 "$ALTERED" "$DC_TMP/out" "encrypted key with the right ssl.key.passw
 props badkeypw "$CA" "ssl.certificate.location=$CERTS/alice.pem" \
   "ssl.key.location=$CERTS/alice.enc.key" ssl.key.password=wrong-pw
 alter badkeypw
-dc_expect 2 "$(usage badkeypw "cannot load client key $CERTS/alice\.enc\.key: bad decrypt \(is ssl\.key\.password right\?\)")" \
+dc_expect 2 "$(usage badkeypw "cannot load client key $CERTS/alice\.enc\.key: it does not decrypt with the password given \(is ssl\.key\.password right\?\)")" \
   "$DC_TMP/err" "... the wrong ssl.key.password: clear error, exit 2"
 ! grep -q -e wrong-pw -e key-pw "$DC_TMP/err" "$DC_TMP/out"
 tap_ok $? "... and the password is not printed"

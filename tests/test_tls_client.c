@@ -164,8 +164,8 @@ static void test_encrypted_key(void) {
   s.ssl_key_password = "key-pw";
   works(&s, "encrypted PKCS#8 key file, right ssl.key.password");
   s.ssl_key_password = "wrong-pw";
-  snprintf(want, sizeof(want), "cannot load client key %s: bad decrypt (is "
-           "ssl.key.password right?)", s.ssl_key);
+  snprintf(want, sizeof(want), "cannot load client key %s: it does not "
+           "decrypt with the password given (is ssl.key.password right?)", s.ssl_key);
   refused(&s, want, "encrypted key file, wrong ssl.key.password");
   no_secret(&s, "wrong ssl.key.password");
   s.ssl_key_password = NULL;
@@ -178,8 +178,8 @@ static void test_encrypted_key(void) {
   s.ssl_key_password = "key-pw";
   works(&s, "encrypted traditional key in ssl.key.pem, right password");
   s.ssl_key_password = "wrong-pw";
-  refused(&s, "cannot load client key from ssl.key.pem: bad decrypt (is "
-              "ssl.key.password right?)",
+  refused(&s, "cannot load client key from ssl.key.pem: it does not decrypt "
+              "with the password given (is ssl.key.password right?)",
           "encrypted ssl.key.pem, wrong ssl.key.password");
   no_secret(&s, "wrong ssl.key.password for ssl.key.pem");
   s.ssl_key_pem = text("alice.key"), s.ssl_key_password = "unused";

@@ -322,7 +322,6 @@ static int give_password(char *buf, int size, int rwflag, void *u) {
  * errstr set. Caller frees. */
 static EVP_PKEY *read_key(const src_t *s, const char *password, char *errstr,
                           size_t errstr_size) {
-  char why[256];
   BIO *b = src_open(s, errstr, errstr_size);
   if (!b)
     return NULL;
@@ -336,8 +335,11 @@ static EVP_PKEY *read_key(const src_t *s, const char *password, char *errstr,
   if (kp.asked && !password)
     src_fail(s, "the key is encrypted and ssl.key.password is not set", NULL,
              errstr, errstr_size);
-  else if (kp.asked)
-    src_fail(s, ssl_first_reason(why, sizeof(why), "cannot decrypt"),
+  else if (kp.asked) /* OpenSSL's reason varies with the random salt: a
+                        * wrong key usually fails the padding check ("bad
+                        * decrypt") but sometimes passes it and fails later
+                        * in the ASN.1 decoding, so it is not quoted. */
+    src_fail(s, "it does not decrypt with the password given",
              "is ssl.key.password right?", errstr, errstr_size);
   else
     src_fail(s, "no PEM private key found", NULL, errstr, errstr_size);
