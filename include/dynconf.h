@@ -39,6 +39,7 @@ const char *dynconf_version_str(void);
   X(ILLEGAL_SASL_STATE, 34, "Illegal SASL state")                              \
   X(UNSUPPORTED_VERSION, 35, "Unsupported API version")                        \
   X(INVALID_CONFIG, 40, "Invalid configuration")                               \
+  X(NOT_CONTROLLER, 41, "This server does not take writes")                    \
   X(INVALID_REQUEST, 42, "Invalid request")                                    \
   X(POLICY_VIOLATION, 44, "Policy violation")                                  \
   X(SASL_AUTHENTICATION_FAILED, 58, "SASL authentication failed")              \

@@ -396,8 +396,8 @@ static int alter1(tb_t *t, int16_t api, int16_t v, bool validate_only,
 static void check_ranges(const dc_apiversions_resp_t *r, int16_t v) {
   static const struct {
     int16_t key, min, max;
-  } want[] = {{3, 0, 12},  {17, 0, 1}, {18, 0, 3},    {32, 0, 4},
-              {33, 0, 2}, {36, 0, 2}, {44, 0, 1}, {20000, 0, 0}};
+  } want[] = {{3, 0, 12},  {17, 0, 1}, {18, 0, 3},  {32, 0, 4},   {33, 0, 2},
+              {36, 0, 2}, {44, 0, 1}, {58, 0, 0}, {20000, 0, 0}};
   int bad = 0;
   for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
     int seen = 0;
@@ -421,12 +421,12 @@ static void check_ranges(const dc_apiversions_resp_t *r, int16_t v) {
   for (int32_t i = 0; i < r->n_api_keys; i++) {
     int16_t k = r->api_keys[i].api_key;
     if (k != 3 && k != 17 && k != 18 && k != 32 && k != 33 && k != 36 &&
-        k != 44 && k != 20000) {
+        k != 44 && k != 58 && k != 20000) {
       diag("  unexpected key %d", k);
       bad++;
     }
   }
-  ok(bad == 0, "ApiVersions v%d lists the eight APIs with their ranges", v);
+  ok(bad == 0, "ApiVersions v%d lists the nine APIs with their ranges", v);
 }
 
 static void test_apiversions(void) {
@@ -1404,6 +1404,7 @@ typedef struct fake_store {
   int commits;
   size_t batch; /* alters in the last commit */
   char last[1024]; /* the last commit's full set and changes, as text */
+  char who[256];   /* the last commit's principal and peer */
 } fake_store_t;
 
 static void fake_close(dc_store_t *st) { (void)st; }
@@ -1434,6 +1435,7 @@ static int fake_commit(dc_store_t *st, const dc_store_commit_t *batch,
     n += (size_t)snprintf(f->last + n, sizeof(f->last) - n, " %s=%s;",
                           c->keys[k], c->values[k]);
   snprintf(f->last + n, sizeof(f->last) - n, " changes:%zu", c->n_changes);
+  snprintf(f->who, sizeof(f->who), "%s %s", c->principal, c->peer);
   if (f->fail_commit) {
     snprintf(errstr, errstr_size, "disk full");
     return -1;
@@ -1833,6 +1835,114 @@ static void limits_classic_strings(void) {
   dc_tu_rmrf(dir);
 }
 
+/* ---- Envelope (forwarded alters) ---------------------------------------- */
+
+/* A replicated store in which this server (node 7) writes. */
+static size_t fake_replicas(dc_store_t *st, const dc_store_replica_t **out,
+                            int32_t *leader) {
+  (void)st;
+  static const dc_store_replica_t self = {7, 0, NULL};
+  *out = &self;
+  *leader = 7;
+  return 1;
+}
+static const dc_store_ops_t fake_replicated_ops = {.close = fake_close,
+                                                   .load = fake_load,
+                                                   .commit = fake_commit,
+                                                   .replicas = fake_replicas};
+
+/* Sends an Envelope carrying a request of (key) from principal at host;
+ * returns its error code (-999 unanswered) and the inner response's
+ * correlation id in *inner_corr (-1 without one). */
+static int envelope(tb_t *t, int16_t key, const char *principal,
+                    const char *host, int32_t *inner_corr) {
+  dc_buf_t body, inner, env;
+  dc_buf_init(&body);
+  dc_arena_reset(&t->build);
+  dc_alter_configs_req_t req = {1, NULL, false};
+  req.resources = dc_arena_alloc(&t->build, sizeof(*req.resources));
+  req.resources[0] = (dc_alter_resource_t){.resource_type = DC_RES_CLIENT,
+                                            .resource_name = S("fwd")};
+  req.resources[0].n_configs = 1;
+  req.resources[0].configs = dc_arena_alloc(&t->build, sizeof(dc_alter_config_t));
+  parse_cfg(&t->build, "=acks=1", &req.resources[0].configs[0]);
+  dc_incremental_alter_configs_req_encode(&body, 0, &req);
+  int32_t corr = t->corr;
+  t->corr = 4242;
+  build_payload(t, &inner, key, 0, &body);
+  t->corr = corr;
+  dc_envelope_req_t e = {inner.data + 4, (int32_t)inner.len - 4,
+                         (const uint8_t *)principal,
+                         principal ? (int32_t)strlen(principal) : -1,
+                         (const uint8_t *)host, (int32_t)strlen(host)};
+  dc_buf_init(&env);
+  dc_envelope_req_encode(&env, 0, &e);
+  dc_rd_t rd;
+  int rc = exchange(t, DC_API_ENVELOPE, 0, &env, &rd);
+  dc_buf_free(&body);
+  dc_buf_free(&inner);
+  dc_buf_free(&env);
+  dc_envelope_resp_t resp;
+  *inner_corr = -1;
+  if (rc != DC_HANDLE_OK || dc_envelope_resp_decode(&rd, 0, &resp))
+    return -999;
+  if (resp.response_data_len >= 4)
+    *inner_corr = (int32_t)be32(resp.response_data);
+  return resp.error_code;
+}
+
+static void test_envelope(void) {
+  tb_t t;
+  int32_t corr;
+  tb_init(&t, NULL, NULL);
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
+                  &corr), DC_ERR_INVALID_REQUEST,
+         "Envelope on a server without replicas: INVALID_REQUEST");
+  tb_free(&t);
+
+  fake_store_t f;
+  memset(&f, 0, sizeof(f));
+  f.base.ops = &fake_replicated_ops;
+  tb_init(&t, NULL, &f.base);
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob",
+                  "10.1.1.1:5", &corr), 0,
+         "the writer takes a forwarded alter");
+  is_int(corr, 4242, "  answering it under the client's correlation id");
+  is_str(f.who, "User:bob 10.1.1.1:5",
+         "  stored as the client's principal and address");
+  is_int(envelope(&t, DC_API_DESCRIBE_CONFIGS, "User:bob", "h:1", &corr),
+         DC_ERR_INVALID_REQUEST, "only alters travel in an Envelope");
+  is_int(envelope(&t, DC_API_ENVELOPE, "User:bob", "h:1", &corr),
+         DC_ERR_INVALID_REQUEST, "  not an Envelope in an Envelope");
+  tb_free(&t);
+
+  char dir[256], acl[300];
+  dc_tu_tmpdir(dir, sizeof(dir));
+  snprintf(acl, sizeof(acl), "%s/acl", dir);
+  FILE *fp = fopen(acl, "w");
+  fputs("allow User:bob alter client:*\n", fp);
+  fclose(fp);
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.acl_path = acl;
+  o.super_users = "User:replica";
+  tb_init(&t, &o, &f.base);
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
+                  &corr), DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
+         "with ACLs, an Envelope from a non-super user is refused");
+  t.conn.principal = "User:replica";
+  f.who[0] = '\0';
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
+                  &corr), 0, "  from a super user it is taken");
+  is_str(f.who, "User:bob h:1", "  and the inner principal is the one stored");
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:eve", "h:1",
+                  &corr), 0, "an Envelope for a principal the ACLs refuse");
+  is_int(corr, 4242, "  is answered");
+  is_str(f.who, "User:bob h:1", "  and the ACLs kept it from the store");
+  tb_free(&t);
+  dc_tu_rmrf(dir);
+}
+
 int main(void) {
   test_apiversions();
   test_metadata();
@@ -1848,6 +1958,7 @@ int main(void) {
     alter_incremental(v);
   test_persistence();
   test_fake_store();
+  test_envelope();
   limits_counts();
   limits_entities();
   limits_sizes();

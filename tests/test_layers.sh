@@ -1,7 +1,7 @@
 #!/bin/bash
 # The layers point one way: common at the ground, the codec above it, the
 # client above the codec, the agent and the broker on top and never
-# including each other; nothing below the agent includes the public
+# including each other (the broker's forwarder uses the client); nothing below the agent includes the public
 # dynconf.h (the internal error table is common/errors.h).
 . "$(dirname "$0")/lib.sh"
 
@@ -20,8 +20,11 @@ tap_is "$(includes codec '(\.\./)?(client|broker|agent)/')" "" \
   "lib/codec includes only lib/common"
 tap_is "$(includes client '(\.\./)?(broker|agent)/')" "" \
   "lib/client includes neither the broker nor the agent"
-tap_is "$(includes broker '(\.\./)?(client|agent)/')" "" \
-  "lib/broker includes neither the client nor the agent"
+tap_is "$(includes broker '(\.\./)?agent/')" "" \
+  "lib/broker does not include the agent"
+# The broker reaches other replicas (forwarding) only through lib/client.
+tap_is "$(grep -rlE '^#include "client/' "$lib/broker" | sed "s|$lib/||" | sort | tr '\n' ' ')" \
+  "broker/forwarder.h " "only the forwarder makes the broker a client"
 tap_is "$(includes agent '(\.\./)?broker/')" "" "lib/agent does not include the broker"
 # The agent speaks the protocol through lib/client: librdkafka is only what
 # the application's own (and the managed) clients are built with.

@@ -123,9 +123,55 @@ static void test_refused(void) {
   }
 }
 
+/* Heartbeats: a server's listeners read back; a heartbeat not written by
+ * the node it names, or past the bounds, is refused. */
+static void test_heartbeat(void) {
+  dc_store_listener_t l[] = {{"PLAINTEXT", "10.0.0.2", 9092},
+                             {"SSL", "::1", 9093}};
+  char *v = dc_log_heartbeat_value(2, l, 2, false);
+  dc_log_record_t p;
+  char why[300] = "";
+  ok(v != NULL, "a heartbeat value is written");
+  is_int(parse("node:2", v, 1, 2, &p, why, sizeof(why)), 0,
+         "it reads back (%s)", why);
+  ok(p.heartbeat && !p.leaving && p.node == 2 && p.n_listeners == 2,
+     "as node 2's heartbeat with two listeners");
+  ok(p.n_listeners == 2 && !strcmp(p.listeners[1].name, "SSL") &&
+         !strcmp(p.listeners[1].host, "::1") && p.listeners[1].port == 9093,
+     "each listener's name, host and port");
+  dc_log_record_free(&p);
+  ok(parse("node:3", v, 1, 3, &p, why, sizeof(why)) != 0 &&
+         strstr(why, "not node 3's own"),
+     "node 3 cannot write node 2's heartbeat: %s", why);
+  dc_log_record_free(&p);
+  ok(parse("node:2", v, 1, 3, &p, why, sizeof(why)) != 0 &&
+         strstr(why, "keyed for another node"),
+     "nor under node 2's key: %s", why);
+  dc_log_record_free(&p);
+  free(v);
+  v = dc_log_heartbeat_value(4, NULL, 0, true);
+  is_int(parse("node:4", v, 0, 4, &p, why, sizeof(why)), 0, "a goodbye reads");
+  ok(p.heartbeat && p.leaving && p.n_listeners == 0, "  as leaving");
+  dc_log_record_free(&p);
+  free(v);
+  dc_store_listener_t bad = {"PLAINTEXT", "h", 0};
+  ok(dc_log_heartbeat_value(1, &bad, 1, false) == NULL,
+     "port 0 is not written");
+  dc_store_listener_t many[DC_LOG_MAX_LISTENERS + 1];
+  for (int i = 0; i <= DC_LOG_MAX_LISTENERS; i++)
+    many[i] = (dc_store_listener_t){"L", "h", 1};
+  ok(dc_log_heartbeat_value(1, many, DC_LOG_MAX_LISTENERS + 1, false) == NULL,
+     "more than %d listeners are not written", DC_LOG_MAX_LISTENERS);
+  is_int(parse("node:5", "{\"node\":5,\"listeners\":[{\"name\":\"P\","
+               "\"host\":\"h\",\"port\":70000}],\"leaving\":false}", 0, 5,
+               &p, why, sizeof(why)), -1, "a port past 65535 is refused");
+  dc_log_record_free(&p);
+}
+
 int main(void) {
   test_round_trip();
   test_tombstone_and_claim();
   test_refused();
+  test_heartbeat();
   return done_testing();
 }

@@ -9,6 +9,7 @@
 #include "broker/store.h"
 #include "broker/store_kafka.h"
 #include "broker/transfer.h"
+#include "client/kclient.h"
 #include "codec/proto.h"
 #include "common/log.h"
 #include "common/schema.h"
@@ -50,6 +51,8 @@ typedef struct settings {
   char *store, *store_bootstrap, *store_topic, *store_config;
   int64_t store_timeout_ms;
   bool store_read_only;
+  int64_t store_session_ms;
+  char *forward_listener;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -105,6 +108,10 @@ static void usage(FILE *f) {
 "                            start-up step (default 10000)\n"
 "  --store-read-only         a read replica: follow the topic, serve what the\n"
 "                            writer wrote, refuse alters\n"
+"  --store-session-timeout-ms N  a writer not heard of this long loses the\n"
+"                            topic to another replica (default 6000)\n"
+"  --forward-listener NAME   the writer's listener a replica forwards alters\n"
+"                            to (default: the first PLAINTEXT or SSL one)\n"
 "  --node-id N               broker node id (default 1)\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
 "                            flags after it override it\n"
@@ -261,6 +268,10 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  if (!strcmp(key, "forward.listener"))
+    return set_str(&st->forward_listener, val);
+  if (!strcmp(key, "store.session.timeout.ms"))
+    return parse_num(key, val, 1000, 3600000, &st->store_session_ms);
   if (!strcmp(key, "store.read.only")) {
     if (strcmp(val, "true") && strcmp(val, "false")) {
       fprintf(stderr, "dynconfd: %s must be true or false\n", key);
@@ -478,7 +489,8 @@ static int open_store(const settings_t *st, dc_store_t **out, char *errstr,
                              .config_file = st->store_config,
                              .timeout_ms = (int)st->store_timeout_ms,
                              .node_id = st->node_id,
-                             .read_only = st->store_read_only};
+                             .read_only = st->store_read_only,
+                             .session_timeout_ms = (int)st->store_session_ms};
   return dc_store_open_kafka(&o, out, errstr, errstr_size);
 }
 
@@ -563,6 +575,7 @@ static void settings_free(settings_t *st) {
   free(st->store_topic);
   free(st->store_config);
   free(st->protocol_map);
+  free(st->forward_listener);
   free(st->ssl_cert);
   free(st->ssl_key);
   free(st->ssl_ca);
@@ -638,6 +651,74 @@ static int add_user(const char *path, const char *user, int iterations) {
   return 0;
 }
 
+/* With the Kafka store, alters reaching this server while another writes
+ * are forwarded to the writer's listener of the same name as
+ * --forward-listener (default: the first PLAINTEXT or SSL listener),
+ * over TLS with this server's own CA, certificate and key for SSL. A
+ * SASL listener cannot be used yet (the server has no client
+ * credentials). Non-zero: a usage error, printed. */
+static int forwarding(const settings_t *st, const reload_ctx_t *rc,
+                      dc_broker_opts_t *bo, dc_kclient_security_t *sec) {
+  if (!st->store || strcmp(st->store, "kafka") || st->store_read_only)
+    return 0;
+  int pick = -1;
+  for (int i = 0; i < rc->n && pick < 0; i++) {
+    int p = listener_protocol(st->protocol_map, rc->names[i]);
+    bool usable = p == DC_SEC_PLAINTEXT || p == DC_SEC_SSL;
+    if (st->forward_listener ? !strcmp(st->forward_listener, rc->names[i])
+                             : usable)
+      pick = usable ? i : -2;
+  }
+  if (pick < 0 && st->forward_listener) {
+    fprintf(stderr, "dynconfd: --forward-listener %s: %s\n",
+            st->forward_listener,
+            pick == -2 ? "forwarding needs a PLAINTEXT or SSL listener"
+                       : "no listener has that name");
+    return -1;
+  }
+  if (pick < 0) {
+    dc_log(DC_LOG_WARN, "no PLAINTEXT or SSL listener: alters reaching "
+           "this replica while another writes are refused, not forwarded");
+    return 0;
+  }
+  bo->forward = true;
+  bo->forward_listener = rc->names[pick];
+  bo->forward_timeout_ms = (int)(2 * st->store_timeout_ms + 2000);
+  if (rc->is_tls[pick]) {
+    *sec = (dc_kclient_security_t){.protocol = "SSL",
+                                   .ssl_ca = st->ssl_ca,
+                                   .ssl_cert = st->ssl_cert,
+                                   .ssl_key = st->ssl_key,
+                                   .ssl_no_hostname_check = true};
+    bo->forward_security = sec;
+  }
+  return 0;
+}
+
+/* Tells a replicated store how clients reach this server: each
+ * listener's advertised address, else the address it bound. */
+static int advertise_to_store(dc_store_t *store, const settings_t *st,
+                              char names[][64], char bound[][300],
+                              char *errstr, size_t errstr_size) {
+  dc_store_listener_t l[MAX_LISTEN];
+  char host[MAX_LISTEN][256], name[64];
+  for (int i = 0; i < st->n_listen; i++) {
+    int port = 0;
+    const char *addr = i < st->n_advertise
+                           ? split_listener(st->advertise[i], name,
+                                            sizeof(name))
+                           : bound[i];
+    if (!addr || !split_hostport(addr, host[i], sizeof(host[i]), &port)) {
+      snprintf(errstr, errstr_size, "cannot tell the store listener %s's "
+               "address", names[i]);
+      return -1;
+    }
+    l[i] = (dc_store_listener_t){names[i], host[i], port};
+  }
+  return dc_store_advertise(store, l, (size_t)st->n_listen, errstr,
+                            errstr_size);
+}
+
 int main(int argc, char **argv) {
   settings_t st = {.node_id = 1,
                    .st_min = 6000,
@@ -648,7 +729,8 @@ int main(int argc, char **argv) {
                    .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
                    .max_entities = DC_DEFAULT_MAX_ENTITIES,
                    .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
-                   .store_timeout_ms = 10000};
+                   .store_timeout_ms = 10000,
+                   .store_session_ms = DC_KAFKA_STORE_SESSION_MS};
   dc_server_opts_init(&st.srv);
   bool history = false;
   const char *entity = NULL, *new_user = NULL;
@@ -660,7 +742,8 @@ int main(int argc, char **argv) {
          O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
          O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
-         O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO };
+         O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
+         O_FORWARD };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -682,6 +765,8 @@ int main(int argc, char **argv) {
       {"store-config", required_argument, NULL, O_STORE_CONFIG},
       {"store-timeout-ms", required_argument, NULL, O_STORE_TIMEOUT},
       {"store-read-only", no_argument, NULL, O_STORE_RO},
+      {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
+      {"forward-listener", required_argument, NULL, O_FORWARD},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -738,6 +823,8 @@ int main(int argc, char **argv) {
       [O_STORE_TOPIC - 256] = "store.topic",
       [O_STORE_CONFIG - 256] = "store.config.file",
       [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
+      [O_STORE_SESSION - 256] = "store.session.timeout.ms",
+      [O_FORWARD - 256] = "forward.listener",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -959,6 +1046,11 @@ int main(int argc, char **argv) {
   bo.sasl_enabled_mechanisms = st.sasl_mechanisms;
   bo.reload_tls = reload_tls;
   bo.reload_opaque = &rctx;
+  dc_kclient_security_t fsec = {0};
+  if (forwarding(&st, &rctx, &bo, &fsec)) {
+    rc = EXIT_USAGE;
+    goto out;
+  }
   broker = dc_broker_new(&bo, store, err, sizeof(err));
   if (!broker) {
     dc_log(DC_LOG_ERR, "cannot start: %s", err);
@@ -1019,6 +1111,10 @@ int main(int argc, char **argv) {
     size_t used = strlen(adv);
     snprintf(adv + used, sizeof(adv) - used, "%s%.300s", i ? "," : "",
              i < st.n_advertise ? st.advertise[i] : bound[i]);
+  }
+  if (advertise_to_store(store, &st, rctx.names, bound, err, sizeof(err))) {
+    dc_log(DC_LOG_ERR, "cannot start: %s", err);
+    goto out;
   }
   struct sigaction sa = {.sa_handler = on_signal};
   sigemptyset(&sa.sa_mask);

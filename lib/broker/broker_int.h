@@ -13,6 +13,7 @@ struct dc_broker {
   dc_configdb_t *db;  /* owned snapshot */
   struct dc_acl *acl;           /* owned; NULL = no authorizer */
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
+  struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
 };
 
 /* Everything a handler needs about the request in hand. */
@@ -25,6 +26,13 @@ typedef struct dc_req {
   dc_buf_t *out;    /* the response body goes here (header already in) */
   bool close_after; /* send the response, then close (why says why) */
   char why[256];
+  const uint8_t *payload; /* the whole request (header and body) */
+  size_t payload_len;
+  bool forwarded;   /* came in an Envelope: never forwarded again */
+  bool deferred;    /* the handler forwarded it: no response now */
+  /* When set, every resource of an alter answers this error, unread. */
+  int16_t fail_code;
+  const char *fail_msg;
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative
@@ -41,6 +49,23 @@ int dc_handle_reload_security(dc_req_t *r);
 int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
                                const uint8_t *payload, size_t len,
                                dc_buf_t *out, char *errstr, size_t errstr_size);
+
+/* forward.c */
+/* Starts the forwarder when opts.forward; -1 with errstr. */
+int dc_broker_forward_init(dc_broker_t *b, char *errstr, size_t errstr_size);
+void dc_broker_forward_free(dc_broker_t *b);
+/* For an alter on a server that does not write: 1 when r was forwarded
+ * (r->deferred) or given fail_code/fail_msg (no writer known), 0 when it
+ * is this server's to handle, a negative dc_err_t on failure. */
+int dc_broker_forward_alter(dc_req_t *r);
+int dc_handle_envelope(dc_req_t *r);
+/* handlers.c: one request, with fail_code/fail_msg (nullable) set on
+ * it and forwarded marking it as a forwarded one. */
+int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
+                        const uint8_t *payload, size_t len, dc_arena_t *arena,
+                        dc_buf_t *out, bool forwarded, int16_t fail_code,
+                        const char *fail_msg, char *errstr,
+                        size_t errstr_size);
 
 /* security.c (rules in acl.h). */
 /* Loads opts.acl_path and opts.credentials_path (those set) into b;

@@ -759,7 +759,10 @@ static bool *repeated_resources(dc_req_t *r, const dc_alter_configs_req_t *req) 
 static int handle_alter(dc_req_t *r, bool incremental) {
   int16_t v = r->hdr->api_version;
   dc_alter_configs_req_t req = {0};
-  int err = incremental
+  int err = dc_broker_forward_alter(r);
+  if (err < 0 || r->deferred)
+    return err < 0 ? err : 0;
+  err = incremental
                 ? dc_incremental_alter_configs_req_decode(r->rd, v, &req)
                 : dc_alter_configs_req_decode(r->rd, v, &req);
   if (err)
@@ -773,7 +776,10 @@ static int handle_alter(dc_req_t *r, bool incremental) {
   resp.n_responses = req.n_resources;
   resp.responses = dc_arena_alloc(r->arena, (size_t)req.n_resources *
                                                 sizeof(*resp.responses));
-  const char *too_many = too_many_resources(r, req.n_resources);
+  /* Every resource answers the same error: too many, or fail_msg. */
+  int16_t all_code = r->fail_msg ? r->fail_code : DC_ERR_INVALID_REQUEST;
+  const char *too_many = r->fail_msg ? r->fail_msg
+                                     : too_many_resources(r, req.n_resources);
   bool *dup = too_many ? NULL : repeated_resources(r, &req);
   size_t np = 0, writes = 0;
   pending_t *pend = dc_arena_alloc(
@@ -787,7 +793,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
     out->resource_name = ar->resource_name;
     alter_result_t res = {0, ""};
     if (too_many)
-      fail(&res, DC_ERR_INVALID_REQUEST, "%s", too_many);
+      fail(&res, all_code, "%s", too_many);
     else if (dup[i])
       fail(&res, DC_ERR_INVALID_REQUEST,
            "resource listed more than once in one request");

@@ -87,7 +87,8 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     }
     warn_stale(b->db);
   }
-  if (dc_broker_security_init(b, errstr, errstr_size)) {
+  if (dc_broker_security_init(b, errstr, errstr_size) ||
+      dc_broker_forward_init(b, errstr, errstr_size)) {
     dc_broker_destroy(b);
     return NULL;
   }
@@ -114,6 +115,7 @@ void dc_broker_store_poll(dc_broker_t *b) {
 void dc_broker_destroy(dc_broker_t *b) {
   if (!b)
     return;
+  dc_broker_forward_free(b);
   dc_configdb_destroy(b->db);
   dc_broker_security_free(b);
   free(b->cluster_id);
@@ -169,23 +171,48 @@ static int handle_api_versions(dc_req_t *r) {
   return dc_apiversions_resp_encode(r->out, v, &resp);
 }
 
+/* The brokers Metadata lists: this server, and with a replicated store
+ * every live replica's listener of the same name as the one asked on
+ * (as Kafka answers per listener); *controller gets the replica that
+ * takes writes (-1 when none is known), else this server. */
+static int metadata_brokers(dc_req_t *r, dc_metadata_broker_t **out,
+                            int32_t *controller) {
+  const dc_store_replica_t *reps;
+  int32_t leader;
+  size_t n = dc_store_replicas(r->b->store, &reps, &leader);
+  dc_metadata_broker_t *bs = dc_arena_alloc(r->arena, (n + 1) * sizeof(*bs));
+  if (!bs)
+    return -1;
+  int32_t self = r->b->opts.node_id, nb = 0;
+  bs[nb++] = (dc_metadata_broker_t){.node_id = self,
+                                    .host = (char *)r->conn->advertised_host,
+                                    .port = r->conn->advertised_port};
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; reps[i].node_id != self && j < reps[i].n_listeners;
+         j++) {
+      const dc_store_listener_t *l = &reps[i].listeners[j];
+      if (r->conn->listener && !strcmp(l->name, r->conn->listener))
+        bs[nb++] = (dc_metadata_broker_t){.node_id = reps[i].node_id,
+                                          .host = (char *)l->host,
+                                          .port = l->port};
+    }
+  *out = bs;
+  *controller = leader == DC_STORE_NOT_REPLICATED ? self : leader;
+  return nb;
+}
+
 static int handle_metadata(dc_req_t *r) {
   int16_t v = r->hdr->api_version;
   dc_metadata_req_t req = {0};
   if (dc_metadata_req_decode(r->rd, v, &req))
     return r->rd->err;
-  dc_metadata_broker_t self = {
-      .node_id = r->b->opts.node_id,
-      .host = (char *)r->conn->advertised_host,
-      .port = r->conn->advertised_port,
-  };
   dc_metadata_resp_t resp = {
-      .n_brokers = 1,
-      .brokers = &self,
       .cluster_id = r->b->cluster_id,
-      .controller_id = r->b->opts.node_id,
       .cluster_authorized_operations = INT32_MIN,
   };
+  resp.n_brokers = metadata_brokers(r, &resp.brokers, &resp.controller_id);
+  if (resp.n_brokers < 0)
+    return DC_ERR__NOMEM;
   /* dynconfd hosts no topics: every named topic is unknown. */
   if (req.n_topics > 0) {
     resp.topics = dc_arena_alloc(r->arena, (size_t)req.n_topics *
@@ -217,6 +244,7 @@ static const struct {
     {DC_API_SASL_HANDSHAKE, dc_handle_sasl_handshake},
     {DC_API_SASL_AUTHENTICATE, dc_handle_sasl_authenticate},
     {DC_API_RELOAD_SECURITY, dc_handle_reload_security},
+    {DC_API_ENVELOPE, dc_handle_envelope},
 };
 
 /* Before SASL authentication completes only these requests are served;
@@ -234,6 +262,15 @@ static bool allowed_before_auth(int state, int16_t api_key) {
 int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
                      const uint8_t *payload, size_t len, dc_arena_t *arena,
                      dc_buf_t *out, char *errstr, size_t errstr_size) {
+  return dc_broker_handle_as(b, conn, payload, len, arena, out, false, 0,
+                             NULL, errstr, errstr_size);
+}
+
+int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
+                        const uint8_t *payload, size_t len, dc_arena_t *arena,
+                        dc_buf_t *out, bool forwarded, int16_t fail_code,
+                        const char *fail_msg, char *errstr,
+                        size_t errstr_size) {
   char dummy[1];
   if (!errstr) {
     errstr = dummy;
@@ -278,8 +315,14 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
     hv = 0;
   dc_resp_header_encode(out, hdr.api_key, hv, hdr.correlation_id);
   dc_req_t r = {.b = b, .conn = conn, .hdr = &hdr, .rd = &rd,
-               .arena = arena, .out = out};
+               .arena = arena, .out = out, .payload = payload,
+               .payload_len = len, .forwarded = forwarded,
+               .fail_code = fail_code, .fail_msg = fail_msg};
   int err = fn(&r);
+  if (!err && r.deferred) {
+    out->len = start; /* the answer comes later, whole */
+    return DC_HANDLE_DEFER;
+  }
   if (err || out->err) {
     out->len = start; /* drop the partial response */
     if (!err)

@@ -11,6 +11,8 @@
 #include "common/buf.h"
 #include "broker/store.h"
 
+struct dc_kclient_security;
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -70,6 +72,15 @@ typedef struct dc_broker_opts {
   int (*reload_tls)(void *opaque, const char *listener,
                     dc_reload_report_t *reports, int max);
   void *reload_opaque;
+  /* With a replicated store: alters reaching a server that does not
+   * write are forwarded (Envelope, KIP-590) to the one that does, on its
+   * listener named forward_listener (NULL = the listener the alter came
+   * in on), secured with forward_security (NULL = PLAINTEXT; borrowed
+   * for dc_broker_new only), waiting at most forward_timeout_ms. */
+  bool forward;
+  const char *forward_listener;
+  const struct dc_kclient_security *forward_security;
+  int forward_timeout_ms;
 } dc_broker_opts_t;
 
 
@@ -93,6 +104,18 @@ typedef struct dc_broker dc_broker_t;
 dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
                            char *errstr, size_t errstr_size);
 void dc_broker_destroy(dc_broker_t *b);
+
+/* Forwarded requests: an fd readable when answers are waiting (-1
+ * without forwarding), and the answers, each handed to cb with the token
+ * of the connection that asked (dc_conn_info_t.token) as a complete
+ * size-prefixed response frame, valid during the call. Loop thread. */
+int dc_broker_event_fd(const dc_broker_t *b);
+typedef void(dc_broker_answer_cb)(void *opaque, void *token,
+                                  const uint8_t *frame, size_t len);
+void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);
+/* The connection that waits for *pending (dc_conn_info_t.pending) closed:
+ * its answer is dropped. */
+void dc_broker_abandon(dc_broker_t *b, void *pending);
 
 /* Applies what other servers wrote to the store since the last call
  * (dc_store_poll) to the in-memory view, so reads serve it. Errors are
@@ -141,11 +164,20 @@ typedef struct dc_conn_info {
   const char *advertised_host; /* this listener's advertised address, */
   int32_t advertised_port;     /* returned by Metadata */
   dc_conn_auth_t *auth;  /* SASL state; NULL or state NONE = no SASL */
+  /* For answers that come later (DC_HANDLE_DEFER): the connection's
+   * token, handed back by dc_broker_answers, and where the broker puts
+   * what the connection waits for (NULL: the caller cannot wait, so
+   * nothing is deferred). */
+  void *token;
+  void **pending;
 } dc_conn_info_t;
 
 enum {
   DC_HANDLE_OK = 0,    /* response (if any) appended to out */
   DC_HANDLE_CLOSE = 1, /* flush out, then close the connection */
+  DC_HANDLE_DEFER = 2, /* nothing appended: the answer comes through
+                          dc_broker_answers; read no further request of
+                          this connection until then */
 };
 
 /* Handles one request: payload is the frame without its 4-byte size.

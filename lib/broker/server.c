@@ -32,7 +32,8 @@
 /* EP_DEAD: a connection closed during the current batch of events; its
  * struct is freed once the batch is over, so later events naming it are
  * recognised and skipped. */
-enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4, EP_WATCH = 5 };
+enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4, EP_WATCH = 5,
+       EP_ANSWERS = 6 };
 
 /* A drained buffer above this capacity is released rather than kept. */
 #define KEEP_BUF 65536
@@ -66,6 +67,8 @@ typedef struct conn {
   bool tls_write_wants_read; /* a write waits for the peer (key update) */
   int64_t auth_deadline; /* TLS handshake / SASL must finish by then; 0 = done */
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
+  void *pending;        /* a request answered later (dc_broker_answers):
+                           no further request is read until then */
   const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
   size_t buffered;      /* in.cap + out.cap as last counted in the server */
@@ -79,7 +82,8 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake, watch; /* watch: opts.watch_fd (borrowed) */
+  } wake, watch, answers; /* watch: opts.watch_fd (borrowed); answers:
+                             the broker's deferred answers (borrowed) */
   int spare_fd; /* released to accept-and-close when out of descriptors */
   listener_t listeners[MAX_LISTENERS];
   int n_listeners;
@@ -152,11 +156,23 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
     dc_server_destroy(s);
     return NULL;
   }
+  s->answers.kind = EP_ANSWERS;
+  s->answers.fd = dc_broker_event_fd(broker);
+  struct epoll_event aev = {.events = EPOLLIN, .data.ptr = &s->answers};
+  if (s->answers.fd >= 0 &&
+      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) {
+    snprintf(errstr, errstr_size, "cannot watch forwarded answers: %s",
+             strerror(errno));
+    dc_server_destroy(s);
+    return NULL;
+  }
   return s;
 }
 
 static void conn_close(dc_server_t *s, conn_t *c) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  if (c->pending)
+    dc_broker_abandon(s->broker, c->pending);
   if (c->ssl) {
     if (c->tls_ready)
       SSL_shutdown(c->ssl); /* best effort close_notify; never waits */
@@ -561,7 +577,8 @@ static bool conn_flush(dc_server_t *s, conn_t *c) {
 static void conn_process(dc_server_t *s, conn_t *c) {
   size_t off = 0;
   char why[256];
-  while (!c->closing && c->out.len - c->out_off < s->opts.out_high_water) {
+  while (!c->closing && !c->pending &&
+         c->out.len - c->out_off < s->opts.out_high_water) {
     int32_t size;
     int r = dc_frame_peek(c->in.data + off, c->in.len - off,
                           s->opts.max_request_size, &size);
@@ -581,7 +598,9 @@ static void conn_process(dc_server_t *s, conn_t *c) {
                            .listener = c->listener->name,
                            .advertised_host = c->listener->adv_host,
                            .advertised_port = c->listener->adv_port,
-                           .auth = &c->auth};
+                           .auth = &c->auth,
+                           .token = c,
+                           .pending = &c->pending};
     why[0] = '\0';
     int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
                              (size_t)size, &s->arena, &c->out, why,
@@ -664,6 +683,27 @@ static void conn_writable(dc_server_t *s, conn_t *c) {
   set_events(s, c);
 }
 
+/* A deferred answer for the connection token: sent, and the requests
+ * that arrived meanwhile are served. */
+static void on_answer(void *opaque, void *token, const uint8_t *frame,
+                      size_t len) {
+  dc_server_t *s = opaque;
+  conn_t *c = token;
+  c->pending = NULL;
+  if (!frame) {
+    dc_log(DC_LOG_WARN, "closing connection from %s: its forwarded request "
+           "could not be answered", c->peer);
+    c->closing = true;
+  } else {
+    dc_buf_append(&c->out, frame, len);
+  }
+  conn_process(s, c);
+  if (conn_flush(s, c))
+    set_events(s, c);
+  if (c->kind == EP_CONN)
+    account(s, c);
+}
+
 static void sweep(dc_server_t *s, int64_t now) {
   conn_t *next;
   for (conn_t *c = s->conns; c; c = next) {
@@ -712,6 +752,9 @@ int dc_server_run(dc_server_t *s) {
         }
       } else if (kind == EP_WATCH) {
         s->opts.on_watch(s->opts.watch_opaque);
+      } else if (kind == EP_ANSWERS) {
+        dc_broker_answers(s->broker, on_answer, s);
+        enforce_buffer_cap(s);
       } else if (kind == EP_LISTENER) {
         do_accept(s, evs[i].data.ptr);
       } else {

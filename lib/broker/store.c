@@ -58,3 +58,20 @@ int dc_store_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
   return st->ops->poll ? st->ops->poll(st, cb, opaque, errstr, errstr_size)
                        : 0;
 }
+
+int dc_store_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
+                       char *errstr, size_t errstr_size) {
+  if (!st || !st->ops)
+    return no_store(errstr, errstr_size);
+  return st->ops->advertise
+             ? st->ops->advertise(st, l, n, errstr, errstr_size)
+             : 0;
+}
+
+size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
+                         int32_t *leader) {
+  *out = NULL;
+  *leader = DC_STORE_NOT_REPLICATED;
+  return st && st->ops && st->ops->replicas ? st->ops->replicas(st, out, leader)
+                                            : 0;
+}

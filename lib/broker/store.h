@@ -125,7 +125,34 @@ int dc_store_event_fd(dc_store_t *st);
 int dc_store_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
                   char *errstr, size_t errstr_size);
 
-/* Backend vtable (for implementers). event_fd and poll may be NULL. */
+/* One listener of a server, as clients should reach it (Metadata). */
+typedef struct dc_store_listener {
+  const char *name; /* e.g. "PLAINTEXT", "SASL_SSL" */
+  const char *host;
+  int32_t port;
+} dc_store_listener_t;
+
+/* A live server of a replicated store (this one included). */
+typedef struct dc_store_replica {
+  int32_t node_id;
+  size_t n_listeners;
+  const dc_store_listener_t *listeners;
+} dc_store_replica_t;
+
+/* For a replicated store: tells the other servers how clients reach this
+ * one (copied). 0, or -1 with errstr; a store without replicas ignores it. */
+int dc_store_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
+                       char *errstr, size_t errstr_size);
+/* The servers of a replicated store known to be alive, in node id order,
+ * valid until the next call into the store; *leader gets the node that
+ * takes writes (-1 when none is known). A store without replicas returns
+ * 0 with *leader = DC_STORE_NOT_REPLICATED. */
+#define DC_STORE_NOT_REPLICATED (-2)
+size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
+                         int32_t *leader);
+
+/* Backend vtable (for implementers). event_fd, poll, advertise and
+ * replicas may be NULL. */
 typedef struct dc_store_ops {
   void (*close)(dc_store_t *st);
   int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
@@ -137,6 +164,10 @@ typedef struct dc_store_ops {
   int (*event_fd)(dc_store_t *st);
   int (*poll)(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
               char *errstr, size_t errstr_size);
+  int (*advertise)(dc_store_t *st, const dc_store_listener_t *l, size_t n,
+                   char *errstr, size_t errstr_size);
+  size_t (*replicas)(dc_store_t *st, const dc_store_replica_t **out,
+                     int32_t *leader);
 } dc_store_ops_t;
 
 struct dc_store {

@@ -4,7 +4,7 @@
  * partition from the cache's offset. The records' format is
  * store_record.c's.
  */
-#include "broker/store_kafka.h"
+#include "broker/store_kafka_int.h"
 #include "broker/store_record.h"
 #include "codec/proto.h"
 #include "broker/scope.h"
@@ -20,37 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define OFFSET_META "kafka.next_offset"
-#define EPOCH_META "kafka.epoch"
-#define EPOCH_NODE_META "kafka.epoch_node"
-
-#define APPLY_BATCH 1000 /* records applied to the cache per transaction */
-
-typedef struct kafka_store {
-  dc_store_t base;
-  dc_store_t *cache;         /* owned: the SQLite copy of the log */
-  rd_kafka_t *producer;      /* owned */
-  rd_kafka_t *consumer;      /* owned; assigned partition 0 */
-  char *topic, *bootstrap;   /* owned */
-  int timeout_ms;
-  int32_t node_id;
-  int64_t next_offset;       /* the next offset to apply */
-  /* The log's current writer: the highest claim applied (epoch 0 = none
-   * yet, when every record is applied). Only records carrying this epoch
-   * and node are applied; a fenced writer's are ignored everywhere. */
-  int64_t epoch;
-  int32_t epoch_node;
-  int64_t my_epoch;          /* the epoch this store claimed; 0 = none */
-  /* Why commits are refused ("" = they are not): until a restart when the
-   * log holds what the server does not (diverged), or until it is known
-   * that a change that timed out was not written (uncertain). */
-  char stale[600];
-  bool uncertain;
-  bool read_only;            /* a read replica: no producer, never writes */
-  int event_pipe[2];         /* the consumer queue's io events */
-  rd_kafka_queue_t *cq;      /* owned reference to the consumer queue */
-} kafka_store_t;
 
 /* ---- configuration ----------------------------------------------------- */
 
@@ -177,12 +146,6 @@ static int parse_record(const rd_kafka_message_t *m, dc_log_record_t *p, char *w
 
 /* ---- applying the log -------------------------------------------------- */
 
-/* Where applied records are told (poll of a read replica), or nothing. */
-typedef struct notify {
-  dc_store_apply_cb *cb;
-  void *opaque;
-} notify_t;
-
 /* What one pass over arriving records is doing. */
 typedef struct applying {
   dc_log_record_t batch[APPLY_BATCH];
@@ -193,12 +156,14 @@ typedef struct applying {
   const int64_t *offsets;  /* the writer's own records, or NULL */
   size_t n_ours;
   size_t fenced_ours;      /* own records ignored: a newer claim came first */
+  bool stop_at_claim;      /* hold a newer claim back for the next poll */
+  bool stopped;            /* ... and one was met */
   const notify_t *nt;
 } applying_t;
 
 static void applying_start(applying_t *a, const kafka_store_t *k,
                            const int64_t *offsets, size_t n_ours,
-                           const notify_t *nt) {
+                           const notify_t *nt, bool stop_at_claim) {
   a->n = 0;
   a->next = k->next_offset;
   a->epoch = k->epoch;
@@ -206,6 +171,8 @@ static void applying_start(applying_t *a, const kafka_store_t *k,
   a->offsets = offsets;
   a->n_ours = n_ours;
   a->fenced_ours = 0;
+  a->stop_at_claim = stop_at_claim;
+  a->stopped = false;
   a->nt = nt;
 }
 
@@ -238,8 +205,9 @@ static int flush_batch(kafka_store_t *k, applying_t *a, char *errstr,
   return r;
 }
 
-/* A record this store did not write: applied, but the server's memory
- * does not have it, so commits stop until a restart. */
+/* A record stamped with this store's node and epoch that it did not write
+ * (two servers with one node id): applied, but the server's memory does
+ * not have it, so commits stop until a restart. */
 static void foreign(kafka_store_t *k, int64_t offset, const char *why) {
   if (!k->stale[0])
     snprintf(k->stale, sizeof(k->stale), "the log holds a record at offset "
@@ -262,6 +230,7 @@ static bool ours(const rd_kafka_message_t *m, const int64_t *offsets,
 static void take_claim(kafka_store_t *k, applying_t *a, const dc_log_record_t *p) {
   if (p->epoch <= a->epoch)
     return;
+  dc_kstore_claim_seen(k);
   dc_log(DC_LOG_INFO, "kafka store: node %d writes %s from epoch %lld on",
          (int)p->node, k->topic, (long long)p->epoch);
   a->epoch = p->epoch;
@@ -274,8 +243,16 @@ static bool by_current_writer(const applying_t *a, const dc_log_record_t *p) {
   return a->epoch == 0 || (p->epoch == a->epoch && p->node == a->node);
 }
 
+/* Is m a claim newer than the pass's current one? */
+static bool newer_claim(const applying_t *a, const rd_kafka_message_t *m) {
+  return m->key && m->key_len == strlen(DC_LOG_CLAIM_KEY) &&
+         !memcmp(m->key, DC_LOG_CLAIM_KEY, m->key_len) &&
+         header_int(m, DC_LOG_HDR_EPOCH, 0) > a->epoch;
+}
+
 /* Takes one consumed message into the pass. 0, 1 for end of partition,
- * -1 with errstr on a consumer error. */
+ * 2 when it was held back (a newer claim, stop_at_claim), -1 with errstr
+ * on a consumer error. */
 static int take_message(kafka_store_t *k, applying_t *a,
                         rd_kafka_message_t *m, char *errstr,
                         size_t errstr_size) {
@@ -293,6 +270,10 @@ static int take_message(kafka_store_t *k, applying_t *a,
   }
   if (m->offset < a->next)
     return 0; /* applied already (this writer's own, applied as written) */
+  if (a->stop_at_claim && newer_claim(a, m)) {
+    a->stopped = true;
+    return 2;
+  }
   char why[300];
   dc_log_record_t *p = &a->batch[a->n];
   bool mine = a->offsets && ours(m, a->offsets, a->n_ours);
@@ -300,10 +281,12 @@ static int take_message(kafka_store_t *k, applying_t *a,
   if (parse_record(m, p, why, sizeof(why))) {
     dc_log(DC_LOG_ERR, "kafka store: skipping the record at offset %lld of "
            "%s: %s", (long long)m->offset, k->topic, why);
-    if (a->offsets && !mine)
+    if (a->offsets && !mine && !p->heartbeat && p->node == k->node_id)
       foreign(k, m->offset, why);
   } else if (p->claim) {
     take_claim(k, a, p);
+  } else if (p->heartbeat) {
+    dc_kstore_heartbeat_seen(k, p, a->node);
   } else if (!by_current_writer(a, p)) {
     dc_log(DC_LOG_INFO, "kafka store: ignoring the record at offset %lld of "
            "%s: its writer (node %d, epoch %lld) was fenced by node %d "
@@ -311,7 +294,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
            (long long)p->epoch, (int)a->node, (long long)a->epoch);
     a->fenced_ours += mine;
   } else {
-    if (a->offsets && !mine)
+    if (a->offsets && !mine && p->node == k->node_id)
       foreign(k, m->offset, "written by another server");
     a->n++;
     return 0;
@@ -326,16 +309,13 @@ static void applying_drop(applying_t *a) {
   a->n = 0;
 }
 
-/* Applies the log up to (not including) `until` within the deadline.
- * Records at offsets[] are this store's own: any other that is applied is
- * foreign(); *fenced (nullable) counts own records a newer claim made
- * everyone ignore. */
-static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
-                    size_t n_ours, size_t *fenced, int64_t deadline,
-                    char *errstr, size_t errstr_size) {
+int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
+                       size_t n_ours, size_t *fenced, const notify_t *nt,
+                       bool stop_at_claim, int64_t deadline, char *errstr,
+                       size_t errstr_size) {
   static applying_t a;
-  applying_start(&a, k, offsets, n_ours, NULL);
-  while (a.next < until) {
+  applying_start(&a, k, offsets, n_ours, nt, stop_at_claim);
+  while (a.next < until && !a.stopped) {
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
       snprintf(errstr, errstr_size, "reading topic %s at %s: offset %lld "
@@ -348,7 +328,10 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
     if (!m)
       continue;
     int r = take_message(k, &a, m, errstr, errstr_size);
-    rd_kafka_message_destroy(m);
+    if (r == 2)
+      k->held = m;
+    else
+      rd_kafka_message_destroy(m);
     if (r < 0) {
       applying_drop(&a);
       return -1;
@@ -356,8 +339,8 @@ static int catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
     if (a.n == APPLY_BATCH && flush_batch(k, &a, errstr, errstr_size))
       return -1;
   }
-  if (fenced)
-    *fenced = a.fenced_ours;
+  if (fenced) /* stopped: every own record lies behind the newer claim */
+    *fenced = a.stopped ? n_ours : a.fenced_ours;
   return flush_batch(k, &a, errstr, errstr_size);
 }
 
@@ -375,13 +358,16 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
   char drain[64];
   while (read(k->event_pipe[0], drain, sizeof(drain)) > 0)
     ;
-  applying_start(&a, k, NULL, 0, &nt);
-  rd_kafka_message_t *m = NULL;
+  dc_kstore_events_drain(k);
+  applying_start(&a, k, NULL, 0, &nt, false);
+  rd_kafka_message_t *m = k->held;
   size_t taken = 0;
+  k->held = NULL;
   while (taken < APPLY_BATCH &&
-         (m = rd_kafka_consumer_poll(k->consumer, 0))) {
+         (m || (m = rd_kafka_consumer_poll(k->consumer, 0)))) {
     int r = take_message(k, &a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
+    m = NULL;
     taken++;
     if (r < 0) {
       char ferr[256];
@@ -393,7 +379,11 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
     ssize_t w = write(k->event_pipe[1], "1", 1);
     (void)w; /* a full pipe already wakes the loop */
   }
-  return flush_batch(k, &a, errstr, errstr_size);
+  if (flush_batch(k, &a, errstr, errstr_size))
+    return -1;
+  if (taken < APPLY_BATCH) /* caught up with what has arrived */
+    dc_kstore_tick(k);
+  return 0;
 }
 
 /* ---- the topic ----------------------------------------------------------- */
@@ -526,9 +516,9 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   int64_t t0 = dc_mono_ms();
-  if (catch_up(k, hi, NULL, 0, NULL, t0 + k->timeout_ms + (hi - off) / 10,
-               errstr,
-               errstr_size))
+  if (dc_kstore_catch_up(k, hi, NULL, 0, NULL, NULL, false,
+                         t0 + k->timeout_ms + (hi - off) / 10, errstr,
+                         errstr_size))
     return -1;
   dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
          "%lld ms", k->topic, (long long)off, (long long)hi,
@@ -537,15 +527,6 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
 }
 
 /* ---- commits ------------------------------------------------------------- */
-
-/* What one produced record came to (the delivery report's opaque). Each
- * is its own allocation: a commit that gives up on a record marks it
- * abandoned and the delivery report, whenever it comes, frees it. */
-typedef struct delivery {
-  bool done, abandoned;
-  rd_kafka_resp_err_t err;
-  int64_t offset;
-} delivery_t;
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque) {
@@ -560,9 +541,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   d->offset = m->offset;
 }
 
-/* The commit is done with d[0..n): frees those reported, leaves the rest
- * to their delivery reports. */
-static void deliveries_release(delivery_t **d, size_t n) {
+void dc_kstore_release(delivery_t **d, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (d[i]->done)
       free(d[i]);
@@ -571,10 +550,8 @@ static void deliveries_release(delivery_t **d, size_t n) {
   }
 }
 
-/* Queues one record (value NULL = a tombstone); *dp gets its delivery
- * (NULL when it was not queued). */
-static int produce_one(kafka_store_t *k, const char *key, const char *val,
-                       delivery_t **dp, char *errstr, size_t errstr_size) {
+int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
+                      delivery_t **dp, char *errstr, size_t errstr_size) {
   delivery_t *d = *dp = calloc(1, sizeof(*d));
   if (!d) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -616,11 +593,11 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                "%s", dc_scope_type_name(c[i].resource_type), c[i].entity,
                key ? "a key or value is not valid UTF-8 (JSON cannot carry "
                      "it), or out of memory" : "out of memory");
-    else if (!(r = produce_one(k, key, val, &d[*queued], errstr,
+    else if (!(r = dc_kstore_produce(k, key, val, &d[*queued], errstr,
                                errstr_size)))
       ++*queued;
     if (!r && c[i].n_configs == 0 &&
-        !(r = produce_one(k, key, NULL, &d[*queued], errstr, errstr_size)))
+        !(r = dc_kstore_produce(k, key, NULL, &d[*queued], errstr, errstr_size)))
       ++*queued;
     free(key);
     free(val);
@@ -630,11 +607,8 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
   return 0;
 }
 
-/* Waits for the delivery reports of d[0..n) until the deadline. 0 when
- * all were written; -1 with errstr otherwise. */
-static int await_deliveries(kafka_store_t *k, delivery_t **d, size_t n,
-                            int64_t deadline, char *errstr,
-                            size_t errstr_size) {
+int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
+                    int64_t deadline, char *errstr, size_t errstr_size) {
   for (;;) {
     size_t done = 0;
     for (size_t i = 0; i < n; i++)
@@ -656,31 +630,6 @@ static int await_deliveries(kafka_store_t *k, delivery_t **d, size_t n,
       return -1;
     }
   return 0;
-}
-
-/* After a change timed out: once no record is in flight any more and the
- * log still ends where this store's applied state does, the change was
- * not written and writes can go on. */
-static void settle_uncertain(kafka_store_t *k) {
-  int64_t lo, hi;
-  rd_kafka_poll(k->producer, 0);
-  if (rd_kafka_outq_len(k->producer) > 0 ||
-      rd_kafka_query_watermark_offsets(k->consumer, k->topic, 0, &lo, &hi,
-                                       k->timeout_ms))
-    return; /* still unknown: Kafka not reachable yet */
-  if (hi == k->next_offset) {
-    dc_log(DC_LOG_INFO, "kafka store: %s is reachable again and the change "
-           "that failed was not written; writes resume", k->bootstrap);
-    k->stale[0] = '\0';
-    k->uncertain = false;
-  } else {
-    snprintf(k->stale, sizeof(k->stale), "the change that timed out was "
-             "written after all (topic %s ends at %lld, this server applied "
-             "up to %lld); restart dynconfd to serve it", k->topic,
-             (long long)hi, (long long)k->next_offset);
-    k->uncertain = false;
-    dc_log(DC_LOG_ERR, "kafka store: %s", k->stale);
-  }
 }
 
 /* Do the new records directly follow what this store has applied? Then
@@ -719,6 +668,18 @@ static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
   return r;
 }
 
+/* Why a store that does not hold the current claim refuses a commit. */
+static void not_leading(const kafka_store_t *k, char *errstr,
+                        size_t errstr_size) {
+  if (k->epoch_node >= 0 && k->epoch > 0)
+    snprintf(errstr, errstr_size, "this dynconfd (node %d) does not write "
+             "topic %s: node %d does (epoch %lld); alter there", (int)k->node_id,
+             k->topic, (int)k->epoch_node, (long long)k->epoch);
+  else
+    snprintf(errstr, errstr_size, "this dynconfd (node %d) does not write "
+             "topic %s, and no server does yet", (int)k->node_id, k->topic);
+}
+
 static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                         char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
@@ -728,13 +689,10 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
              k->topic);
     return -1;
   }
-  if (k->uncertain)
-    settle_uncertain(k);
-  if (!k->stale[0] && k->epoch != k->my_epoch) /* seen while following */
-    snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
-             "%lld); this dynconfd no longer writes it: alter on node %d",
-             (int)k->epoch_node, k->topic, (long long)k->epoch,
-             (int)k->epoch_node);
+  if (!dc_kstore_leading(k)) {
+    not_leading(k, errstr, errstr_size);
+    return -1;
+  }
   if (k->stale[0]) {
     snprintf(errstr, errstr_size, "the Kafka store refuses writes: %s",
              k->stale);
@@ -755,7 +713,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   int64_t now = dc_wall_ms();
   int pr = produce_all(k, c, n, now, d, &queued, errstr, errstr_size);
   char why[512] = "";
-  int aw = await_deliveries(k, d, queued, deadline, why, sizeof(why));
+  int aw = dc_kstore_await(k, d, queued, deadline, why, sizeof(why));
   if (pr || aw) {
     if (!pr)
       snprintf(errstr, errstr_size, "%s", why);
@@ -764,6 +722,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                "be written (%s); writes resume once Kafka answers and shows "
                "it was not", pr ? errstr : why);
       k->uncertain = true;
+      k->settle_at = -1;
     }
     goto out;
   }
@@ -783,28 +742,29 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   /* Read the log back up to our records: acknowledged only once applied
    * here, and only if no newer claim came first. */
   size_t fenced = 0;
-  rc = catch_up(k, last + 1, offsets, queued, &fenced,
-                deadline + k->timeout_ms, errstr, errstr_size);
+  rc = dc_kstore_catch_up(k, last + 1, offsets, queued, &fenced, NULL, true,
+                          deadline + k->timeout_ms, errstr, errstr_size);
   if (rc) {
     snprintf(k->stale, sizeof(k->stale), "written records could not be "
              "applied to the cache (%s)", errstr);
   } else if (fenced) {
     rc = -1;
+    /* The newer claim is held for the next poll, or was applied. */
+    int node = k->held ? (int)header_int(k->held, DC_LOG_HDR_NODE, -1)
+                       : (int)k->epoch_node;
+    long long epoch = k->held ? (long long)header_int(k->held,
+                                                      DC_LOG_HDR_EPOCH, 0)
+                              : (long long)k->epoch;
     snprintf(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
              "node %d claimed it (epoch %lld) before the change was written, "
-             "so nobody applies it; alter on node %d", k->topic,
-             (int)k->epoch_node, (long long)k->epoch, (int)k->epoch_node);
+             "so nobody applies it; alter on node %d", k->topic, node, epoch,
+             node);
   }
-  if (!k->stale[0] && k->epoch != k->my_epoch)
-    snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
-             "%lld); this dynconfd no longer writes it: alter on node %d",
-             (int)k->epoch_node, k->topic, (long long)k->epoch,
-             (int)k->epoch_node);
 out:
   if (k->stale[0] && rc)
     dc_log(DC_LOG_ERR, "kafka store: writes refused: %s", k->stale);
   if (d)
-    deliveries_release(d, queued);
+    dc_kstore_release(d, queued);
   free(d);
   free(offsets);
   return rc;
@@ -827,6 +787,9 @@ static int kafka_history(dc_store_t *st, const char *entity,
 
 static void kafka_close(dc_store_t *st) {
   kafka_store_t *k = (kafka_store_t *)st;
+  dc_kstore_lead_close(k);
+  if (k->held)
+    rd_kafka_message_destroy(k->held);
   if (k->cq) {
     rd_kafka_queue_io_event_enable(k->cq, -1, NULL, 0);
     rd_kafka_queue_destroy(k->cq);
@@ -853,8 +816,7 @@ static void kafka_close(dc_store_t *st) {
 }
 
 static int kafka_event_fd(dc_store_t *st) {
-  kafka_store_t *k = (kafka_store_t *)st;
-  return k->event_pipe[0];
+  return ((kafka_store_t *)st)->event_fd;
 }
 
 static const dc_store_ops_t kafka_ops = {
@@ -864,6 +826,8 @@ static const dc_store_ops_t kafka_ops = {
     .history = kafka_history,
     .event_fd = kafka_event_fd,
     .poll = kafka_poll,
+    .advertise = dc_kstore_advertise,
+    .replicas = dc_kstore_replicas,
 };
 
 /* Every store learns of new records through a pipe the consumer queue
@@ -881,42 +845,6 @@ static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
   return 0;
 }
 
-/* Becomes the log's writer: a claim with the next epoch, read back. If a
- * newer claim got there first this store does not write (its commits say
- * who does). */
-static int claim_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
-  int64_t deadline = dc_mono_ms() + k->timeout_ms;
-  k->my_epoch = k->epoch + 1;
-  char val[96];
-  snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
-           (long long)k->my_epoch, (int)k->node_id);
-  delivery_t *d = NULL;
-  if (produce_one(k, DC_LOG_CLAIM_KEY, val, &d, errstr, errstr_size))
-    return -1;
-  char why[512];
-  int r = await_deliveries(k, &d, 1, deadline, why, sizeof(why));
-  int64_t at = d->offset;
-  deliveries_release(&d, 1);
-  if (r) {
-    snprintf(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
-    return -1;
-  }
-  if (catch_up(k, at + 1, &at, 1, NULL, deadline + k->timeout_ms, errstr,
-               errstr_size))
-    return -1;
-  if (k->epoch == k->my_epoch && k->epoch_node == k->node_id) {
-    dc_log(DC_LOG_INFO, "kafka store: writing %s as node %d, epoch %lld",
-           k->topic, (int)k->node_id, (long long)k->my_epoch);
-    return 0;
-  }
-  snprintf(k->stale, sizeof(k->stale), "node %d claimed topic %s (epoch "
-           "%lld) first; this dynconfd does not write it: alter on node %d",
-           (int)k->epoch_node, k->topic, (long long)k->epoch,
-           (int)k->epoch_node);
-  dc_log(DC_LOG_WARN, "kafka store: %s", k->stale);
-  return 0;
-}
-
 int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size) {
   *out = NULL;
@@ -931,21 +859,38 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   }
   k->base.ops = &kafka_ops;
   k->timeout_ms = o->timeout_ms;
+  k->session_ms = o->session_timeout_ms > 0 ? o->session_timeout_ms
+                                            : DC_KAFKA_STORE_SESSION_MS;
   k->node_id = o->node_id;
   k->read_only = o->read_only;
   k->event_pipe[0] = k->event_pipe[1] = -1;
+  k->timer_fd = k->event_fd = -1;
+  k->writer_seen = dc_mono_ms();
+  k->settle_at = -1;
+  /* Heard of before it advertises listeners (dc_store_advertise). */
+  if (!k->read_only &&
+      !(k->heartbeat = dc_log_heartbeat_value(k->node_id, NULL, 0, false))) {
+    snprintf(errstr, errstr_size, "out of memory");
+    kafka_close(&k->base);
+    return -1;
+  }
   if (dc_store_open_sqlite(o->data_dir, &k->cache, errstr, errstr_size) ||
       (!k->read_only &&
        !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr,
                                   errstr_size))) ||
       !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
-      watch_queue(k, errstr, errstr_size)) {
+      watch_queue(k, errstr, errstr_size) ||
+      dc_kstore_events_open(k, errstr, errstr_size)) {
     kafka_close(&k->base);
     return -1;
   }
+  /* A writer claims at once when nobody ever wrote the topic or it wrote
+   * it last itself (a restart); otherwise it follows, giving the writer
+   * one session timeout to be heard of before claiming. */
   if (check_topic(k, errstr, errstr_size) ||
       start_reading(k, errstr, errstr_size) ||
-      (!k->read_only && claim_topic(k, errstr, errstr_size))) {
+      (!k->read_only && (k->epoch == 0 || k->epoch_node == k->node_id) &&
+       dc_kstore_claim(k, NULL, errstr, errstr_size))) {
     kafka_close(&k->base);
     return -1;
   }

@@ -57,6 +57,29 @@ char *dc_log_record_value(const dc_store_commit_t *c, int64_t time_ms) {
   return out;
 }
 
+static bool listener_ok(const char *name, const char *host, json_int_t port) {
+  return *name && strlen(name) <= DC_LOG_LISTENER_NAME_MAX && *host &&
+         strlen(host) <= DC_LOG_HOST_MAX && port > 0 && port < 65536;
+}
+
+char *dc_log_heartbeat_value(int32_t node, const dc_store_listener_t *l,
+                             size_t n, bool leaving) {
+  if (n > DC_LOG_MAX_LISTENERS)
+    return NULL;
+  json_t *ls = json_array();
+  bool bad = !ls;
+  for (size_t i = 0; !bad && i < n; i++)
+    bad = !listener_ok(l[i].name, l[i].host, l[i].port) ||
+          json_array_append_new(ls, json_pack("{s:s,s:s,s:i}", "name",
+                                              l[i].name, "host", l[i].host,
+                                              "port", (int)l[i].port));
+  json_t *v = bad ? NULL : json_pack("{s:i,s:O,s:b}", "node", (int)node,
+                                     "listeners", ls, "leaving", leaving);
+  char *out = v ? json_dumps(v, JSON_COMPACT) : NULL;
+  json_decref(v);
+  json_decref(ls);
+  return out;
+}
 
 void dc_log_record_free(dc_log_record_t *p) {
   json_decref(p->root);
@@ -64,6 +87,7 @@ void dc_log_record_free(dc_log_record_t *p) {
   free(p->keys);
   free(p->values);
   free(p->changes);
+  free(p->listeners);
   memset(p, 0, sizeof(*p));
 }
 
@@ -140,6 +164,46 @@ static int parse_lists(json_t *cfg, json_t *ch, dc_log_record_t *p, char *why,
   return 0;
 }
 
+/* A heartbeat: its writer (header) must be the node it names. */
+static int parse_heartbeat(const void *value, size_t value_len,
+                           dc_log_record_t *p, char *why, size_t why_size) {
+  json_error_t je;
+  json_t *ls = NULL;
+  int node = -1, leaving = 0;
+  p->heartbeat = true;
+  p->root = value ? json_loadb(value, value_len, JSON_REJECT_DUPLICATES, &je)
+                  : NULL;
+  if (!p->root || json_unpack(p->root, "{s:i,s:o,s:b}", "node", &node,
+                              "listeners", &ls, "leaving", &leaving) ||
+      !json_is_array(ls) || node != p->node || node < 0) {
+    snprintf(why, why_size, "a heartbeat that is not node %d's own",
+             (int)p->node);
+    return -1;
+  }
+  size_t n = json_array_size(ls);
+  if (n > DC_LOG_MAX_LISTENERS ||
+      !(p->listeners = calloc(n ? n : 1, sizeof(*p->listeners)))) {
+    snprintf(why, why_size, "a heartbeat with %zu listeners (at most %d)", n,
+             DC_LOG_MAX_LISTENERS);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *name, *host;
+    json_int_t port;
+    if (json_unpack(json_array_get(ls, i), "{s:s,s:s,s:I}", "name", &name,
+                    "host", &host, "port", &port) ||
+        !listener_ok(name, host, port)) {
+      snprintf(why, why_size, "node %d's listener %zu is malformed",
+               (int)node, i);
+      return -1;
+    }
+    p->listeners[i] = (dc_store_listener_t){name, host, (int32_t)port};
+  }
+  p->n_listeners = n;
+  p->leaving = leaving;
+  return 0;
+}
+
 int dc_log_record_parse(const void *key, size_t key_len, const void *value,
                         size_t value_len, int64_t epoch, int32_t node,
                         dc_log_record_t *p, char *why, size_t why_size) {
@@ -153,6 +217,18 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
       return 0;
     snprintf(why, why_size, "a claim without its epoch and node");
     return -1;
+  }
+  size_t np = strlen(DC_LOG_NODE_PREFIX);
+  if (key && key_len > np && !memcmp(key, DC_LOG_NODE_PREFIX, np)) {
+    char want[32];
+    int wn = snprintf(want, sizeof(want), DC_LOG_NODE_PREFIX "%d", (int)node);
+    if ((size_t)wn != key_len || memcmp(key, want, key_len)) {
+      p->heartbeat = true;
+      snprintf(why, why_size, "a heartbeat keyed for another node than its "
+               "writer %d", (int)node);
+      return -1;
+    }
+    return parse_heartbeat(value, value_len, p, why, why_size);
   }
   if (!value)
     return parse_tombstone(key, key_len, p, why, why_size);

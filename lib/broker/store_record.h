@@ -9,6 +9,10 @@
  *      "changes":[{"key":"acks","op":0,"old":null,"new":"1"}]}
  *   or no value (a tombstone: the entity named by the key has nothing);
  *   key "claim": a writer claiming the log (headers only).
+ *   key "node:ID": a server's heartbeat, written by that server:
+ *     {"node":2,"listeners":[{"name":"PLAINTEXT","host":"10.0.0.2",
+ *      "port":9092}],"leaving":false}
+ *   ("leaving": it is stopping cleanly and no longer serves).
  * Headers: DC_LOG_HDR_EPOCH and DC_LOG_HDR_NODE, the writer's epoch and
  * node id, in decimal.
  */
@@ -25,11 +29,20 @@
 #define DC_LOG_CLAIM_KEY "claim"
 #define DC_LOG_HDR_EPOCH "dynconf-epoch"
 #define DC_LOG_HDR_NODE "dynconf-node"
+#define DC_LOG_NODE_PREFIX "node:"
+/* Bounds on a heartbeat's listeners (more are refused when read). */
+#define DC_LOG_MAX_LISTENERS 16
+#define DC_LOG_LISTENER_NAME_MAX 63
+#define DC_LOG_HOST_MAX 255
 
 /* One record read back: the commit it stands for, its strings owned by
  * root (or by name for a tombstone). */
 typedef struct dc_log_record {
   bool claim;     /* a writer's claim, not a change */
+  bool heartbeat; /* a server's heartbeat (node = that server) */
+  bool leaving;   /* heartbeat: the server is stopping */
+  size_t n_listeners;                  /* heartbeat: its listeners, */
+  dc_store_listener_t *listeners;      /* strings owned by root */
   int64_t epoch;  /* its writer's epoch (0 = none) */
   int32_t node;   /* its writer's node (-1 = none) */
   dc_store_commit_t c;
@@ -44,6 +57,10 @@ char *dc_log_record_key(int8_t type, const char *entity);
 /* The value of one commit (caller frees); NULL when a key or value is not
  * valid UTF-8 (JSON cannot carry it) or memory ran out. */
 char *dc_log_record_value(const dc_store_commit_t *c, int64_t time_ms);
+/* The value of node's heartbeat (caller frees; NULL on OOM or a listener
+ * past the bounds above). Its key is DC_LOG_NODE_PREFIX + the node id. */
+char *dc_log_heartbeat_value(int32_t node, const dc_store_listener_t *l,
+                             size_t n, bool leaving);
 /* Reads one record (value NULL = a tombstone) written by (epoch, node)
  * into p: an entity of a known type with a canonical name, every config a
  * string an alter would accept, every change well formed. 0, or -1 with

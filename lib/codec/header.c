@@ -9,6 +9,7 @@ static const dc_api_info_t apis[] = {
     {DC_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 1, "IncrementalAlterConfigs"},
     {DC_API_SASL_HANDSHAKE, 0, 1, -1, "SaslHandshake"},
     {DC_API_SASL_AUTHENTICATE, 0, 2, 2, "SaslAuthenticate"},
+    {DC_API_ENVELOPE, 0, 0, 0, "Envelope"},
     {DC_API_RELOAD_SECURITY, 0, 0, -1, "ReloadSecurity"},
 };
 

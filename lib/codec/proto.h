@@ -30,6 +30,9 @@ enum {
   DC_API_ALTER_CONFIGS = 33,
   DC_API_SASL_AUTHENTICATE = 36,
   DC_API_INCREMENTAL_ALTER_CONFIGS = 44,
+  /* KIP-590: a request forwarded by another server on behalf of a client
+   * (between dynconfd replicas: a follower to the writer). */
+  DC_API_ENVELOPE = 58,
   /* dynconf's own, outside Kafka's range (seed 002's targeted reload):
    * reload TLS key/certificate/CA (and ACLs, credentials) from the same
    * paths. Advertised in ApiVersions. */
@@ -350,4 +353,25 @@ int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in);
 int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out);
 int dc_reload_resp_encode(dc_buf_t *b, int16_t v, const dc_reload_resp_t *in);
 
+/* ---- Envelope (58), v0 (flexible) --------------------------------------- */
+typedef struct dc_envelope_req {
+  const uint8_t *request_data;  /* the client's request: header and body */
+  int32_t request_data_len;
+  const uint8_t *principal;     /* nullable; dynconf: "User:NAME" */
+  int32_t principal_len;        /* -1 = null */
+  const uint8_t *client_host;   /* dynconf: the client's "ip:port" */
+  int32_t client_host_len;
+} dc_envelope_req_t;
+
+typedef struct dc_envelope_resp {
+  const uint8_t *response_data; /* nullable: the response, header and body */
+  int32_t response_data_len;    /* -1 = null */
+  int16_t error_code;
+} dc_envelope_resp_t;
+
+int dc_envelope_req_decode(dc_rd_t *rd, int16_t v, dc_envelope_req_t *out);
+int dc_envelope_req_encode(dc_buf_t *b, int16_t v, const dc_envelope_req_t *in);
+int dc_envelope_resp_decode(dc_rd_t *rd, int16_t v, dc_envelope_resp_t *out);
+int dc_envelope_resp_encode(dc_buf_t *b, int16_t v,
+                            const dc_envelope_resp_t *in);
 #endif

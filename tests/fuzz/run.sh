@@ -35,18 +35,22 @@ command -v "$CC" >/dev/null 2>&1 || {
   exit 2
 }
 
-# Every library source of the codec, shared helpers and broker; the target
+# Every library source of the codec, shared helpers, client (the broker's
+# forwarder uses it) and broker; the target
 # drives dc_broker_handle() directly, so the event loop is not needed.
 SOURCES=
-for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/broker/*.c; do
+for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/client/*.c \
+  "$SRC"/lib/broker/*.c; do
   case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka.c | \
-    */lib/broker/store_record.c)
+    */lib/broker/store_kafka_lead.c | */lib/broker/store_record.c)
     continue ;;
   esac
   SOURCES="$SOURCES $f"
 done
 
 echo "fuzz: building in $WORK"
+# What configure would say, for lib/client (it names its version).
+printf '#define PACKAGE_VERSION "fuzz"\n' >"$WORK/config.h"
 # build NAME SOURCES...: one target with libFuzzer + ASan + UBSan.
 build() {
   name=$1
@@ -55,7 +59,7 @@ build() {
   "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
     -Wall -Wextra \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I "$SRC/include" -I "$SRC/lib" \
+    -I "$SRC/include" -I "$SRC/lib" -I "$WORK" \
     -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
     -lsqlite3 -lssl -lcrypto -lpthread
 }

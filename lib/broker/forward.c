@@ -1,0 +1,229 @@
+/*
+ * Alters on a replica that does not write the store: forwarded to the one
+ * that does, in an Envelope (KIP-590) carrying the client's principal and
+ * address, and answered to the client as the writer answered them. The
+ * writer trusts an Envelope's principal only from a super user when an
+ * authorizer is configured (the replicas' own identity), as Kafka trusts
+ * only its brokers; its ACLs then decide for the principal inside. A
+ * server without replicas refuses Envelopes.
+ */
+#include "broker/acl.h"
+#include "broker/broker_int.h"
+#include "broker/forwarder.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FORWARD_TIMEOUT_MS 30000
+
+int dc_broker_forward_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
+  if (!b->opts.forward)
+    return 0;
+  char cid[64];
+  snprintf(cid, sizeof(cid), "dynconfd-%d-forward", (int)b->opts.node_id);
+  int t = b->opts.forward_timeout_ms > 0 ? b->opts.forward_timeout_ms
+                                         : FORWARD_TIMEOUT_MS;
+  b->fwd = dc_forwarder_new(cid, b->opts.forward_security, t, errstr,
+                            errstr_size);
+  return b->fwd ? 0 : -1;
+}
+
+void dc_broker_forward_free(dc_broker_t *b) {
+  dc_forwarder_destroy(b->fwd);
+  b->fwd = NULL;
+}
+
+int dc_broker_event_fd(const dc_broker_t *b) {
+  return b->fwd ? dc_forwarder_event_fd(b->fwd) : -1;
+}
+
+void dc_broker_abandon(dc_broker_t *b, void *pending) {
+  (void)b;
+  ((dc_fwd_job_t *)pending)->abandoned = true;
+}
+
+/* The writer's listener to forward to, or NULL. */
+static const dc_store_listener_t *writer_listener(const dc_store_replica_t *reps,
+                                                  size_t n, int32_t writer,
+                                                  const char *name) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; reps[i].node_id == writer && j < reps[i].n_listeners;
+         j++)
+      if (name && !strcmp(reps[i].listeners[j].name, name))
+        return &reps[i].listeners[j];
+  return NULL;
+}
+
+static dc_fwd_job_t *job_new(const dc_req_t *r, int32_t writer,
+                             const dc_store_listener_t *l) {
+  dc_fwd_job_t *job = calloc(1, sizeof(*job));
+  size_t an = strlen(l->host) + 16;
+  if (!job || !(job->addr = malloc(an)) ||
+      !(job->request = malloc(r->payload_len ? r->payload_len : 1)) ||
+      !(job->principal = strdup(r->conn->principal ? r->conn->principal
+                                                   : "User:ANONYMOUS")) ||
+      !(job->client_host = strdup(r->conn->peer ? r->conn->peer : ""))) {
+    dc_fwd_job_free(job);
+    return NULL;
+  }
+  bool v6 = strchr(l->host, ':') != NULL;
+  snprintf(job->addr, an, v6 ? "[%s]:%d" : "%s:%d", l->host, (int)l->port);
+  memcpy(job->request, r->payload, r->payload_len);
+  job->request_len = r->payload_len;
+  job->token = r->conn->token;
+  job->node = writer;
+  return job;
+}
+
+int dc_broker_forward_alter(dc_req_t *r) {
+  if (!r->b->fwd || r->forwarded || r->fail_msg || !r->conn->pending)
+    return 0;
+  const dc_store_replica_t *reps;
+  int32_t writer;
+  size_t n = dc_store_replicas(r->b->store, &reps, &writer);
+  if (writer == DC_STORE_NOT_REPLICATED || writer == r->b->opts.node_id)
+    return 0;
+  char msg[300];
+  r->fail_code = DC_ERR_NOT_CONTROLLER;
+  if (writer < 0) {
+    r->fail_msg = "no server writes the config topic now (none has been "
+                  "heard of within the store's session timeout); retry";
+    return 1;
+  }
+  const char *name = r->b->opts.forward_listener ? r->b->opts.forward_listener
+                                                 : r->conn->listener;
+  const dc_store_listener_t *l = writer_listener(reps, n, writer, name);
+  if (!l) {
+    snprintf(msg, sizeof(msg), "node %d writes the config topic but "
+             "advertises no listener named %s to forward to; alter there",
+             (int)writer, name ? name : "(none)");
+    return (r->fail_msg = dc_arena_strdup(r->arena, msg)) ? 1 : DC_ERR__NOMEM;
+  }
+  dc_fwd_job_t *job = job_new(r, writer, l);
+  if (!job)
+    return DC_ERR__NOMEM;
+  r->fail_code = 0;
+  dc_forwarder_submit(r->b->fwd, job);
+  *r->conn->pending = job;
+  r->deferred = true;
+  return 1;
+}
+
+/* The answer to a job: the writer's response, or an error for each of
+ * the request's resources saying why it was not forwarded. */
+static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
+                   void *opaque) {
+  dc_buf_t out;
+  dc_arena_t arena = {0};
+  char why[256];
+  dc_buf_init(&out);
+  if (job->response) {
+    uint8_t size[4] = {(uint8_t)(job->response_len >> 24),
+                       (uint8_t)(job->response_len >> 16),
+                       (uint8_t)(job->response_len >> 8),
+                       (uint8_t)job->response_len};
+    dc_buf_append(&out, size, 4);
+    dc_buf_append(&out, job->response, job->response_len);
+  } else {
+    dc_log(DC_LOG_WARN, "alter from %s not forwarded: %s", job->client_host,
+           job->error);
+    dc_conn_info_t conn = {.peer = job->client_host,
+                           .principal = job->principal};
+    int16_t code = job->error_code ? job->error_code : DC_ERR_NOT_CONTROLLER;
+    if (dc_broker_handle_as(b, &conn, job->request, job->request_len, &arena,
+                            &out, true, code, job->error, why,
+                            sizeof(why)) != DC_HANDLE_OK)
+      out.len = 0;
+  }
+  if (out.err || !out.len)
+    cb(opaque, job->token, NULL, 0); /* cannot answer: close */
+  else
+    cb(opaque, job->token, out.data, out.len);
+  dc_buf_free(&out);
+  dc_arena_free(&arena);
+}
+
+void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
+  dc_fwd_job_t *job;
+  while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
+    if (!job->abandoned)
+      answer(b, job, cb, opaque);
+    dc_fwd_job_free(job);
+  }
+}
+
+/* ---- the writer's side ----------------------------------------------------- */
+
+/* An Envelope's bytes as a string: NULL when they hold a NUL or pass max. */
+static char *bytes_str(dc_arena_t *a, const uint8_t *p, int32_t n, size_t max) {
+  if (n < 0 || (size_t)n > max || (n && memchr(p, 0, (size_t)n)))
+    return NULL;
+  return dc_arena_strndup(a, (const char *)p, (size_t)n);
+}
+
+/* Handles the request inside; 0 with resp set, or an error code. */
+static int16_t unwrap(dc_req_t *r, const dc_envelope_req_t *req,
+                      dc_buf_t *inner, dc_envelope_resp_t *resp) {
+  dc_rd_t ird;
+  dc_req_header_t h;
+  char why[256];
+  dc_rd_init(&ird, req->request_data, (size_t)req->request_data_len,
+             r->arena);
+  char *principal = req->principal_len < 0
+                        ? "User:ANONYMOUS"
+                        : bytes_str(r->arena, req->principal,
+                                    req->principal_len, DC_PRINCIPAL_MAX);
+  char *host = bytes_str(r->arena, req->client_host, req->client_host_len,
+                         300);
+  if (dc_req_header_decode(&ird, &h) || !principal || !host ||
+      (h.api_key != DC_API_ALTER_CONFIGS &&
+       h.api_key != DC_API_INCREMENTAL_ALTER_CONFIGS))
+    return DC_ERR_INVALID_REQUEST; /* only alters are forwarded */
+  dc_conn_info_t conn = {.peer = host,
+                         .principal = principal,
+                         .listener = r->conn->listener,
+                         .advertised_host = r->conn->advertised_host,
+                         .advertised_port = r->conn->advertised_port};
+  if (dc_broker_handle_as(r->b, &conn, req->request_data,
+                          (size_t)req->request_data_len, r->arena, inner,
+                          true, 0, NULL, why, sizeof(why)) != DC_HANDLE_OK ||
+      inner->len < 4) {
+    dc_log(DC_LOG_WARN, "forwarded request from %s (for %s at %s) refused: "
+           "%s", r->conn->peer, principal, host, why);
+    return DC_ERR_INVALID_REQUEST;
+  }
+  resp->response_data = inner->data + 4; /* without the size */
+  resp->response_data_len = (int32_t)(inner->len - 4);
+  return 0;
+}
+
+int dc_handle_envelope(dc_req_t *r) {
+  dc_envelope_req_t req;
+  if (dc_envelope_req_decode(r->rd, r->hdr->api_version, &req))
+    return r->rd->err;
+  dc_envelope_resp_t resp = {.response_data_len = -1};
+  dc_buf_t inner;
+  dc_buf_init(&inner);
+  const char *who = r->conn->principal ? r->conn->principal : "User:ANONYMOUS";
+  const dc_store_replica_t *reps;
+  int32_t writer;
+  dc_store_replicas(r->b->store, &reps, &writer);
+  if (r->forwarded || writer == DC_STORE_NOT_REPLICATED) {
+    /* An Envelope in an Envelope, or a server without replicas: nobody
+     * forwards to it, so nobody may act for others through it. */
+    resp.error_code = DC_ERR_INVALID_REQUEST;
+  } else if (r->b->acl &&
+             !dc_acl_is_super_user(r->b->opts.super_users, who)) {
+    dc_log(DC_LOG_WARN, "Envelope from %s refused: %s is not a super user, "
+           "so it may not act for other principals", r->conn->peer, who);
+    resp.error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+  } else {
+    resp.error_code = unwrap(r, &req, &inner, &resp);
+  }
+  int rc = inner.err ? DC_ERR__NOMEM
+                     : dc_envelope_resp_encode(r->out, 0, &resp);
+  dc_buf_free(&inner);
+  return rc;
+}

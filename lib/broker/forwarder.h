@@ -1,0 +1,54 @@
+/*
+ * Forwarding requests to another server, off the event loop: a thread
+ * with one kept connection (lib/client) that wraps each job's request in
+ * an Envelope (KIP-590), sends it to the job's address and hands the
+ * answer back through an fd the event loop watches. Jobs are answered in
+ * the order they were submitted.
+ *
+ * Threads: submit, take_done and destroy on the loop thread; the
+ * forwarder's own thread does the I/O.
+ */
+#ifndef DC_FORWARDER_H
+#define DC_FORWARDER_H
+#include "client/kclient.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dc_fwd_job {
+  /* In (owned by the job): */
+  void *token;           /* the caller's, returned as is */
+  char *addr;            /* "host:port" to forward to */
+  int32_t node;          /* the server there, for messages */
+  uint8_t *request;      /* the client's request (header and body) */
+  size_t request_len;
+  char *principal;       /* on whose behalf */
+  char *client_host;     /* the client's "ip:port" */
+  /* Out: the response (header and body, no size prefix; owned), or
+   * error set to why there is none. */
+  uint8_t *response;
+  size_t response_len;
+  int16_t error_code;    /* the Envelope's error, or 0 */
+  char error[512];
+  bool abandoned;        /* the caller no longer wants the answer */
+  struct dc_fwd_job *next;
+} dc_fwd_job_t;
+
+typedef struct dc_forwarder dc_forwarder_t;
+
+/* sec (nullable = PLAINTEXT) is copied; timeout_ms bounds each forward
+ * (connecting included). NULL with errstr on failure. */
+dc_forwarder_t *dc_forwarder_new(const char *client_id,
+                                 const dc_kclient_security_t *sec,
+                                 int timeout_ms, char *errstr,
+                                 size_t errstr_size);
+void dc_forwarder_destroy(dc_forwarder_t *f);
+/* Readable when answers are waiting (dc_forwarder_take_done drains it). */
+int dc_forwarder_event_fd(const dc_forwarder_t *f);
+/* Queues job (the forwarder owns it until take_done hands it back). */
+void dc_forwarder_submit(dc_forwarder_t *f, dc_fwd_job_t *job);
+/* A finished job (the caller owns it; dc_fwd_job_free), or NULL. */
+dc_fwd_job_t *dc_forwarder_take_done(dc_forwarder_t *f);
+void dc_fwd_job_free(dc_fwd_job_t *job);
+#endif

@@ -1,0 +1,144 @@
+/*
+ * Internals of the Kafka-topic store shared by store_kafka.c (the log:
+ * reading, applying, writing) and store_kafka_lead.c (heartbeats, the
+ * live replicas, the writer's lease and claims).
+ */
+#ifndef DC_STORE_KAFKA_INT_H
+#define DC_STORE_KAFKA_INT_H
+#include "broker/store_kafka.h"
+#include "broker/store_record.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OFFSET_META "kafka.next_offset"
+#define EPOCH_META "kafka.epoch"
+#define EPOCH_NODE_META "kafka.epoch_node"
+
+#define APPLY_BATCH 1000 /* records applied to the cache per transaction */
+#define MAX_REPLICAS 64  /* servers tracked; heartbeats of more are logged */
+
+/* A server as its latest heartbeat described it. */
+typedef struct replica {
+  int32_t node;
+  int64_t seen;                  /* monotonic ms its heartbeat was applied */
+  json_t *root;                  /* owns the listeners' strings */
+  dc_store_listener_t *listeners; /* owned */
+  size_t n_listeners;
+} replica_t;
+
+/* What one produced record came to (the delivery report's opaque). Each
+ * is its own allocation: a commit that gives up on a record marks it
+ * abandoned and the delivery report, whenever it comes, frees it. */
+typedef struct delivery {
+  bool done, abandoned;
+  rd_kafka_resp_err_t err;
+  int64_t offset;
+} delivery_t;
+
+/* Where applied records are told (the server's in-memory view), or
+ * nothing (start-up, before the view is loaded from the cache). */
+typedef struct notify {
+  dc_store_apply_cb *cb;
+  void *opaque;
+} notify_t;
+
+typedef struct kafka_store {
+  dc_store_t base;
+  dc_store_t *cache;         /* owned: the SQLite copy of the log */
+  rd_kafka_t *producer;      /* owned; NULL for a read replica */
+  rd_kafka_t *consumer;      /* owned; assigned partition 0 */
+  char *topic, *bootstrap;   /* owned */
+  int timeout_ms;
+  int session_ms;            /* a writer silent this long has lost its lease */
+  int32_t node_id;
+  int64_t next_offset;       /* the next offset to apply */
+  /* The log's current writer: the highest claim applied (epoch 0 = none
+   * yet, when every record is applied). Only records carrying this epoch
+   * and node are applied; a fenced writer's are ignored everywhere. */
+  int64_t epoch;
+  int32_t epoch_node;
+  int64_t my_epoch;          /* the epoch this store last claimed; 0 = none */
+  int64_t writer_seen;       /* monotonic ms the writer was last heard of */
+  /* A newer claim met while a commit read the log back: the commit stops
+   * before it, and the next poll starts with it (owned). */
+  rd_kafka_message_t *held;
+  /* Why commits are refused ("" = they are not): until a restart when the
+   * log holds what the server does not (diverged), or until it is known
+   * that a change that timed out was not written (uncertain). */
+  char stale[600];
+  bool uncertain;
+  /* Settling it: a heartbeat sent once nothing else of this store was in
+   * flight; when poll has applied it, whatever of the failed change
+   * landed before it has been applied (and told) too. */
+  bool hb_settles;           /* the heartbeat in flight is that marker */
+  int64_t settle_at;         /* its offset once written; -1 = not yet */
+  bool read_only;            /* a read replica: no producer, never writes */
+  int event_pipe[2];         /* the consumer queue's io events */
+  int timer_fd;              /* heartbeats and lease checks */
+  int event_fd;              /* epoll over both: what the server watches */
+  rd_kafka_queue_t *cq;      /* owned reference to the consumer queue */
+  /* Heartbeats. */
+  char *heartbeat;           /* this server's heartbeat value (owned) */
+  delivery_t *hb;            /* the heartbeat in flight (owned), or NULL */
+  bool hb_failing;           /* the last one failed (logged once) */
+  bool hb_sent;              /* one was sent: say goodbye at close */
+  int64_t next_heartbeat;    /* monotonic ms */
+  delivery_t *claim;         /* a claim in flight or not read back yet */
+  int64_t next_claim;        /* no new claim before (monotonic ms) */
+  replica_t replicas[MAX_REPLICAS];
+  size_t n_replicas;
+  dc_store_replica_t live[MAX_REPLICAS]; /* dc_store_replicas' answer */
+} kafka_store_t;
+
+/* store_kafka.c */
+/* Applies the log up to (not including) `until` within the deadline,
+ * telling nt (nullable) each change. Records at offsets[] are this
+ * store's own; *fenced (nullable) counts those a newer claim made
+ * everyone ignore. With stop_at_claim, stops before a claim newer than
+ * the current one and holds it for the next poll. */
+int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
+                       size_t n_ours, size_t *fenced, const notify_t *nt,
+                       bool stop_at_claim, int64_t deadline, char *errstr,
+                       size_t errstr_size);
+/* Queues one record (value NULL = a tombstone) stamped with this store's
+ * node and claimed epoch; *dp gets its delivery (NULL when not queued). */
+int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
+                      delivery_t **dp, char *errstr, size_t errstr_size);
+/* Waits for the delivery reports of d[0..n) until the deadline. */
+int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
+                    int64_t deadline, char *errstr, size_t errstr_size);
+/* The caller is done with d[0..n): frees those reported, leaves the rest
+ * to their delivery reports. */
+void dc_kstore_release(delivery_t **d, size_t n);
+
+/* store_kafka_lead.c */
+/* Does this store hold the current claim (take writes)? */
+bool dc_kstore_leading(const kafka_store_t *k);
+/* Claims the log (the next epoch) and reads the claim back, telling nt
+ * what it applies on the way; the store leads if no other claim came
+ * first. 0 (leading or not), or -1 with errstr. */
+int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
+                    size_t errstr_size);
+/* A heartbeat read from the log (p's root and listeners are taken). */
+void dc_kstore_heartbeat_seen(kafka_store_t *k, dc_log_record_t *p,
+                              int32_t writer);
+/* A claim was applied: its writer is alive as of now. */
+void dc_kstore_claim_seen(kafka_store_t *k);
+/* Periodic work from poll: heartbeat when due; claim when the writer's
+ * lease ran out and this store may write. */
+void dc_kstore_tick(kafka_store_t *k);
+/* The timer and the epoll set the server watches. */
+int dc_kstore_events_open(kafka_store_t *k, char *errstr, size_t errstr_size);
+/* Drains the timer. */
+void dc_kstore_events_drain(kafka_store_t *k);
+/* Says goodbye (a leaving heartbeat, so a successor need not wait out the
+ * lease) and frees the replica table, timer and epoll set. */
+void dc_kstore_lead_close(kafka_store_t *k);
+int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
+                        char *errstr, size_t errstr_size);
+size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
+                          int32_t *leader);
+#endif

@@ -1,0 +1,343 @@
+/*
+ * Who writes the Kafka store's log, decided through the log itself.
+ *
+ * Every server (but read replicas) writes a heartbeat record every third
+ * of the session timeout, naming its listeners; every server reads them,
+ * so each knows the live replicas. The writer is the node of the latest
+ * claim. When a server has read nothing from the writer (heartbeat or
+ * claim) for a whole session timeout, while it has read the log to its
+ * end, it claims the next epoch. Two servers claiming at once is settled
+ * by the log's order: the first claim of an epoch wins, later ones are
+ * ignored by everyone, and since every replica applies only the current
+ * claim's records, a writer that lost its lease without knowing it gets
+ * nothing applied anywhere. Clocks only decide when to claim, never
+ * whose records count.
+ */
+#include "broker/store_kafka_int.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+bool dc_kstore_leading(const kafka_store_t *k) {
+  return k->my_epoch > 0 && k->epoch == k->my_epoch &&
+         k->epoch_node == k->node_id;
+}
+
+/* Produces a claim for the epoch after the current one; *dp gets its
+ * delivery. */
+static int produce_claim(kafka_store_t *k, delivery_t **dp, char *errstr,
+                         size_t errstr_size) {
+  char val[96];
+  k->my_epoch = k->epoch + 1;
+  snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
+           (long long)k->my_epoch, (int)k->node_id);
+  return dc_kstore_produce(k, DC_LOG_CLAIM_KEY, val, dp, errstr, errstr_size);
+}
+
+static void log_claim_outcome(const kafka_store_t *k) {
+  if (dc_kstore_leading(k))
+    dc_log(DC_LOG_INFO, "kafka store: writing %s as node %d, epoch %lld",
+           k->topic, (int)k->node_id, (long long)k->my_epoch);
+  else
+    dc_log(DC_LOG_WARN, "kafka store: node %d claimed topic %s (epoch %lld) "
+           "first; this server follows it", (int)k->epoch_node, k->topic,
+           (long long)k->epoch);
+}
+
+int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
+                    size_t errstr_size) {
+  int64_t deadline = dc_mono_ms() + k->timeout_ms;
+  delivery_t *d = NULL;
+  char why[512];
+  if (produce_claim(k, &d, errstr, errstr_size))
+    return -1;
+  int r = dc_kstore_await(k, &d, 1, deadline, why, sizeof(why));
+  int64_t at = d->offset;
+  dc_kstore_release(&d, 1);
+  if (r) {
+    snprintf(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
+    return -1;
+  }
+  if (dc_kstore_catch_up(k, at + 1, &at, 1, NULL, nt, false,
+                         deadline + k->timeout_ms, errstr, errstr_size))
+    return -1;
+  log_claim_outcome(k);
+  return 0;
+}
+
+/* ---- heartbeats and the replica table ---------------------------------- */
+
+static replica_t *replica_find(kafka_store_t *k, int32_t node) {
+  for (size_t i = 0; i < k->n_replicas; i++)
+    if (k->replicas[i].node == node)
+      return &k->replicas[i];
+  return NULL;
+}
+
+static void replica_free(replica_t *r) {
+  json_decref(r->root);
+  free(r->listeners);
+  r->root = NULL;
+  r->listeners = NULL;
+  r->n_listeners = 0;
+}
+
+static void replica_remove(kafka_store_t *k, replica_t *r) {
+  replica_free(r);
+  *r = k->replicas[--k->n_replicas];
+}
+
+void dc_kstore_heartbeat_seen(kafka_store_t *k, dc_log_record_t *p,
+                              int32_t writer) {
+  int64_t now = dc_mono_ms();
+  if (p->node == writer && p->node != k->node_id)
+    k->writer_seen = p->leaving ? now - k->session_ms : now;
+  replica_t *r = replica_find(k, p->node);
+  if (p->leaving) {
+    if (r) {
+      dc_log(DC_LOG_INFO, "kafka store: node %d left", (int)p->node);
+      replica_remove(k, r);
+    }
+    return;
+  }
+  if (!r && k->n_replicas == MAX_REPLICAS) {
+    dc_log(DC_LOG_WARN, "kafka store: ignoring node %d's heartbeat: %d "
+           "servers are tracked already", (int)p->node, MAX_REPLICAS);
+    return;
+  }
+  if (!r) {
+    r = &k->replicas[k->n_replicas++];
+    *r = (replica_t){.node = p->node};
+    dc_log(DC_LOG_INFO, "kafka store: node %d is a replica", (int)p->node);
+  }
+  replica_free(r);
+  r->seen = now;
+  r->root = p->root;
+  r->listeners = p->listeners;
+  r->n_listeners = p->n_listeners;
+  p->root = NULL; /* taken */
+  p->listeners = NULL;
+}
+
+void dc_kstore_claim_seen(kafka_store_t *k) { k->writer_seen = dc_mono_ms(); }
+
+/* The heartbeat in flight came back: say when they start or stop failing. */
+static void heartbeat_settle(kafka_store_t *k) {
+  if (!k->hb || !k->hb->done)
+    return;
+  if (k->hb->err && !k->hb_failing)
+    dc_log(DC_LOG_WARN, "kafka store: heartbeat to %s failed (%s); other "
+           "servers will stop listing this one", k->bootstrap,
+           rd_kafka_err2str(k->hb->err));
+  else if (!k->hb->err && k->hb_failing)
+    dc_log(DC_LOG_INFO, "kafka store: heartbeats to %s work again",
+           k->bootstrap);
+  k->hb_failing = k->hb->err != 0;
+  if (k->hb_settles && !k->hb->err)
+    k->settle_at = k->hb->offset;
+  k->hb_settles = false;
+  free(k->hb);
+  k->hb = NULL;
+}
+
+static void heartbeat_send(kafka_store_t *k, int64_t now) {
+  char key[32], err[256];
+  /* Produced in order after everything else this store sent. */
+  k->hb_settles = k->uncertain && rd_kafka_outq_len(k->producer) == 0;
+  k->hb_sent = true;
+  snprintf(key, sizeof(key), DC_LOG_NODE_PREFIX "%d", (int)k->node_id);
+  if (dc_kstore_produce(k, key, k->heartbeat, &k->hb, err, sizeof(err)))
+    dc_log(DC_LOG_WARN, "kafka store: %s", err);
+  k->next_heartbeat = now + k->session_ms / 3;
+}
+
+/* After a change that failed with records sent: once a heartbeat sent
+ * after all of them is applied, whatever of them landed has been applied
+ * and told to the server like any record, and writes go on. */
+static void settle_uncertain(kafka_store_t *k) {
+  if (k->settle_at < 0 || k->next_offset <= k->settle_at) {
+    if (!k->hb && k->settle_at < 0)
+      k->next_heartbeat = 0; /* a marker at the next chance */
+    return;
+  }
+  dc_log(DC_LOG_INFO, "kafka store: %s answers again and this server has "
+         "read the log past its failed change; writes resume", k->bootstrap);
+  k->stale[0] = '\0';
+  k->uncertain = false;
+  k->settle_at = -1;
+}
+
+/* Has the consumer read everything the partition had when last fetched? */
+static bool read_to_end(const kafka_store_t *k) {
+  int64_t lo = 0, hi = 0;
+  return !rd_kafka_get_watermark_offsets(k->consumer, k->topic, 0, &lo,
+                                         &hi) &&
+         k->next_offset >= hi;
+}
+
+/* The writer's lease ran out: claim, without waiting (the claim takes
+ * effect when poll reads it back, if no other came first). */
+static void claim_async(kafka_store_t *k, int64_t now) {
+  char err[512];
+  if (k->claim) {
+    if (!k->claim->done || !k->claim->err)
+      return; /* in flight, or written and not read back yet */
+    dc_log(DC_LOG_WARN, "kafka store: claiming %s failed: %s", k->topic,
+           rd_kafka_err2str(k->claim->err));
+    free(k->claim);
+    k->claim = NULL;
+  }
+  if (now < k->next_claim)
+    return;
+  if (k->epoch)
+    dc_log(DC_LOG_WARN, "kafka store: node %d (epoch %lld) not heard of for "
+           "%lld ms; node %d claims topic %s", (int)k->epoch_node,
+           (long long)k->epoch, (long long)(now - k->writer_seen),
+           (int)k->node_id, k->topic);
+  if (produce_claim(k, &k->claim, err, sizeof(err)))
+    dc_log(DC_LOG_WARN, "kafka store: %s", err);
+  k->next_claim = now + k->session_ms / 3;
+}
+
+void dc_kstore_tick(kafka_store_t *k) {
+  if (!k->producer)
+    return; /* a read replica neither heartbeats nor claims */
+  int64_t now = dc_mono_ms();
+  rd_kafka_poll(k->producer, 0); /* serves delivery reports */
+  heartbeat_settle(k);
+  if (k->uncertain)
+    settle_uncertain(k);
+  if (k->heartbeat && !k->hb && now >= k->next_heartbeat)
+    heartbeat_send(k, now);
+  bool expired = k->epoch == 0 || now - k->writer_seen >= k->session_ms;
+  if (k->claim && k->claim->done && k->claim->offset < k->next_offset &&
+      !k->claim->err) {
+    free(k->claim); /* read back: the claim took effect or lost */
+    k->claim = NULL;
+    log_claim_outcome(k);
+  }
+  if (!dc_kstore_leading(k) && expired && read_to_end(k))
+    claim_async(k, now);
+}
+
+/* ---- the timer and the events the server watches ---------------------- */
+
+int dc_kstore_events_open(kafka_store_t *k, char *errstr, size_t errstr_size) {
+  int period = k->session_ms / 6 < 250 ? k->session_ms / 6 : 250;
+  struct itimerspec its = {
+      .it_interval = {period / 1000, (long)(period % 1000) * 1000000},
+      .it_value = {period / 1000, (long)(period % 1000) * 1000000}};
+  struct epoll_event pe = {.events = EPOLLIN}, te = {.events = EPOLLIN};
+  k->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  k->event_fd = epoll_create1(EPOLL_CLOEXEC);
+  pe.data.fd = k->event_pipe[0];
+  te.data.fd = k->timer_fd;
+  if (k->timer_fd < 0 || k->event_fd < 0 ||
+      timerfd_settime(k->timer_fd, 0, &its, NULL) ||
+      epoll_ctl(k->event_fd, EPOLL_CTL_ADD, k->event_pipe[0], &pe) ||
+      epoll_ctl(k->event_fd, EPOLL_CTL_ADD, k->timer_fd, &te)) {
+    snprintf(errstr, errstr_size, "cannot set up the store's timer: %s",
+             strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+void dc_kstore_events_drain(kafka_store_t *k) {
+  uint64_t n;
+  ssize_t r = read(k->timer_fd, &n, sizeof(n));
+  (void)r; /* EAGAIN: it had not fired */
+}
+
+/* Tells the others this server stops serving, so a successor need not
+ * wait out the lease. Waits a little for it to be written. */
+static void say_goodbye(kafka_store_t *k) {
+  char key[32], err[256];
+  delivery_t *d = NULL;
+  char *bye = dc_log_heartbeat_value(k->node_id, NULL, 0, true);
+  snprintf(key, sizeof(key), DC_LOG_NODE_PREFIX "%d", (int)k->node_id);
+  if (bye && !dc_kstore_produce(k, key, bye, &d, err, sizeof(err))) {
+    int wait = k->timeout_ms < 2000 ? k->timeout_ms : 2000;
+    if (dc_kstore_await(k, &d, 1, dc_mono_ms() + wait, err, sizeof(err)))
+      dc_log(DC_LOG_WARN, "kafka store: cannot say goodbye: %s", err);
+    dc_kstore_release(&d, 1);
+  }
+  free(bye);
+}
+
+/* Frees a delivery now, or leaves it to its delivery report. */
+static void delivery_drop(delivery_t **d) {
+  if (*d)
+    dc_kstore_release(d, 1);
+  *d = NULL;
+}
+
+void dc_kstore_lead_close(kafka_store_t *k) {
+  if (k->producer && k->hb_sent)
+    say_goodbye(k);
+  delivery_drop(&k->hb);
+  delivery_drop(&k->claim);
+  free(k->heartbeat);
+  k->heartbeat = NULL;
+  for (size_t i = 0; i < k->n_replicas; i++)
+    replica_free(&k->replicas[i]);
+  k->n_replicas = 0;
+  if (k->timer_fd >= 0)
+    close(k->timer_fd);
+  if (k->event_fd >= 0)
+    close(k->event_fd);
+  k->timer_fd = k->event_fd = -1;
+}
+
+/* ---- what the server asks ---------------------------------------------- */
+
+int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
+                        char *errstr, size_t errstr_size) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  if (k->read_only)
+    return 0; /* not listed: it takes no writes */
+  char *v = dc_log_heartbeat_value(k->node_id, l, n, false);
+  if (!v) {
+    snprintf(errstr, errstr_size, "cannot advertise %zu listeners (at most "
+             "%d, names up to %d bytes, hosts up to %d)", n,
+             DC_LOG_MAX_LISTENERS, DC_LOG_LISTENER_NAME_MAX, DC_LOG_HOST_MAX);
+    return -1;
+  }
+  free(k->heartbeat);
+  k->heartbeat = v;
+  k->next_heartbeat = 0; /* at the next tick */
+  return 0;
+}
+
+size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
+                          int32_t *leader) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  int64_t now = dc_mono_ms();
+  size_t n = 0;
+  bool writer_live = dc_kstore_leading(k);
+  for (size_t i = 0; i < k->n_replicas; i++) {
+    const replica_t *r = &k->replicas[i];
+    if (r->node != k->node_id && now - r->seen >= k->session_ms)
+      continue; /* silent for a whole session */
+    writer_live |= r->node == k->epoch_node && k->epoch > 0;
+    k->live[n++] = (dc_store_replica_t){r->node, r->n_listeners,
+                                         r->listeners};
+  }
+  for (size_t i = 1; i < n; i++) /* node id order */
+    for (size_t j = i; j > 0 && k->live[j - 1].node_id > k->live[j].node_id;
+         j--) {
+      dc_store_replica_t t = k->live[j];
+      k->live[j] = k->live[j - 1];
+      k->live[j - 1] = t;
+    }
+  *out = k->live;
+  *leader = writer_live ? k->epoch_node : -1;
+  return n;
+}
