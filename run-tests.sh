@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
-# `make check` (every test under prove), again under ASan+UBSan, the agent's
+# `make check` (every test under prove), the replicated store's long fault
+# run (`make check-ha`), `make check` again under ASan+UBSan, the agent's
 # tests under TSan, a short libFuzzer run over request decoding and
 # dispatch, and `make distcheck`.
 #   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1
@@ -12,6 +13,9 @@ echo "== build and make check"
 "$src/scripts/build.sh" "$src/build"
 make -C "$src/build" check 2>&1 | tee "$src/build/check.out"
 summary=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check.out" | tail -1)
+
+echo "== the replicated store's long fault run (make check-ha)"
+make -C "$src/build" check-ha
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== make check under ASan+UBSan"
