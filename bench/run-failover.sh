@@ -46,6 +46,7 @@ cleanup() {
 trap cleanup EXIT
 
 coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+  --topic _dynconf_configs_history --partitions 1 \
   --control 2>/dev/null; }
 read -r -t 10 first <&"${MC[0]}" || { echo "mock cluster did not start" >&2; exit 1; }
 BS=${first#bootstrap }

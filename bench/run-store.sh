@@ -87,7 +87,8 @@ stop() {
 
 # ---- the mock cluster -------------------------------------------------------
 "$BUILDDIR/examples/mock_cluster" --brokers 3 --topic "$TOPIC" \
-  --partitions 1 >"$TMP/mock.out" 2>"$TMP/mock.err" &
+  --partitions 1 --topic "${TOPIC}_history" --partitions 1 \
+  >"$TMP/mock.out" 2>"$TMP/mock.err" &
 MOCK_PID=$!
 PIDS="$PIDS $MOCK_PID"
 BS=

@@ -7,8 +7,9 @@
 # writer killed DC_KILLS times (default 3; `make check-ha` runs 20), each
 # time restarted from its data directory once another replica writes.
 # Afterwards every replica serves each client's last acknowledged value,
-# the replicas' stores are identical, and every replica's history lists
-# each client's values in the order they were acknowledged: every
+# the replicas' stores are identical, and every replica's history (and
+# the history topic, dynconfd --history --store kafka) lists each
+# client's values in the order they were acknowledged: every
 # acknowledged value, nothing a client did not send, nothing out of order
 # (a value whose acknowledgement was lost with the writer may be listed
 # twice in a row: written, then retried).
@@ -23,6 +24,7 @@ KILLS=${DC_KILLS:-3}
 CLIENTS=3
 
 coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+  --topic _dynconf_configs_history --partitions 1 \
   --control 2>/dev/null; }
 read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
 BS=${first#bootstrap }
@@ -143,10 +145,13 @@ cmp -s "$DC_TMP/export.1" "$DC_TMP/export.2" &&
   cmp -s "$DC_TMP/export.1" "$DC_TMP/export.3" || same=1
 tap_is "$same" 0 "the three replicas' stores are identical"
 
-# history_ok NODE CLIENT: the values NODE's history lists for fo-CLIENT,
-# in order, are the acknowledged ones in order, each at most twice in a row.
+# history_ok NODE CLIENT: the values NODE's history (NODE "topic": the
+# history topic's) lists for fo-CLIENT, in order, are the acknowledged
+# ones in order, each at most twice in a row.
 history_ok() {
-  timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/n$1" --history \
+  local from=(--data-dir "$DC_TMP/n$1")
+  [ "$1" = topic ] && from=(--store kafka --store-bootstrap "$BS")
+  timeout 30 "$DC_DYNCONFD" "${from[@]}" --history \
     --entity "fo-$2" | sed -n 's/.* linger\.ms SET .* -> \([0-9]*\)$/\1/p' |
     awk -v acked="$DC_TMP/acked.$2" '
       BEGIN { while ((getline v < acked) > 0) want[++n] = v; i = 1 }
@@ -155,7 +160,7 @@ history_ok() {
       END { if (!bad && i <= n) print "missing " want[i] }'
 }
 hist_bad=0
-for n in 1 2 3; do
+for n in 1 2 3 topic; do
   for ((c = 1; c <= CLIENTS; c++)); do
     out=$(history_ok "$n" "$c")
     [ -z "$out" ] || {
@@ -164,7 +169,7 @@ for n in 1 2 3; do
     }
   done
 done
-tap_is "$hist_bad" 0 "every replica's history lists each client's acknowledged values in order"
+tap_is "$hist_bad" 0 "every replica's history and the history topic list each client's acknowledged values in order"
 
 exec {MC[1]}>&-
 wait "$MC_PID" 2>/dev/null

@@ -18,6 +18,7 @@ done
 command -v kcat >/dev/null || tap_bail "kcat is needed (apt-get install kcat)"
 
 coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+  --topic _dynconf_configs_history --partitions 1 \
   --control 2>/dev/null; }
 read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
 BS=${first#bootstrap }

@@ -18,6 +18,7 @@ MOCK="$DC_BUILDDIR/examples/mock_cluster"
 [ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
 
 coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+  --topic _dynconf_configs_history --partitions 1 \
   --topic wide --partitions 4 --control 2>/dev/null; }
 read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
 BS=${first#bootstrap }

@@ -462,7 +462,7 @@ static void test_open_errors(void) {
     snprintf(jm, sizeof(jm), "%s", (const char *)sqlite3_column_text(s, 0));
   sqlite3_finalize(s);
   sqlite3_close(db);
-  is_int(ver, 2, "new store has schema version 2");
+  is_int(ver, 3, "new store has schema version 3");
   is_str(jm, "wal", "journal mode is persisted as wal");
 }
 
@@ -679,11 +679,14 @@ static void test_meta(void) {
      "given time (%lld)", (long long)h.min_time);
   dc_store_close(st);
 
-  /* A version-1 store: no meta table. Reopening upgrades it. */
+  /* A version-1 store: no meta table, no log offsets. Reopening
+   * upgrades it. */
   sqlite3 *db = NULL;
   ok(sqlite3_open(path_in("meta/dynconf.db"), &db) == SQLITE_OK &&
-         sqlite3_exec(db, "DROP TABLE meta; PRAGMA user_version = 1", NULL,
-                      NULL, NULL) == SQLITE_OK,
+         sqlite3_exec(db, "DROP TABLE meta; DROP INDEX audit_log_offset; "
+                      "ALTER TABLE audit DROP COLUMN log_offset; "
+                      "PRAGMA user_version = 1", NULL, NULL,
+                      NULL) == SQLITE_OK,
      "meta: made the store a version-1 one");
   sqlite3_close(db);
   if (!ok(!dc_store_open_sqlite(path_in("meta"), &st, err, sizeof(err)),
@@ -694,6 +697,16 @@ static void test_meta(void) {
   is_str(l.text, "9|m|acks=1\n", "meta: its data is still there");
   is_int(dc_store_sqlite_meta(st, "offset", &v, err, sizeof(err)), 0,
          "meta: and it has the meta table, empty");
+  c.log_offset = 41;
+  ok(!dc_store_sqlite_commit_meta(st, &c, 1, NULL, 0, err, sizeof(err)),
+     "meta: and log offsets (%s)", err);
+  h = (hist_t){0};
+  is_int(dc_store_sqlite_audit_since(st, 40, 100, hist_cb, &h, err,
+                                     sizeof(err)), 0, "meta: rows since 40");
+  ok(h.rows == 1, "meta: the row at log offset 41 (%d rows)", h.rows);
+  h = (hist_t){0};
+  dc_store_sqlite_audit_since(st, 41, 100, hist_cb, &h, err, sizeof(err));
+  ok(h.rows == 0, "meta: none after it (%d rows)", h.rows);
   dc_store_close(st);
 }
 

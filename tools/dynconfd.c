@@ -53,6 +53,7 @@ typedef struct settings {
   bool store_read_only;
   int64_t store_session_ms;
   char *forward_listener;
+  char *store_history_topic;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -102,6 +103,8 @@ static void usage(FILE *f) {
 "  --store sqlite|kafka      where the configs live (default sqlite)\n"
 "  --store-bootstrap LIST    HOST:PORT,... of the Kafka cluster (--store kafka)\n"
 "  --store-topic NAME        the config log topic (default _dynconf_configs)\n"
+"  --store-history-topic NAME  the audit history topic (default: the config\n"
+"                            topic's name + \"_history\")\n"
 "  --store-config FILE       librdkafka properties for the store's connection\n"
 "                            (security.protocol, ssl.*, sasl.*)\n"
 "  --store-timeout-ms N      bound on one alter's write to Kafka and on each\n"
@@ -136,6 +139,7 @@ static void usage(FILE *f) {
 "                            together (default 268435456); above it the\n"
 "                            connections holding the most are closed\n"
 "  --history                 print the audit history of changes and exit\n"
+"                            (with --store kafka: from the history topic)\n"
 "  --entity NAME             with --history: only this client-id\n"
 "  --export FILE             write every entity and its configs as JSON to\n"
 "                            FILE (- = stdout) and exit; works while the\n"
@@ -268,6 +272,8 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  if (!strcmp(key, "store.history.topic"))
+    return set_str(&st->store_history_topic, val);
   if (!strcmp(key, "forward.listener"))
     return set_str(&st->forward_listener, val);
   if (!strcmp(key, "store.session.timeout.ms"))
@@ -472,26 +478,49 @@ static int print_history(const char *dir, const char *entity) {
 /* The store has new records from another server: apply them. */
 static void on_store_event(void *opaque) { dc_broker_store_poll(opaque); }
 
+/* The Kafka store's options from the settings. */
+static int kafka_opts(const settings_t *st, dc_kafka_store_opts_t *o,
+                      char *errstr, size_t errstr_size) {
+  if (!st->store_bootstrap) {
+    snprintf(errstr, errstr_size, "--store kafka needs --store-bootstrap "
+             "HOST:PORT,...");
+    return -1;
+  }
+  *o = (dc_kafka_store_opts_t){.data_dir = st->data_dir,
+                               .bootstrap = st->store_bootstrap,
+                               .topic = st->store_topic,
+                               .history_topic = st->store_history_topic,
+                               .config_file = st->store_config,
+                               .timeout_ms = (int)st->store_timeout_ms,
+                               .node_id = st->node_id,
+                               .read_only = st->store_read_only,
+                               .session_timeout_ms =
+                                   (int)st->store_session_ms};
+  return 0;
+}
+
 /* The configured store: SQLite in the data directory, or the Kafka topic
  * with its cache there. */
 static int open_store(const settings_t *st, dc_store_t **out, char *errstr,
                       size_t errstr_size) {
   if (!st->store || !strcmp(st->store, "sqlite"))
     return dc_store_open_sqlite(st->data_dir, out, errstr, errstr_size);
-  if (!st->store_bootstrap) {
-    snprintf(errstr, errstr_size, "--store kafka needs --store-bootstrap "
-             "HOST:PORT,...");
-    return -1;
+  dc_kafka_store_opts_t o;
+  return kafka_opts(st, &o, errstr, errstr_size) ||
+         dc_store_open_kafka(&o, out, errstr, errstr_size);
+}
+
+/* --history with --store kafka: from the history topic, which holds every
+ * change (a replica's cache has those it applied). */
+static int print_kafka_history(const settings_t *st, const char *entity) {
+  char err[1024] = "";
+  dc_kafka_store_opts_t o;
+  if (kafka_opts(st, &o, err, sizeof(err)) ||
+      dc_kafka_history(&o, entity, print_row, NULL, err, sizeof(err))) {
+    fprintf(stderr, "dynconfd: cannot read history: %s\n", err);
+    return 1;
   }
-  dc_kafka_store_opts_t o = {.data_dir = st->data_dir,
-                             .bootstrap = st->store_bootstrap,
-                             .topic = st->store_topic,
-                             .config_file = st->store_config,
-                             .timeout_ms = (int)st->store_timeout_ms,
-                             .node_id = st->node_id,
-                             .read_only = st->store_read_only,
-                             .session_timeout_ms = (int)st->store_session_ms};
-  return dc_store_open_kafka(&o, out, errstr, errstr_size);
+  return 0;
 }
 
 /* --export: the store's entities as the export document, to a file
@@ -576,6 +605,7 @@ static void settings_free(settings_t *st) {
   free(st->store_config);
   free(st->protocol_map);
   free(st->forward_listener);
+  free(st->store_history_topic);
   free(st->ssl_cert);
   free(st->ssl_key);
   free(st->ssl_ca);
@@ -743,7 +773,7 @@ int main(int argc, char **argv) {
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
          O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
          O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
-         O_FORWARD };
+         O_FORWARD, O_STORE_HISTORY };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -767,6 +797,7 @@ int main(int argc, char **argv) {
       {"store-read-only", no_argument, NULL, O_STORE_RO},
       {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
       {"forward-listener", required_argument, NULL, O_FORWARD},
+      {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -825,6 +856,7 @@ int main(int argc, char **argv) {
       [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
       [O_STORE_SESSION - 256] = "store.session.timeout.ms",
       [O_FORWARD - 256] = "forward.listener",
+      [O_STORE_HISTORY - 256] = "store.history.topic",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -892,7 +924,9 @@ int main(int argc, char **argv) {
   if (!st.data_dir)
     st.data_dir = strdup("dynconfd-data");
   if (history) {
-    rc = print_history(st.data_dir, entity);
+    rc = st.store && !strcmp(st.store, "kafka")
+             ? print_kafka_history(&st, entity)
+             : print_history(st.data_dir, entity);
     settings_free(&st);
     return rc;
   }

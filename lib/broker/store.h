@@ -35,6 +35,9 @@ typedef struct dc_store_commit {
   const char *const *values;
   size_t n_changes;
   const dc_store_change_t *changes;
+  /* The offset of the record this commit came from in a replicated log;
+   * kept with the audit rows by dc_store_sqlite_commit_meta only. */
+  int64_t log_offset;
 } dc_store_commit_t;
 
 typedef struct dc_audit_row {
@@ -45,6 +48,7 @@ typedef struct dc_audit_row {
   const char *entity, *key;
   int8_t op;
   const char *old_value, *new_value; /* NULL = absent */
+  int64_t log_offset; /* the log record it came from; -1 = none */
 } dc_audit_row_t;
 
 /* Callbacks return 0 to continue, non-zero to stop (that value is then
@@ -102,6 +106,11 @@ int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
                                 size_t n, const dc_store_meta_t *meta,
                                 size_t n_meta, char *errstr,
                                 size_t errstr_size);
+/* SQLite only: up to max audit rows kept with a log offset above after,
+ * in log order (offset, then row), to cb. 0, cb's non-zero, or -1. */
+int dc_store_sqlite_audit_since(dc_store_t *st, int64_t after, size_t max,
+                                dc_store_history_cb *cb, void *opaque,
+                                char *errstr, size_t errstr_size);
 /* Reads a named integer: 1 and *value when set, 0 when not, -1 with
  * errstr. */
 int dc_store_sqlite_meta(dc_store_t *st, const char *name, int64_t *value,

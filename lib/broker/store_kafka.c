@@ -67,9 +67,9 @@ static void rk_log(const rd_kafka_t *rk, int level, const char *fac,
 }
 
 /* A handle of type for the store. NULL with errstr. */
-static rd_kafka_t *handle_new(const dc_kafka_store_opts_t *o,
-                              rd_kafka_type_t type, char *errstr,
-                              size_t errstr_size) {
+rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
+                                 rd_kafka_type_t type, char *errstr,
+                                 size_t errstr_size) {
   rd_kafka_conf_t *c = rd_kafka_conf_new();
   char cid[64], tmo[24];
   snprintf(cid, sizeof(cid), "dynconfd-%d-store", (int)o->node_id);
@@ -137,11 +137,13 @@ static int64_t header_int(const rd_kafka_message_t *m, const char *name,
 /* Reads one consumed record into p. 0, or -1 with why (it is skipped). */
 static int parse_record(const rd_kafka_message_t *m, dc_log_record_t *p, char *why,
                         size_t why_size) {
-  return dc_log_record_parse(m->key, m->key_len, m->payload,
-                             m->payload ? m->len : 0,
-                             header_int(m, DC_LOG_HDR_EPOCH, 0),
-                             (int32_t)header_int(m, DC_LOG_HDR_NODE, -1), p,
-                             why, why_size);
+  int r = dc_log_record_parse(m->key, m->key_len, m->payload,
+                              m->payload ? m->len : 0,
+                              header_int(m, DC_LOG_HDR_EPOCH, 0),
+                              (int32_t)header_int(m, DC_LOG_HDR_NODE, -1), p,
+                              why, why_size);
+  p->c.log_offset = m->offset;
+  return r;
 }
 
 /* ---- applying the log -------------------------------------------------- */
@@ -256,6 +258,8 @@ static bool newer_claim(const applying_t *a, const rd_kafka_message_t *m) {
 static int take_message(kafka_store_t *k, applying_t *a,
                         rd_kafka_message_t *m, char *errstr,
                         size_t errstr_size) {
+  if (dc_kstore_history_msg(k, m))
+    return 0;
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
     /* Everything before the end has been read, even where compaction
      * left no record at the last offsets. */
@@ -388,17 +392,20 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
 
 /* ---- the topic ----------------------------------------------------------- */
 
-/* Creates the topic as the store wants it. */
-static int create_topic(kafka_store_t *k, int brokers, char *errstr,
+/* Creates topic with one partition and config (NULL-terminated
+ * name/value pairs). */
+static int create_topic(kafka_store_t *k, const char *topic, int brokers,
+                        const char *const *config, char *errstr,
                         size_t errstr_size) {
   char why[512] = "";
   int rf = brokers < 3 ? brokers : 3;
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(k->topic, 1, rf, why,
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, rf, why,
                                                   sizeof(why));
   char misr[16];
   snprintf(misr, sizeof(misr), "%d", rf < 2 ? rf : 2);
-  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
   rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", misr);
+  for (size_t i = 0; config[i]; i += 2)
+    rd_kafka_NewTopic_set_config(nt, config[i], config[i + 1]);
   rd_kafka_AdminOptions_t *ao =
       rd_kafka_AdminOptions_new(k->producer, RD_KAFKA_ADMIN_OP_CREATETOPICS);
   rd_kafka_AdminOptions_set_request_timeout(ao, k->timeout_ms, why,
@@ -423,10 +430,10 @@ static int create_topic(kafka_store_t *k, int brokers, char *errstr,
   if (rc)
     snprintf(errstr, errstr_size, "store topic %s does not exist at %s and "
              "cannot be created (%s); create it with one partition and "
-             "cleanup.policy=compact", k->topic, k->bootstrap, why);
+             "cleanup.policy=%s", topic, k->bootstrap, why, config[1]);
   else
     dc_log(DC_LOG_INFO, "kafka store: created topic %s (1 partition, "
-           "replication factor %d, compacted)", k->topic, rf);
+           "replication factor %d, cleanup.policy=%s)", topic, rf, config[1]);
   if (ev)
     rd_kafka_event_destroy(ev);
   rd_kafka_queue_destroy(q);
@@ -435,9 +442,24 @@ static int create_topic(kafka_store_t *k, int brokers, char *errstr,
   return rc;
 }
 
-/* The topic exists with one partition (created when missing). Asks for
- * every topic's metadata, since asking for a missing one by name makes
- * some clusters create it with their default partition count. */
+/* How the store's topics are made: the config log keeps every entity's
+ * latest record; the history keeps everything for 90 days. */
+static const char *const log_config[] = {"cleanup.policy", "compact", NULL};
+static const char *const history_config[] = {
+    "cleanup.policy", "delete", "retention.ms", "7776000000", NULL};
+
+/* The partition count of topic in md, -1 when it does not exist. */
+static int partitions_of(const rd_kafka_metadata_t *md, const char *topic) {
+  for (int i = 0; i < md->topic_cnt; i++)
+    if (!strcmp(md->topics[i].topic, topic) && !md->topics[i].err)
+      return md->topics[i].partition_cnt;
+  return -1;
+}
+
+/* The topics exist, the log with one partition (each created when
+ * missing). Asks for every topic's metadata, since asking for a missing
+ * one by name makes some clusters create it with their default partition
+ * count. */
 static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   const rd_kafka_metadata_t *md = NULL;
   rd_kafka_resp_err_t e =
@@ -448,10 +470,8 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
              rd_kafka_err2str(e));
     return -1;
   }
-  int parts = -1, brokers = md->broker_cnt;
-  for (int i = 0; i < md->topic_cnt; i++)
-    if (!strcmp(md->topics[i].topic, k->topic) && !md->topics[i].err)
-      parts = md->topics[i].partition_cnt;
+  int parts = partitions_of(md, k->topic), brokers = md->broker_cnt;
+  int hparts = k->history_topic ? partitions_of(md, k->history_topic) : 0;
   rd_kafka_metadata_destroy(md);
   if (parts < 0 && k->read_only) {
     snprintf(errstr, errstr_size, "store topic %s does not exist at %s (a "
@@ -459,14 +479,17 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
              k->topic, k->bootstrap);
     return -1;
   }
-  if (parts < 0)
-    return create_topic(k, brokers, errstr, errstr_size);
-  if (parts != 1) {
+  if (parts > 1) {
     snprintf(errstr, errstr_size, "store topic %s at %s has %d partitions; "
              "the store needs exactly one (the log's order is the order of "
              "changes)", k->topic, k->bootstrap, parts);
     return -1;
   }
+  if ((parts < 0 && create_topic(k, k->topic, brokers, log_config, errstr,
+                                 errstr_size)) ||
+      (hparts < 0 && create_topic(k, k->history_topic, brokers,
+                                  history_config, errstr, errstr_size)))
+    return -1;
   return 0;
 }
 
@@ -506,8 +529,12 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   k->next_offset = off;
-  rd_kafka_topic_partition_list_t *a = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_t *a = rd_kafka_topic_partition_list_new(2);
   rd_kafka_topic_partition_list_add(a, k->topic, 0)->offset = off;
+  /* The history's last record says how far it holds the changes. */
+  if (k->history_topic)
+    rd_kafka_topic_partition_list_add(a, k->history_topic, 0)->offset =
+        RD_KAFKA_OFFSET_TAIL(1);
   e = rd_kafka_assign(k->consumer, a);
   rd_kafka_topic_partition_list_destroy(a);
   if (e) {
@@ -552,6 +579,12 @@ void dc_kstore_release(delivery_t **d, size_t n) {
 
 int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
                       delivery_t **dp, char *errstr, size_t errstr_size) {
+  return dc_kstore_produce_to(k, k->topic, key, val, dp, errstr, errstr_size);
+}
+
+int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
+                         const char *val, delivery_t **dp, char *errstr,
+                         size_t errstr_size) {
   delivery_t *d = *dp = calloc(1, sizeof(*d));
   if (!d) {
     snprintf(errstr, errstr_size, "out of memory");
@@ -561,7 +594,7 @@ int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
   snprintf(node, sizeof(node), "%d", (int)k->node_id);
   snprintf(epoch, sizeof(epoch), "%lld", (long long)k->my_epoch);
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      k->producer, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_PARTITION(0),
+      k->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_KEY(key, strlen(key)),
       RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
@@ -646,16 +679,20 @@ static bool contiguous(const kafka_store_t *k, delivery_t *const *d,
  * with the offset after them (the consumer skips them when it reads them
  * later). */
 static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
-                     int64_t time_ms, int64_t next, char *errstr,
-                     size_t errstr_size) {
+                     delivery_t *const *d, int64_t time_ms, int64_t next,
+                     char *errstr, size_t errstr_size) {
   dc_store_commit_t *cc = malloc(n * sizeof(*cc));
   if (!cc) {
     snprintf(errstr, errstr_size, "out of memory");
     return -1;
   }
-  for (size_t i = 0; i < n; i++) {
+  /* d[] holds each commit's record, then a tombstone when it emptied
+   * the entity (produce_all). */
+  for (size_t i = 0, j = 0; i < n; i++) {
     cc[i] = c[i];
     cc[i].time_ms = time_ms;
+    cc[i].log_offset = d[j]->offset;
+    j += c[i].n_configs == 0 ? 2 : 1;
   }
   const dc_store_meta_t meta[] = {{OFFSET_META, next},
                                   {EPOCH_META, k->epoch},
@@ -727,7 +764,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     goto out;
   }
   if (contiguous(k, d, queued)) {
-    rc = apply_own(k, c, n, now, k->next_offset + (int64_t)queued, errstr,
+    rc = apply_own(k, c, n, d, now, k->next_offset + (int64_t)queued, errstr,
                    errstr_size);
     if (rc)
       snprintf(k->stale, sizeof(k->stale), "written records could not be "
@@ -788,6 +825,7 @@ static int kafka_history(dc_store_t *st, const char *entity,
 static void kafka_close(dc_store_t *st) {
   kafka_store_t *k = (kafka_store_t *)st;
   dc_kstore_lead_close(k);
+  dc_kstore_history_close(k);
   if (k->held)
     rd_kafka_message_destroy(k->held);
   if (k->cq) {
@@ -811,6 +849,7 @@ static void kafka_close(dc_store_t *st) {
     if (k->event_pipe[i] >= 0)
       close(k->event_pipe[i]);
   free(k->topic);
+  free(k->history_topic);
   free(k->bootstrap);
   free(k);
 }
@@ -849,14 +888,20 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size) {
   *out = NULL;
   kafka_store_t *k = calloc(1, sizeof(*k));
+  char history[512];
+  dc_kstore_history_name(o, history, sizeof(history));
   if (!k || !(k->topic = strdup(o->topic ? o->topic : DC_KAFKA_STORE_TOPIC)) ||
-      !(k->bootstrap = strdup(o->bootstrap ? o->bootstrap : ""))) {
-    if (k)
+      !(k->bootstrap = strdup(o->bootstrap ? o->bootstrap : "")) ||
+      (!o->read_only && !(k->history_topic = strdup(history)))) {
+    if (k) {
       free(k->topic);
+      free(k->bootstrap);
+    }
     free(k);
     snprintf(errstr, errstr_size, "out of memory");
     return -1;
   }
+  k->mirrored = k->mirror_sent = -1;
   k->base.ops = &kafka_ops;
   k->timeout_ms = o->timeout_ms;
   k->session_ms = o->session_timeout_ms > 0 ? o->session_timeout_ms
@@ -876,9 +921,9 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   }
   if (dc_store_open_sqlite(o->data_dir, &k->cache, errstr, errstr_size) ||
       (!k->read_only &&
-       !(k->producer = handle_new(o, RD_KAFKA_PRODUCER, errstr,
+       !(k->producer = dc_kstore_handle_new(o, RD_KAFKA_PRODUCER, errstr,
                                   errstr_size))) ||
-      !(k->consumer = handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
+      !(k->consumer = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
       watch_queue(k, errstr, errstr_size) ||
       dc_kstore_events_open(k, errstr, errstr_size)) {
     kafka_close(&k->base);

@@ -45,6 +45,9 @@ typedef struct dc_kafka_store_opts {
   const char *data_dir;    /* the local cache (and its lock) */
   const char *bootstrap;   /* HOST:PORT,... of the Kafka cluster */
   const char *topic;       /* NULL = DC_KAFKA_STORE_TOPIC */
+  /* The audit history's topic (time-retained; every change's audit rows,
+   * copied by the writer); NULL = the topic's name + "_history". */
+  const char *history_topic;
   const char *config_file; /* librdkafka properties (SSL/SASL...), nullable */
   int timeout_ms;          /* bound on one commit and on each start-up step */
   int32_t node_id;         /* written as the records' writer */
@@ -64,4 +67,11 @@ typedef struct dc_kafka_store_opts {
  * topic and cluster. The caller owns *out (dc_store_close). */
 int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size);
+
+/* Reads the history topic named by o (no store opened, no lock taken):
+ * each audit row once, in log order, entity NULL = all. 0, cb's
+ * non-zero, or -1 with errstr. */
+int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
+                     dc_store_history_cb *cb, void *opaque, char *errstr,
+                     size_t errstr_size);
 #endif

@@ -51,6 +51,7 @@ typedef struct kafka_store {
   rd_kafka_t *producer;      /* owned; NULL for a read replica */
   rd_kafka_t *consumer;      /* owned; assigned partition 0 */
   char *topic, *bootstrap;   /* owned */
+  char *history_topic;       /* owned; NULL for a read replica */
   int timeout_ms;
   int session_ms;            /* a writer silent this long has lost its lease */
   int32_t node_id;
@@ -88,6 +89,13 @@ typedef struct kafka_store {
   int64_t next_heartbeat;    /* monotonic ms */
   delivery_t *claim;         /* a claim in flight or not read back yet */
   int64_t next_claim;        /* no new claim before (monotonic ms) */
+  /* The history topic: the writer copies every applied change's audit
+   * rows there (from the cache, by log offset). */
+  int64_t mirrored;          /* highest log offset read back from it */
+  int64_t mirror_sent;       /* highest log offset produced to it */
+  delivery_t **mirror;       /* those in flight (owned array) */
+  size_t n_mirror;
+  bool mirror_failing;       /* the last batch failed (logged once) */
   replica_t replicas[MAX_REPLICAS];
   size_t n_replicas;
   dc_store_replica_t live[MAX_REPLICAS]; /* dc_store_replicas' answer */
@@ -113,6 +121,28 @@ int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
 /* The caller is done with d[0..n): frees those reported, leaves the rest
  * to their delivery reports. */
 void dc_kstore_release(delivery_t **d, size_t n);
+
+/* store_kafka.c: a producer or consumer for the store's cluster. */
+rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
+                                 rd_kafka_type_t type, char *errstr,
+                                 size_t errstr_size);
+int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
+                         const char *val, delivery_t **dp, char *errstr,
+                         size_t errstr_size);
+
+/* store_kafka_history.c */
+/* The history topic's name for o. */
+void dc_kstore_history_name(const dc_kafka_store_opts_t *o, char *buf,
+                            size_t size);
+/* Is m from the history topic? Then it is taken here (mirrored). */
+bool dc_kstore_history_msg(kafka_store_t *k, const rd_kafka_message_t *m);
+/* Writer: copies the audit rows past what the history topic holds,
+ * unless copies are still in flight. Returns how many are in flight
+ * afterwards (0: all copied), -1 while earlier ones are. */
+int dc_kstore_mirror(kafka_store_t *k);
+/* A writer stopping: copies what is left, waiting a few seconds at most. */
+void dc_kstore_mirror_flush(kafka_store_t *k);
+void dc_kstore_history_close(kafka_store_t *k);
 
 /* store_kafka_lead.c */
 /* Does this store hold the current claim (take writes)? */

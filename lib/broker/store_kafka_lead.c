@@ -223,7 +223,9 @@ void dc_kstore_tick(kafka_store_t *k) {
     k->claim = NULL;
     log_claim_outcome(k);
   }
-  if (!dc_kstore_leading(k) && expired && read_to_end(k))
+  if (dc_kstore_leading(k))
+    dc_kstore_mirror(k);
+  else if (expired && read_to_end(k))
     claim_async(k, now);
 }
 
@@ -280,6 +282,8 @@ static void delivery_drop(delivery_t **d) {
 }
 
 void dc_kstore_lead_close(kafka_store_t *k) {
+  if (k->producer && dc_kstore_leading(k))
+    dc_kstore_mirror_flush(k);
   if (k->producer && k->hb_sent)
     say_goodbye(k);
   delivery_drop(&k->hb);

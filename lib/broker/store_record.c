@@ -265,3 +265,92 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
                              .time_ms = time_ms};
   return parse_lists(cfg, ch, p, why, why_size);
 }
+
+/* ---- the history topic --------------------------------------------------- */
+
+static int8_t type_of(const char *t) {
+  return !strcmp(t, "client") ? DC_RES_CLIENT
+         : !strcmp(t, "user") ? DC_RES_USER : 0;
+}
+
+int dc_log_history_start(dc_log_history_t *h, const dc_audit_row_t *row) {
+  h->offset = row->log_offset;
+  h->changes = json_array();
+  h->root = json_pack("{s:I,s:s,s:s,s:I,s:o,s:o,s:o}", "offset",
+                      (json_int_t)row->log_offset, "type",
+                      dc_scope_type_name(row->resource_type), "name",
+                      row->entity, "time_ms", (json_int_t)row->time_ms,
+                      "principal", opt_string(row->principal), "peer",
+                      opt_string(row->peer), "api", opt_string(row->api));
+  if (!h->root || !h->changes ||
+      json_object_set(h->root, "changes", h->changes)) {
+    dc_log_history_free(h);
+    return -1;
+  }
+  return dc_log_history_add(h, row);
+}
+
+int dc_log_history_add(dc_log_history_t *h, const dc_audit_row_t *row) {
+  return json_array_append_new(
+      h->changes, json_pack("{s:s,s:i,s:o,s:o}", "key", row->key, "op",
+                            row->op, "old", opt_string(row->old_value),
+                            "new", opt_string(row->new_value)));
+}
+
+char *dc_log_history_value(const dc_log_history_t *h) {
+  return json_dumps(h->root, JSON_COMPACT);
+}
+
+char *dc_log_history_key(const dc_log_history_t *h) {
+  json_t *t = json_object_get(h->root, "type");
+  return dc_log_record_key(type_of(json_string_value(t)),
+                           json_string_value(json_object_get(h->root, "name")));
+}
+
+void dc_log_history_free(dc_log_history_t *h) {
+  json_decref(h->root);
+  json_decref(h->changes);
+  h->root = h->changes = NULL;
+}
+
+int dc_log_history_parse(const void *value, size_t len, json_t **root,
+                         dc_store_history_cb *cb, void *opaque, char *why,
+                         size_t why_size) {
+  json_error_t je;
+  json_t *princ, *peer, *api, *ch;
+  const char *t, *name;
+  json_int_t off, time_ms;
+  *root = value ? json_loadb(value, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+  if (!*root ||
+      json_unpack(*root, "{s:I,s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "offset", &off,
+                  "type", &t, "name", &name, "time_ms", &time_ms,
+                  "principal", &princ, "peer", &peer, "api", &api,
+                  "changes", &ch) ||
+      !type_of(t) || !json_is_array(ch)) {
+    snprintf(why, why_size, "not a dynconf history record");
+    return -1;
+  }
+  for (size_t i = 0; i < json_array_size(ch); i++) {
+    json_t *old = NULL, *new_ = NULL;
+    const char *key;
+    int op;
+    if (json_unpack(json_array_get(ch, i), "{s:s,s:i,s:o,s:o}", "key", &key,
+                    "op", &op, "old", &old, "new", &new_)) {
+      snprintf(why, why_size, "change %zu is malformed", i);
+      return -1;
+    }
+    dc_audit_row_t row = {.seq = (int64_t)off, .time_ms = (int64_t)time_ms,
+                          .principal = json_string_value(princ),
+                          .peer = json_string_value(peer),
+                          .api = json_string_value(api),
+                          .resource_type = type_of(t), .entity = name,
+                          .key = key, .op = (int8_t)op,
+                          .old_value = json_string_value(old),
+                          .new_value = json_string_value(new_),
+                          .log_offset = (int64_t)off};
+    int r = cb(opaque, &row);
+    if (r)
+      return r;
+  }
+  return 0;
+}

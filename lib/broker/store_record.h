@@ -69,4 +69,27 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
                         size_t value_len, int64_t epoch, int32_t node,
                         dc_log_record_t *p, char *why, size_t why_size);
 void dc_log_record_free(dc_log_record_t *p);
+
+/* The history topic: one record per change the log applied, keyed like
+ * the change, its value the audit rows of the log record at `offset`:
+ *   {"offset":12,"type":"client","name":"app-1","time_ms":...,
+ *    "principal":...,"peer":...,"api":...,"changes":[...]}
+ * A builder collects the rows of one offset (all of one entity). */
+typedef struct dc_log_history {
+  json_t *root, *changes;
+  int64_t offset;
+} dc_log_history_t;
+/* Starts a record with row's offset, entity and who; 0 or -1 (OOM). */
+int dc_log_history_start(dc_log_history_t *h, const dc_audit_row_t *row);
+int dc_log_history_add(dc_log_history_t *h, const dc_audit_row_t *row);
+/* The value (caller frees; NULL on OOM), and the key (caller frees). */
+char *dc_log_history_value(const dc_log_history_t *h);
+char *dc_log_history_key(const dc_log_history_t *h);
+void dc_log_history_free(dc_log_history_t *h);
+/* Reads a history record into *root (caller json_decref()s) and calls cb
+ * with each of its rows (strings owned by *root). 0, cb's non-zero, or
+ * -1 with why when it is malformed. */
+int dc_log_history_parse(const void *value, size_t len, json_t **root,
+                         dc_store_history_cb *cb, void *opaque, char *why,
+                         size_t why_size);
 #endif

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@
 #define LOCK_FILE ".lock"
 /* PRAGMA user_version of the schema this code writes. Bump it and add a
  * step to migrate() when the schema changes; 0 means "empty database". */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define BUSY_TIMEOUT_MS 5000
 
 /* Prepared statements, kept for the store's lifetime. Index into stmt[]. */
@@ -46,6 +47,7 @@ enum {
   S_HIST_ENTITY,
   S_META_GET,
   S_META_SET,
+  S_AUDIT_SINCE,
   S__COUNT
 };
 
@@ -57,8 +59,9 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_INSERT] = "INSERT INTO configs (resource_type, entity, key, value) "
                  "VALUES (?1, ?2, ?3, ?4)",
     [S_AUDIT] = "INSERT INTO audit (time_ms, principal, peer, api, "
-                "resource_type, entity, key, op, old_value, new_value) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "resource_type, entity, key, op, old_value, new_value, "
+                "log_offset) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [S_LOAD] = "SELECT resource_type, entity, key, value FROM configs "
                "ORDER BY resource_type, entity, key",
     [S_HIST_ALL] = "SELECT seq, time_ms, principal, peer, api, resource_type, "
@@ -70,7 +73,18 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_META_GET] = "SELECT value FROM meta WHERE name = ?1",
     [S_META_SET] = "INSERT INTO meta (name, value) VALUES (?1, ?2) "
                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    [S_AUDIT_SINCE] = "SELECT seq, time_ms, principal, peer, api, "
+                      "resource_type, entity, key, op, old_value, new_value, "
+                      "log_offset FROM audit WHERE log_offset > ?1 "
+                      "ORDER BY log_offset, seq LIMIT ?2",
 };
+
+/* Version 3 keeps, for a replicated backend's copy, the log offset of the
+ * record each audit row came from. */
+static const char schema_v3[] =
+    "ALTER TABLE audit ADD COLUMN log_offset INTEGER;"
+    "CREATE INDEX IF NOT EXISTS audit_log_offset ON audit (log_offset) "
+    "WHERE log_offset IS NOT NULL;";
 
 /* Version 2 adds named integers kept with the data in the same
  * transactions (a replicated backend's applied log offset). */
@@ -222,6 +236,10 @@ static int history_row(sqlite3_stmt *stmt, const iter_cb_t *it, int *err) {
   row.op = (int8_t)sqlite3_column_int(stmt, 8);
   row.old_value = col_text(stmt, 9, err);
   row.new_value = col_text(stmt, 10, err);
+  row.log_offset = sqlite3_column_count(stmt) > 11 &&
+                           sqlite3_column_type(stmt, 11) != SQLITE_NULL
+                       ? sqlite3_column_int64(stmt, 11)
+                       : -1;
   if (*err)
     return -1;
   return it->history(it->opaque, &row);
@@ -322,7 +340,7 @@ static int bind_opt_text(sqlite3_stmt *stmt, int i, const char *v) {
 /* The body of one commit transaction: everything between BEGIN and COMMIT.
  * Leaves the transaction open; the caller commits or rolls back. */
 static int commit_body(sqlite_store_t *s, const dc_store_commit_t *c,
-                       char *errstr, size_t errstr_size) {
+                       bool keep_offset, char *errstr, size_t errstr_size) {
   sqlite3_stmt *del = s->stmt[S_DELETE], *ins = s->stmt[S_INSERT],
                *aud = s->stmt[S_AUDIT];
   int64_t t = c->time_ms ? c->time_ms : now_ms();
@@ -377,6 +395,10 @@ static int commit_body(sqlite_store_t *s, const dc_store_commit_t *c,
       rc = bind_opt_text(aud, 9, ch->old_value);
     if (rc == SQLITE_OK)
       rc = bind_opt_text(aud, 10, ch->new_value);
+    if (rc == SQLITE_OK)
+      rc = keep_offset && c->log_offset >= 0
+               ? sqlite3_bind_int64(aud, 11, c->log_offset)
+               : sqlite3_bind_null(aud, 11);
     if (rc != SQLITE_OK) {
       sqlite3_clear_bindings(aud);
       return db_err(s, errstr, errstr_size, "binding audit insert");
@@ -402,7 +424,7 @@ static int meta_set(sqlite_store_t *s, const char *name, int64_t value,
 /* c[0..n) and meta[0..n_meta) in one transaction. */
 static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
                       const dc_store_meta_t *meta, size_t n_meta,
-                      char *errstr, size_t errstr_size) {
+                      bool keep_offset, char *errstr, size_t errstr_size) {
   if (s->read_only)
     return set_err(errstr, errstr_size,
                    "%s: store is open read-only; commit refused", s->path);
@@ -416,7 +438,7 @@ static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
     return -1;
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++)
-    rc = commit_body(s, &c[i], errstr, errstr_size);
+    rc = commit_body(s, &c[i], keep_offset, errstr, errstr_size);
   for (size_t i = 0; i < n_meta && rc == 0; i++)
     rc = meta_set(s, meta[i].name, meta[i].value, errstr, errstr_size);
   if (rc == 0 && exec_stmt(s, S_COMMIT, "committing transaction", errstr,
@@ -438,7 +460,7 @@ static int commit_txn(sqlite_store_t *s, const dc_store_commit_t *c, size_t n,
 
 static int sqlite_commit(dc_store_t *st, const dc_store_commit_t *c,
                          size_t n, char *errstr, size_t errstr_size) {
-  return commit_txn((sqlite_store_t *)st, c, n, NULL, 0, errstr,
+  return commit_txn((sqlite_store_t *)st, c, n, NULL, 0, false, errstr,
                     errstr_size);
 }
 
@@ -448,8 +470,27 @@ int dc_store_sqlite_commit_meta(dc_store_t *st, const dc_store_commit_t *c,
                                 size_t errstr_size) {
   if (!st || st->ops != &sqlite_ops)
     return set_err(errstr, errstr_size, "not a SQLite store");
-  return commit_txn((sqlite_store_t *)st, c, n, meta, n_meta, errstr,
+  return commit_txn((sqlite_store_t *)st, c, n, meta, n_meta, true, errstr,
                     errstr_size);
+}
+
+int dc_store_sqlite_audit_since(dc_store_t *st, int64_t after, size_t max,
+                                dc_store_history_cb *cb, void *opaque,
+                                char *errstr, size_t errstr_size) {
+  if (!st || st->ops != &sqlite_ops)
+    return set_err(errstr, errstr_size, "not a SQLite store");
+  sqlite_store_t *s = (sqlite_store_t *)st;
+  if (reentered(s, errstr, errstr_size))
+    return -1;
+  sqlite3_stmt *q = s->stmt[S_AUDIT_SINCE];
+  if (sqlite3_bind_int64(q, 1, after) != SQLITE_OK ||
+      sqlite3_bind_int64(q, 2, (sqlite3_int64)max) != SQLITE_OK) {
+    sqlite3_clear_bindings(q);
+    return db_err(s, errstr, errstr_size, "binding audit query");
+  }
+  iter_cb_t it = {.history = cb, .opaque = opaque};
+  return iterate(s, S_AUDIT_SINCE, &it, "reading audit rows", errstr,
+                 errstr_size);
 }
 
 static const dc_store_ops_t sqlite_ops = {
@@ -516,6 +557,16 @@ static int migrate(sqlite_store_t *s, char *errstr, size_t errstr_size) {
         sqlite3_exec(s->db, "PRAGMA user_version = 2", NULL, NULL, &msg) !=
             SQLITE_OK) {
       set_err(errstr, errstr_size, "%s: upgrading schema to 2: %s", s->path,
+              msg ? msg : sqlite3_errmsg(s->db));
+      sqlite3_free(msg);
+      goto fail;
+    }
+  }
+  if (v < 3) {
+    if (sqlite3_exec(s->db, schema_v3, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(s->db, "PRAGMA user_version = 3", NULL, NULL, &msg) !=
+            SQLITE_OK) {
+      set_err(errstr, errstr_size, "%s: upgrading schema to 3: %s", s->path,
               msg ? msg : sqlite3_errmsg(s->db));
       sqlite3_free(msg);
       goto fail;
