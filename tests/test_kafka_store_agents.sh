@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Agents against replicas of the Kafka-topic store: a writer and two read
-# replicas on a 3-broker mock cluster (its own process); a real agent
-# (examples/agent_watch, refreshing every second) lists the two replicas
-# and the writer in its bootstrap list. It applies every change made on
-# the writer while the replicas die one after the other (kill -9), and
-# ends UP.
+# Agents against replicas of the Kafka-topic store: three replicas on a
+# 3-broker mock cluster (its own process); a real agent
+# (examples/agent_watch, refreshing every second) lists all three in its
+# bootstrap list. Alters go through the followers (forwarded to the
+# writer); the agent applies every change while a follower and then the
+# writer die (kill -9, another replica taking over), and ends UP.
 . "$(dirname "$0")/lib.sh"
 
 MOCK="$DC_BUILDDIR/examples/mock_cluster"
@@ -18,21 +18,28 @@ coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
   --control 2>/dev/null; }
 read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
 BS=${first#bootstrap }
-STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 20000)
+STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 20000
+  --store-session-timeout-ms 3000)
 
-dc_start_daemon "$DC_TMP/w" "${STORE[@]}" || tap_bail "writer did not start"
-W_PID=$DC_PID W_PORT=$DC_PORT
-dc_start_daemon "$DC_TMP/r1" "${STORE[@]}" --node-id 2 --store-read-only ||
-  tap_bail "replica 1 did not start"
-R1_PID=$DC_PID R1_PORT=$DC_PORT
-dc_start_daemon "$DC_TMP/r2" "${STORE[@]}" --node-id 3 --store-read-only ||
-  tap_bail "replica 2 did not start"
-R2_PID=$DC_PID R2_PORT=$DC_PORT
+# Three replicas: node 1 writes (first on the empty topic), 2 and 3 follow.
+dc_start_daemon "$DC_TMP/n1" "${STORE[@]}" --node-id 1 || tap_bail "node 1 did not start"
+P1=$DC_PID PORT1=$DC_PORT
+dc_start_daemon "$DC_TMP/n2" "${STORE[@]}" --node-id 2 || tap_bail "node 2 did not start"
+P2=$DC_PID PORT2=$DC_PORT
+dc_start_daemon "$DC_TMP/n3" "${STORE[@]}" --node-id 3 || tap_bail "node 3 did not start"
+P3=$DC_PID PORT3=$DC_PORT
 
-alter() { # alter VALUE: acks=VALUE for ha-app on the writer
-  timeout 60 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$W_PORT" \
-    --timeout-ms 30000 --entity-type clients --entity-name ha-app --alter \
-    --add-config "acks=$1" >/dev/null
+# alter PORT VALUE: acks=VALUE for ha-app through the replica at PORT,
+# retried for up to 30 s (while the replicas elect a writer).
+alter() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    timeout 60 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$1" \
+      --timeout-ms 10000 --entity-type clients --entity-name ha-app --alter \
+      --add-config "acks=$2" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
 }
 # seen PATTERN: waits up to 30 s for the agent to print a matching line.
 seen() {
@@ -45,36 +52,38 @@ seen() {
 }
 kill9() { kill -9 "$1"; { wait "$1"; } 2>/dev/null; }
 
-"$WATCH" "127.0.0.1:$R1_PORT,127.0.0.1:$R2_PORT,127.0.0.1:$W_PORT" ha-app 120 \
+"$WATCH" "127.0.0.1:$PORT2,127.0.0.1:$PORT3,127.0.0.1:$PORT1" ha-app 120 \
   >"$DC_TMP/agent.out" 2>"$DC_TMP/agent.err" &
 AGENT=$!
 
-alter 0
-tap_is $? 0 "acks=0 set on the writer"
+alter "$PORT2" 0
+tap_is $? 0 "acks=0 set through follower 2 (forwarded to the writer)"
 seen "acks app->0 \[client-override, applied\]"
-tap_is $? 0 "the agent applies it (served by a replica)"
+tap_is $? 0 "the agent applies it (served by a follower)"
 
-kill9 "$R1_PID"
-alter 1
+kill9 "$P2"
+alter "$PORT3" 1
+tap_is $? 0 "follower 2 killed: acks=1 set through follower 3"
 seen "acks 0->1 \[client-override, applied\]"
-tap_is $? 0 "replica 1 killed: the agent applies acks=1"
+tap_is $? 0 "  the agent applies it"
 
-kill9 "$R2_PID"
-alter -1
+kill9 "$P1"
+alter "$PORT3" -1
+tap_is $? 0 "the writer killed too: node 3 takes over and takes acks=-1"
 seen "acks 1->-1 \[client-override, applied\]"
-tap_is $? 0 "replica 2 killed too: the agent applies acks=-1 from the writer"
+tap_is $? 0 "  the agent applies it from the one replica left"
 
 kill -TERM "$AGENT"
 wait "$AGENT"
 tap_is $? 0 "the agent stops cleanly"
 stats=$(grep '^stats: ' "$DC_TMP/agent.out")
 tap_like "$stats" '"state":"up"' "and ends UP"
-tap_like "$stats" "\"server\":\"127\\.0\\.0\\.1:$W_PORT\"" \
-  "its last answer came from the writer, the one server left"
+tap_like "$stats" "\"server\":\"127\\.0\\.0\\.1:$PORT3\"" \
+  "its last answer came from node 3, the one server left"
 tap_is "$(grep -c 'change set applied' "$DC_TMP/agent.out")" 3 \
   "three change sets, each applied once"
-kill -TERM "$W_PID"
-{ wait "$W_PID"; } 2>/dev/null
+kill -TERM "$P3"
+{ wait "$P3"; } 2>/dev/null
 
 exec {MC[1]}>&-
 wait "$MC_PID" 2>/dev/null
