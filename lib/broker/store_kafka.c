@@ -385,8 +385,7 @@ static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
   }
   if (flush_batch(k, &a, errstr, errstr_size))
     return -1;
-  if (taken < APPLY_BATCH) /* caught up with what has arrived */
-    dc_kstore_tick(k);
+  dc_kstore_tick(k);
   return 0;
 }
 

@@ -10,26 +10,31 @@
  * entity left empty also gets a tombstone, so a compacted topic keeps
  * exactly the current state (format: store_record.h).
  *
- * One writer at a time, fenced through the log: a store that writes claims
- * the topic when it opens (a claim record with the next epoch, read back)
- * and stamps every record with its epoch and node; every store applies
- * only the latest claim's records, so a writer another one has fenced gets
- * nothing applied anywhere, learns it when it next writes, and refuses
- * writes from then on.
+ * One writer at a time, chosen and fenced through the log: every store
+ * that may write heartbeats (a record naming its listeners) and claims
+ * the topic (a claim record with the next epoch) when the writer has not
+ * been heard of for a session timeout, or at once when nobody ever wrote
+ * the topic or it wrote it last itself; the first claim of an epoch
+ * wins. Every record carries its writer's epoch and node; every store
+ * applies only the latest claim's records, so a writer another one has
+ * fenced gets nothing applied anywhere, learns it when it next writes or
+ * reads the claim, and follows from then on (store_kafka_lead.c).
+ * dc_store_replicas lists the live servers and the writer.
  *
  * Every store follows the topic as it grows (dc_store_event_fd and
- * dc_store_poll hand over what others write): read replicas (read_only)
- * serve what the writer wrote and never write; a fenced writer serves what
- * its successor writes.
+ * dc_store_poll hand over what others write, and run the heartbeats and
+ * the lease on a timer): read replicas (read_only) serve what the writer
+ * wrote and never write, heartbeat or claim. The writer copies every
+ * applied change's audit rows to the history topic
+ * (store_kafka_history.c).
  *
  * A record of the current claim that this store did not write (two writers
  * with one node id), met while a commit reads the log back, is applied to
  * the cache and logged, and commits are refused until a restart re-reads
- * the topic. After a commit that failed
- * with records sent (Kafka unreachable, a timeout: a record may still
- * land), commits are refused until Kafka answers again and the log shows
- * none landed (then they resume by themselves) or one did (then until a
- * restart).
+ * the topic. After a commit that failed with records sent (Kafka
+ * unreachable, a timeout: a record may still land), commits are refused
+ * until a heartbeat sent after them has been read back: whatever of them
+ * landed has then been applied like any record, and commits resume.
  */
 #ifndef DC_STORE_KAFKA_H
 #define DC_STORE_KAFKA_H

@@ -63,6 +63,8 @@ typedef struct kafka_store {
   int32_t epoch_node;
   int64_t my_epoch;          /* the epoch this store last claimed; 0 = none */
   int64_t writer_seen;       /* monotonic ms the writer was last heard of */
+  int64_t next_lag_report;   /* monotonic ms */
+  int lagging;               /* behind at the last report: 1, reported: 2 */
   /* A newer claim met while a commit read the log back: the commit stops
    * before it, and the next poll starts with it (owned). */
   rd_kafka_message_t *held;

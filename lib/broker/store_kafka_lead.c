@@ -206,10 +206,30 @@ static void claim_async(kafka_store_t *k, int64_t now) {
   k->next_claim = now + k->session_ms / 3;
 }
 
+/* Every LAG_REPORT_MS: how far behind the log this server is, when it
+ * was behind at the last report too (a moment's lag is normal). */
+#define LAG_REPORT_MS 30000
+static void report_lag(kafka_store_t *k, int64_t now) {
+  int64_t lo = 0, hi = 0;
+  if (now < k->next_lag_report)
+    return;
+  k->next_lag_report = now + LAG_REPORT_MS;
+  rd_kafka_get_watermark_offsets(k->consumer, k->topic, 0, &lo, &hi);
+  int64_t lag = hi > k->next_offset ? hi - k->next_offset : 0;
+  if (lag && k->lagging)
+    dc_log(DC_LOG_WARN, "kafka store: %lld records behind %s (applied up to "
+           "offset %lld, the log ends at %lld)", (long long)lag, k->topic,
+           (long long)k->next_offset, (long long)hi);
+  else if (!lag && k->lagging == 2)
+    dc_log(DC_LOG_INFO, "kafka store: caught up with %s", k->topic);
+  k->lagging = lag ? (k->lagging ? 2 : 1) : 0;
+}
+
 void dc_kstore_tick(kafka_store_t *k) {
+  int64_t now = dc_mono_ms();
+  report_lag(k, now);
   if (!k->producer)
     return; /* a read replica neither heartbeats nor claims */
-  int64_t now = dc_mono_ms();
   rd_kafka_poll(k->producer, 0); /* serves delivery reports */
   heartbeat_settle(k);
   if (k->uncertain)
