@@ -95,6 +95,34 @@ tap_bail() {
   exit 1
 }
 
+# ---- librdkafka's mock cluster as a Kafka-topic store -------------------
+
+# dc_mock_start [ARGS...]: examples/mock_cluster in its own process (3
+# brokers; the store's topics _dynconf_configs and _dynconf_configs_history
+# with one partition each; ARGS, e.g. more --topic T --partitions N) taking
+# commands on stdin (--control). Sets BS to its bootstrap list.
+# dc_mock CMD: sends one command (down B, up B, ...) and prints the reply.
+# dc_mock_stop: ends it.
+dc_mock_start() {
+  local mock="$DC_BUILDDIR/examples/mock_cluster" first
+  [ -x "$mock" ] || tap_bail "$mock not built"
+  coproc MC { exec "$mock" --brokers 3 --topic _dynconf_configs \
+    --partitions 1 --topic _dynconf_configs_history --partitions 1 "$@" \
+    --control 2>/dev/null; }
+  read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
+  BS=${first#bootstrap }
+}
+dc_mock() {
+  printf '%s\n' "$1" >&"${MC[1]}"
+  local r
+  read -r -t 10 r <&"${MC[0]}" || r="(no reply)"
+  printf '%s' "$r"
+}
+dc_mock_stop() {
+  exec {MC[1]}>&-
+  wait "$MC_PID" 2>/dev/null
+}
+
 # ---- the daemon ---------------------------------------------------------
 
 # dc_start_daemon DATADIR [extra dynconfd args...]

@@ -15,19 +15,12 @@
 # twice in a row: written, then retried).
 . "$(dirname "$0")/lib.sh"
 
-MOCK="$DC_BUILDDIR/examples/mock_cluster"
-for b in "$MOCK" "$DC_CONFIGS"; do
-  [ -x "$b" ] || tap_bail "$b not built"
-done
+[ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
 command -v kcat >/dev/null || tap_bail "kcat is needed (apt-get install kcat)"
 KILLS=${DC_KILLS:-3}
 CLIENTS=3
 
-coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
-  --topic _dynconf_configs_history --partitions 1 \
-  --control 2>/dev/null; }
-read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
-BS=${first#bootstrap }
+dc_mock_start
 STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 5000
   --store-session-timeout-ms 3000)
 
@@ -171,6 +164,5 @@ for n in 1 2 3 topic; do
 done
 tap_is "$hist_bad" 0 "every replica's history and the history topic list each client's acknowledged values in order"
 
-exec {MC[1]}>&-
-wait "$MC_PID" 2>/dev/null
+dc_mock_stop
 tap_done

@@ -11,17 +11,10 @@
 # change.
 . "$(dirname "$0")/lib.sh"
 
-MOCK="$DC_BUILDDIR/examples/mock_cluster"
-for b in "$MOCK" "$DC_CONFIGS"; do
-  [ -x "$b" ] || tap_bail "$b not built"
-done
+[ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
 command -v kcat >/dev/null || tap_bail "kcat is needed (apt-get install kcat)"
 
-coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
-  --topic _dynconf_configs_history --partitions 1 \
-  --control 2>/dev/null; }
-read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
-BS=${first#bootstrap }
+dc_mock_start
 SESSION=3000
 STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 20000
   --store-session-timeout-ms "$SESSION")
@@ -170,6 +163,5 @@ for n in 1 "$W"; do
   kill -TERM "${PID[$n]}"
   { wait "${PID[$n]}"; } 2>/dev/null
 done
-exec {MC[1]}>&-
-wait "$MC_PID" 2>/dev/null
+dc_mock_stop
 tap_done

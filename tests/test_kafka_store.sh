@@ -13,21 +13,9 @@
 # refuses alters and keeps serving when the writer is killed.
 . "$(dirname "$0")/lib.sh"
 
-MOCK="$DC_BUILDDIR/examples/mock_cluster"
-[ -x "$MOCK" ] || tap_bail "$MOCK not built"
 [ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
 
-coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
-  --topic _dynconf_configs_history --partitions 1 \
-  --topic wide --partitions 4 --control 2>/dev/null; }
-read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
-BS=${first#bootstrap }
-mock() {
-  printf '%s\n' "$1" >&"${MC[1]}"
-  local r
-  read -r -t 10 r <&"${MC[0]}" || r="(no reply)"
-  printf '%s' "$r"
-}
+dc_mock_start --topic wide --partitions 4
 
 # A generous store timeout where writes must succeed (a loaded machine can
 # make the first idempotent produce slow), a short one for the outage.
@@ -134,7 +122,7 @@ dc_stop_daemon
 
 # ---- the store's brokers down: alters fail in time, reads go on -------------
 dc_start_daemon "$DC_TMP/b" "${STORE_SHORT[@]}" || tap_bail "dynconfd B did not restart"
-for b in 1 2 3; do mock "down $b" >/dev/null; done
+for b in 1 2 3; do dc_mock "down $b" >/dev/null; done
 t0=$(date +%s%N)
 out=$(cli --entity-type clients --entity-name app-1 --alter \
   --add-config 'acks=0' 2>&1)
@@ -147,7 +135,7 @@ tap_like "$out" "Kafka store \(topic _dynconf_configs at 127\.0\.0\.1" \
 tap_ok "$([ "$ms" -lt 15000 ] && echo 0 || echo 1)" \
   "  within the store timeout (3000 ms, here $ms ms), not the CLI's 30000"
 tap_is "$(value_of app-1 acks)" all "reads go on from memory, unchanged"
-for b in 1 2 3; do mock "up $b" >/dev/null; done
+for b in 1 2 3; do dc_mock "up $b" >/dev/null; done
 ok=1
 for ((i = 0; i < 60; i++)); do
   if cli --entity-type clients --entity-name app-1 --alter \
@@ -272,6 +260,5 @@ tap_is $? 1 "a 4-partition topic: dynconfd exits 1"
 tap_like "$out" "store topic wide at .* has 4 partitions; the store needs exactly one" \
   "  saying why"
 
-exec {MC[1]}>&-
-wait "$MC_PID" 2>/dev/null
+dc_mock_stop
 tap_done

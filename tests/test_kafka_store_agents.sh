@@ -7,17 +7,12 @@
 # writer die (kill -9, another replica taking over), and ends UP.
 . "$(dirname "$0")/lib.sh"
 
-MOCK="$DC_BUILDDIR/examples/mock_cluster"
 WATCH="$DC_BUILDDIR/examples/agent_watch"
-for b in "$MOCK" "$WATCH" "$DC_CONFIGS"; do
+for b in "$WATCH" "$DC_CONFIGS"; do
   [ -x "$b" ] || tap_bail "$b not built"
 done
 
-coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
-  --topic _dynconf_configs_history --partitions 1 \
-  --control 2>/dev/null; }
-read -r -t 10 first <&"${MC[0]}" || tap_bail "the mock cluster did not start"
-BS=${first#bootstrap }
+dc_mock_start
 STORE=(--store kafka --store-bootstrap "$BS" --store-timeout-ms 20000
   --store-session-timeout-ms 3000)
 
@@ -85,6 +80,5 @@ tap_is "$(grep -c 'change set applied' "$DC_TMP/agent.out")" 3 \
 kill -TERM "$P3"
 { wait "$P3"; } 2>/dev/null
 
-exec {MC[1]}>&-
-wait "$MC_PID" 2>/dev/null
+dc_mock_stop
 tap_done
