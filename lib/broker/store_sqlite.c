@@ -542,31 +542,17 @@ static int migrate(sqlite_store_t *s, char *errstr, size_t errstr_size) {
             v, SCHEMA_VERSION);
     goto fail;
   }
-  if (v < 1) {
-    if (sqlite3_exec(s->db, schema_v1, NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(s->db, "PRAGMA user_version = 1", NULL, NULL, &msg) !=
-            SQLITE_OK) {
-      set_err(errstr, errstr_size, "%s: creating schema: %s", s->path,
-              msg ? msg : sqlite3_errmsg(s->db));
-      sqlite3_free(msg);
-      goto fail;
-    }
-  }
-  if (v < 2) {
-    if (sqlite3_exec(s->db, schema_v2, NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(s->db, "PRAGMA user_version = 2", NULL, NULL, &msg) !=
-            SQLITE_OK) {
-      set_err(errstr, errstr_size, "%s: upgrading schema to 2: %s", s->path,
-              msg ? msg : sqlite3_errmsg(s->db));
-      sqlite3_free(msg);
-      goto fail;
-    }
-  }
-  if (v < 3) {
-    if (sqlite3_exec(s->db, schema_v3, NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(s->db, "PRAGMA user_version = 3", NULL, NULL, &msg) !=
-            SQLITE_OK) {
-      set_err(errstr, errstr_size, "%s: upgrading schema to 3: %s", s->path,
+  /* Each version's step, in order, from the one after the file's. */
+  static const char *const steps[SCHEMA_VERSION] = {schema_v1, schema_v2,
+                                                    schema_v3};
+  for (long to = v + 1; to <= SCHEMA_VERSION; to++) {
+    char set_version[64];
+    snprintf(set_version, sizeof(set_version), "PRAGMA user_version = %ld",
+             to);
+    if (sqlite3_exec(s->db, steps[to - 1], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(s->db, set_version, NULL, NULL, &msg) != SQLITE_OK) {
+      set_err(errstr, errstr_size, "%s: %s schema %ld: %s", s->path,
+              to == 1 ? "creating" : "upgrading to", to,
               msg ? msg : sqlite3_errmsg(s->db));
       sqlite3_free(msg);
       goto fail;
