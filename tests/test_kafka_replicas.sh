@@ -110,6 +110,24 @@ out=$(cli 3 --entity-type clients --entity-name app --alter \
   --add-config 'acks=2' 2>&1)
 tap_like "$out" "INVALID_CONFIG" "  with the writer's own error: $out"
 
+# kafka-python's admin client (Debian's 2.0.2) bootstrapped from follower 3:
+# it sends the alter to a node of its choice among those Metadata lists.
+/usr/bin/python3 - "${PORT[3]}" <<'PY'
+import sys
+from kafka.admin import ConfigResource, KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:" + sys.argv[1],
+                         request_timeout_ms=20000)
+r = ConfigResource("TOPIC", "py-app", {"linger.ms": "11"})
+r.resource_type = 9  # CLIENT: kafka-python's enum lacks it
+resp = admin.alter_configs([r])
+errors = [res[0] for res in resp.resources]
+sys.exit(0 if errors == [0] else 1)
+PY
+tap_is $? 0 "kafka-python's AlterConfigs through follower 3 is acknowledged"
+for n in 1 2 3; do
+  tap_is "$(await_value $n py-app linger.ms 11)" 11 "  node $n serves it"
+done
+
 # ---- kill -9 the writer ------------------------------------------------------
 kill -9 "${PID[1]}"
 { wait "${PID[1]}"; } 2>/dev/null
