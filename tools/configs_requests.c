@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -352,6 +353,14 @@ static int dec_incremental(dc_rd_t *rd, int16_t v, void *resp) {
   return dc_incremental_alter_configs_resp_decode(rd, v, resp);
 }
 
+/* NOT_CONTROLLER (replicas electing a writer, or the writer changing
+ * while the alter was forwarded) is retried, as Kafka's admin client
+ * does, every RETRY_MS until alter_deadline; report_alter then returns
+ * ALTER_RETRY without printing. */
+#define RETRY_MS 250
+enum { ALTER_RETRY = 100 };
+static int64_t alter_deadline;
+
 static int report_alter(const opts_t *o, dc_kclient_t *kc, int16_t v,
                         void *resp) {
   (void)v;
@@ -361,6 +370,9 @@ static int report_alter(const opts_t *o, dc_kclient_t *kc, int16_t v,
     if (is_entity(o, r->responses[i].resource_type,
                   r->responses[i].resource_name))
       res = &r->responses[i];
+  if (res && res->error_code == DC_ERR_NOT_CONTROLLER &&
+      cli_remaining_ms(alter_deadline) > 2 * RETRY_MS)
+    return ALTER_RETRY;
   int rc = entity_outcome(o, kc, "IncrementalAlterConfigs",
                           "; the change may or may not have been applied",
                           res != NULL, res ? res->error_code : 0,
@@ -405,5 +417,11 @@ int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   dc_alter_configs_req_t req = {
       .n_resources = 1, .resources = &r, .validate_only = o->dry_run};
   dc_alter_configs_resp_t resp;
-  return cli_call(o, kc, deadline, &api, &req, &resp);
+  alter_deadline = deadline;
+  int rc;
+  while ((rc = cli_call(o, kc, deadline, &api, &req, &resp)) == ALTER_RETRY) {
+    struct timespec ts = {0, RETRY_MS * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return rc;
 }

@@ -14,6 +14,7 @@ struct dc_broker {
   struct dc_acl *acl;           /* owned; NULL = no authorizer */
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
+  int32_t writer;               /* the store's writer at the last poll */
 };
 
 /* Everything a handler needs about the request in hand. */
@@ -58,6 +59,9 @@ void dc_broker_forward_free(dc_broker_t *b);
  * (r->deferred) or given fail_code/fail_msg (no writer known), 0 when it
  * is this server's to handle, a negative dc_err_t on failure. */
 int dc_broker_forward_alter(dc_req_t *r);
+/* After the store was polled: a forward in flight to a server that no
+ * longer writes gives up (its client is told to retry). */
+void dc_broker_forward_writer_changed(dc_broker_t *b);
 int dc_handle_envelope(dc_req_t *r);
 /* handlers.c: one request, with fail_code/fail_msg (nullable) set on
  * it and forwarded marking it as a forwarded one. */

@@ -35,6 +35,17 @@ void dc_broker_forward_free(dc_broker_t *b) {
   b->fwd = NULL;
 }
 
+void dc_broker_forward_writer_changed(dc_broker_t *b) {
+  const dc_store_replica_t *reps;
+  int32_t writer;
+  if (!b->fwd)
+    return;
+  dc_store_replicas(b->store, &reps, &writer);
+  if (writer != b->writer) /* a forward to the old one would wait in vain */
+    dc_forwarder_interrupt(b->fwd);
+  b->writer = writer;
+}
+
 int dc_broker_event_fd(const dc_broker_t *b) {
   return b->fwd ? dc_forwarder_event_fd(b->fwd) : -1;
 }

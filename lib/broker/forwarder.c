@@ -21,6 +21,8 @@ struct dc_forwarder {
   dc_fwd_job_t *todo, **todo_tail; /* submitted, not yet sent */
   dc_fwd_job_t *done, **done_tail; /* answered, not yet taken */
   bool stop;
+  bool busy;                       /* a job is being forwarded */
+  bool interrupted;                /* ... and was told to give up */
   int done_fd;                     /* eventfd: answers waiting */
   int cancel[2];                   /* ends the thread's waits at destroy */
   dc_kclient_t *kc;                /* the thread's */
@@ -112,9 +114,21 @@ static void *run(void *arg) {
     if (!f->todo)
       f->todo_tail = &f->todo;
     job->next = NULL;
+    f->busy = true;
     pthread_mutex_unlock(&f->lock);
     forward_one(f, job);
     pthread_mutex_lock(&f->lock);
+    f->busy = false;
+    if (f->interrupted && !f->stop) {
+      char drain[16];
+      while (read(f->cancel[0], drain, sizeof(drain)) > 0)
+        ;
+      f->interrupted = false;
+      if (!job->response)
+        snprintf(job->error, sizeof(job->error), "node %d stopped writing "
+                 "while the alter was forwarded to it; retry",
+                 (int)job->node);
+    }
     *f->done_tail = job;
     f->done_tail = &job->next;
     uint64_t one = 1;
@@ -139,7 +153,7 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
   f->timeout_ms = timeout_ms;
   f->cancel[0] = f->cancel[1] = -1;
   f->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (f->done_fd < 0 || pipe2(f->cancel, O_CLOEXEC) ||
+  if (f->done_fd < 0 || pipe2(f->cancel, O_CLOEXEC | O_NONBLOCK) ||
       !(f->kc = dc_kclient_new(client_id))) {
     snprintf(errstr, errstr_size, "cannot set up forwarding: %s",
              f->kc ? strerror(errno) : "out of memory");
@@ -198,6 +212,16 @@ void dc_forwarder_destroy(dc_forwarder_t *f) {
 }
 
 int dc_forwarder_event_fd(const dc_forwarder_t *f) { return f->done_fd; }
+
+void dc_forwarder_interrupt(dc_forwarder_t *f) {
+  pthread_mutex_lock(&f->lock);
+  if (f->busy && !f->interrupted) {
+    f->interrupted = true;
+    ssize_t w = write(f->cancel[1], "x", 1);
+    (void)w; /* a full pipe is as readable */
+  }
+  pthread_mutex_unlock(&f->lock);
+}
 
 void dc_forwarder_submit(dc_forwarder_t *f, dc_fwd_job_t *job) {
   job->next = NULL;

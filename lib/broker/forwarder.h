@@ -46,6 +46,9 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
 void dc_forwarder_destroy(dc_forwarder_t *f);
 /* Readable when answers are waiting (dc_forwarder_take_done drains it). */
 int dc_forwarder_event_fd(const dc_forwarder_t *f);
+/* The job being forwarded, if any, gives up at once (its answer says the
+ * writer changed): for when the server it went to no longer writes. */
+void dc_forwarder_interrupt(dc_forwarder_t *f);
 /* Queues job (the forwarder owns it until take_done hands it back). */
 void dc_forwarder_submit(dc_forwarder_t *f, dc_fwd_job_t *job);
 /* A finished job (the caller owns it; dc_fwd_job_free), or NULL. */

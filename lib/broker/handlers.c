@@ -110,6 +110,7 @@ void dc_broker_store_poll(dc_broker_t *b) {
   char err[512];
   if (b->store && dc_store_poll(b->store, apply_stored, b, err, sizeof(err)))
     dc_log(DC_LOG_ERR, "reading the store: %s", err);
+  dc_broker_forward_writer_changed(b);
 }
 
 void dc_broker_destroy(dc_broker_t *b) {
