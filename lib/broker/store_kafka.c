@@ -455,6 +455,87 @@ static int partitions_of(const rd_kafka_metadata_t *md, const char *topic) {
   return -1;
 }
 
+/* Does the cluster have a controller that is one of its brokers? librdkafka's
+ * mock cluster names controller 0, which is none, and cannot answer
+ * admin requests. */
+static bool real_controller(kafka_store_t *k, const rd_kafka_metadata_t *md) {
+  int32_t c = rd_kafka_controllerid(k->producer, k->timeout_ms);
+  for (int i = 0; c >= 0 && i < md->broker_cnt; i++)
+    if (md->brokers[i].id == c)
+      return true;
+  return false;
+}
+
+/* topic's cleanup.policy from the cluster into buf ("" when it does not
+ * say). 0, or -1 with why. */
+static int cleanup_policy(kafka_store_t *k, const char *topic, char *buf,
+                          size_t size, char *why, size_t why_size) {
+  rd_kafka_ConfigResource_t *cr =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+  rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(
+      k->producer, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  rd_kafka_AdminOptions_set_request_timeout(ao, k->timeout_ms, why, why_size);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(k->producer);
+  rd_kafka_DescribeConfigs(k->producer, &cr, 1, ao, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, k->timeout_ms + 2000);
+  const rd_kafka_DescribeConfigs_result_t *res =
+      ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+  size_t n = 0, nc = 0;
+  const rd_kafka_ConfigResource_t **rs =
+      res ? rd_kafka_DescribeConfigs_result_resources(res, &n) : NULL;
+  int rc = -1;
+  buf[0] = '\0';
+  if (!ev)
+    snprintf(why, why_size, "no answer");
+  else if (rd_kafka_event_error(ev))
+    snprintf(why, why_size, "%s", rd_kafka_event_error_string(ev));
+  else if (n != 1 || rd_kafka_ConfigResource_error(rs[0]))
+    snprintf(why, why_size, "%s",
+             n == 1 ? rd_kafka_ConfigResource_error_string(rs[0])
+                    : "no result");
+  else
+    rc = 0;
+  const rd_kafka_ConfigEntry_t **ce =
+      rc ? NULL : rd_kafka_ConfigResource_configs(rs[0], &nc);
+  for (size_t i = 0; i < nc; i++)
+    if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]), "cleanup.policy") &&
+        rd_kafka_ConfigEntry_value(ce[i]))
+      snprintf(buf, size, "%s", rd_kafka_ConfigEntry_value(ce[i]));
+  if (ev)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_AdminOptions_destroy(ao);
+  rd_kafka_ConfigResource_destroy(cr);
+  return rc;
+}
+
+/* An existing config log must be compacted only: with "delete" in its
+ * policy, retention would drop entities' only records. */
+static int check_policy(kafka_store_t *k, const rd_kafka_metadata_t *md,
+                        char *errstr, size_t errstr_size) {
+  char policy[128], why[512];
+  if (!real_controller(k, md)) {
+    dc_log(DC_LOG_INFO, "kafka store: the cluster at %s names no controller "
+           "among its brokers (librdkafka's mock cluster?); cleanup.policy "
+           "of %s not checked", k->bootstrap, k->topic);
+    return 0;
+  }
+  if (cleanup_policy(k, k->topic, policy, sizeof(policy), why, sizeof(why))) {
+    snprintf(errstr, errstr_size, "cannot read the configuration of store "
+             "topic %s at %s: %s", k->topic, k->bootstrap, why);
+    return -1;
+  }
+  if (!strcmp(policy, "compact"))
+    return 0;
+  snprintf(errstr, errstr_size, "store topic %s at %s has cleanup.policy=%s; "
+           "the config log needs cleanup.policy=compact (or retention would "
+           "delete entities' only records): kafka-configs.sh --alter "
+           "--entity-type topics --entity-name %s --add-config "
+           "cleanup.policy=compact", k->topic, k->bootstrap,
+           policy[0] ? policy : "(unknown)", k->topic);
+  return -1;
+}
+
 /* The topics exist, the log with one partition (each created when
  * missing). Asks for every topic's metadata, since asking for a missing
  * one by name makes some clusters create it with their default partition
@@ -471,7 +552,12 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   }
   int parts = partitions_of(md, k->topic), brokers = md->broker_cnt;
   int hparts = k->history_topic ? partitions_of(md, k->history_topic) : 0;
+  int policy = parts == 1 && k->producer
+                   ? check_policy(k, md, errstr, errstr_size)
+                   : 0;
   rd_kafka_metadata_destroy(md);
+  if (policy)
+    return -1;
   if (parts < 0 && k->read_only) {
     snprintf(errstr, errstr_size, "store topic %s does not exist at %s (a "
              "read replica does not create it; start the writer first)",
