@@ -31,9 +31,13 @@ cli() { # cli NODE ARGS...
   timeout 60 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:${PORT[$n]}" \
     --timeout-ms 30000 "$@"
 }
-alter() { # alter NODE ENTITY CONFIG: rc of one alter
-  cli "$1" --entity-type clients --entity-name "$2" --alter \
-    --add-config "$3" >/dev/null 2>&1
+alter() { # alter NODE ENTITY CONFIG: rc of one alter (its words if it fails)
+  local out
+  out=$(cli "$1" --entity-type clients --entity-name "$2" --alter \
+    --add-config "$3" 2>&1) || {
+    tap_diag "alter on node $1: $out"
+    return 1
+  }
 }
 value_of() { # value_of NODE ENTITY KEY
   cli "$1" --entity-type clients --entity-name "$2" --describe 2>/dev/null |

@@ -719,6 +719,15 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
   char why[512] = "", msg[700];
   if (!dc_store_commit_many(r->b->store, c, np, why, sizeof(why)))
     return 0;
+  /* Refused because another replica writes now: the client may retry
+   * (nothing of it was applied anywhere). */
+  const dc_store_replica_t *reps;
+  int32_t writer;
+  dc_store_replicas(r->b->store, &reps, &writer);
+  int16_t code = writer != DC_STORE_NOT_REPLICATED &&
+                         writer != r->b->opts.node_id
+                     ? DC_ERR_NOT_CONTROLLER
+                     : DC_ERR_UNKNOWN_SERVER_ERROR;
   snprintf(msg, sizeof(msg),
            "the change could not be stored and was not applied: %s", why);
   char *m = dc_arena_strdup(r->arena, msg);
@@ -732,7 +741,7 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
       dc_log(DC_LOG_ERR, "out of memory undoing an unstored change of '%s'; "
                          "restart dynconfd to serve the stored configs",
              o->name);
-    resp->responses[p[i].index].error_code = DC_ERR_UNKNOWN_SERVER_ERROR;
+    resp->responses[p[i].index].error_code = code;
     resp->responses[p[i].index].error_message = m;
   }
   return 0;

@@ -88,13 +88,31 @@ static dc_fwd_job_t *job_new(const dc_req_t *r, int32_t writer,
   return job;
 }
 
+/* A forwarded alter reached a server that does not write (it lost the
+ * topic, or has not read its own claim back yet): the client retries. */
+static int not_writing(dc_req_t *r, int32_t writer) {
+  char msg[300];
+  r->fail_code = DC_ERR_NOT_CONTROLLER;
+  if (writer >= 0)
+    snprintf(msg, sizeof(msg), "node %d does not write the config topic "
+             "(node %d does); retry", (int)r->b->opts.node_id, (int)writer);
+  else
+    snprintf(msg, sizeof(msg), "node %d does not write the config topic "
+             "(no server does now); retry", (int)r->b->opts.node_id);
+  return (r->fail_msg = dc_arena_strdup(r->arena, msg)) ? 1 : DC_ERR__NOMEM;
+}
+
 int dc_broker_forward_alter(dc_req_t *r) {
-  if (!r->b->fwd || r->forwarded || r->fail_msg || !r->conn->pending)
+  if (!r->b->fwd || r->fail_msg)
     return 0;
   const dc_store_replica_t *reps;
   int32_t writer;
   size_t n = dc_store_replicas(r->b->store, &reps, &writer);
   if (writer == DC_STORE_NOT_REPLICATED || writer == r->b->opts.node_id)
+    return 0;
+  if (r->forwarded) /* never forwarded twice */
+    return not_writing(r, writer);
+  if (!r->conn->pending)
     return 0;
   char msg[300];
   r->fail_code = DC_ERR_NOT_CONTROLLER;
