@@ -107,7 +107,8 @@ tap_like "$out" "INVALID_CONFIG" "  with the writer's own error: $out"
 # kafka-python's admin client (Debian's 2.0.2) bootstrapped from follower 3:
 # it sends the alter to a node of its choice among those Metadata lists.
 /usr/bin/python3 - "${PORT[3]}" <<'PY'
-import sys
+import logging, sys
+logging.basicConfig(level=logging.ERROR)  # says which connection failed
 from kafka.admin import ConfigResource, KafkaAdminClient
 admin = KafkaAdminClient(bootstrap_servers="127.0.0.1:" + sys.argv[1],
                          request_timeout_ms=20000)
