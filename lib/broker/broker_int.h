@@ -15,6 +15,7 @@ struct dc_broker {
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
   int32_t writer;               /* the store's writer at the last poll */
+  size_t fwd_bytes;             /* requests held by forwards in flight */
 };
 
 /* Everything a handler needs about the request in hand. */

@@ -17,6 +17,9 @@
 #include <string.h>
 
 #define FORWARD_TIMEOUT_MS 30000
+/* Requests waiting to be forwarded hold their bytes; past this, alters on
+ * a follower are refused (retriable) until some are answered. */
+#define FORWARD_MAX_BYTES (64u * 1024 * 1024)
 
 int dc_broker_forward_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   if (!b->opts.forward)
@@ -130,9 +133,15 @@ int dc_broker_forward_alter(dc_req_t *r) {
              (int)writer, name ? name : "(none)");
     return (r->fail_msg = dc_arena_strdup(r->arena, msg)) ? 1 : DC_ERR__NOMEM;
   }
+  if (r->b->fwd_bytes + r->payload_len > FORWARD_MAX_BYTES) {
+    r->fail_msg = "too many alters are waiting to be forwarded to the "
+                  "writer (64 MiB); retry";
+    return 1;
+  }
   dc_fwd_job_t *job = job_new(r, writer, l);
   if (!job)
     return DC_ERR__NOMEM;
+  r->b->fwd_bytes += job->request_len;
   r->fail_code = 0;
   dc_forwarder_submit(r->b->fwd, job);
   *r->conn->pending = job;
@@ -177,6 +186,7 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
+    b->fwd_bytes -= job->request_len;
     if (!job->abandoned)
       answer(b, job, cb, opaque);
     dc_fwd_job_free(job);

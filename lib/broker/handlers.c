@@ -188,14 +188,16 @@ static int metadata_brokers(dc_req_t *r, dc_metadata_broker_t **out,
   bs[nb++] = (dc_metadata_broker_t){.node_id = self,
                                     .host = (char *)r->conn->advertised_host,
                                     .port = r->conn->advertised_port};
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n && r->conn->listener; i++)
     for (size_t j = 0; reps[i].node_id != self && j < reps[i].n_listeners;
          j++) {
       const dc_store_listener_t *l = &reps[i].listeners[j];
-      if (r->conn->listener && !strcmp(l->name, r->conn->listener))
+      if (!strcmp(l->name, r->conn->listener)) {
         bs[nb++] = (dc_metadata_broker_t){.node_id = reps[i].node_id,
                                           .host = (char *)l->host,
                                           .port = l->port};
+        break; /* one per replica, whatever its heartbeat repeats */
+      }
     }
   *out = bs;
   *controller = leader == DC_STORE_NOT_REPLICATED ? self : leader;
