@@ -803,7 +803,7 @@ static void test_static_membership(void) {
    * doing); the managed rebuild must never be worse than a plain static
    * restart, and the wrapper's own part is checked on the wire above. */
   if (r.b_revokes == 0 && r.b_assigns == 0) {
-    ok(1, "%s: the other member saw no rebalance", what);
+    diag("%s: the other member saw no rebalance", what);
   } else {
     ok(ctl.b_revokes + ctl.b_assigns > 0,
        "%s: B's rebalance comes from the mock: a plain static restart "

@@ -372,8 +372,7 @@ static void test_failures(void) {
   is_int(dc_store_load(NULL, load_cb, &l, err, sizeof(err)), -1,
          "load on a NULL store fails");
   ok(strstr(err, "not open") != NULL, "NULL store error: %s", err);
-  dc_store_close(NULL);
-  ok(1, "closing a NULL store is harmless");
+  dc_store_close(NULL); /* must not crash (ASan would say) */
 }
 
 static void test_open_errors(void) {
