@@ -4,6 +4,7 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
       librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
+      libmicrohttpd-dev python3-prometheus-client
       libssl-dev openssl
       python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
 missing=""

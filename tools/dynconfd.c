@@ -54,6 +54,7 @@ typedef struct settings {
   int64_t store_session_ms;
   char *forward_listener;
   char *store_history_topic;
+  char *metrics_listen;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -116,6 +117,8 @@ static void usage(FILE *f) {
 "  --forward-listener NAME   the writer's listener a replica forwards alters\n"
 "                            to (default: the first PLAINTEXT or SSL one)\n"
 "  --node-id N               broker node id (default 1)\n"
+"  --metrics-listen HOST:PORT  serve /metrics (Prometheus), /healthz and\n"
+"                            /readyz over HTTP there (default: off)\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
 "                            flags after it override it\n"
 "  --session-timeout-min-ms N  lowest session.timeout.ms accepted (default 6000)\n"
@@ -272,6 +275,8 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  if (!strcmp(key, "metrics.listen"))
+    return set_str(&st->metrics_listen, val);
   if (!strcmp(key, "store.history.topic"))
     return set_str(&st->store_history_topic, val);
   if (!strcmp(key, "forward.listener"))
@@ -606,6 +611,7 @@ static void settings_free(settings_t *st) {
   free(st->protocol_map);
   free(st->forward_listener);
   free(st->store_history_topic);
+  free(st->metrics_listen);
   free(st->ssl_cert);
   free(st->ssl_key);
   free(st->ssl_ca);
@@ -725,6 +731,24 @@ static int forwarding(const settings_t *st, const reload_ctx_t *rc,
   return 0;
 }
 
+/* --metrics-listen: the HTTP endpoint, its bound address printed like
+ * the listeners'. */
+static int start_metrics(const settings_t *st, char *errstr,
+                         size_t errstr_size) {
+  char host[256], bound[300];
+  int port;
+  if (!split_hostport(st->metrics_listen, host, sizeof(host), &port)) {
+    snprintf(errstr, errstr_size, "--metrics-listen must be HOST:PORT, not "
+             "'%s'", st->metrics_listen);
+    return -1;
+  }
+  if (dc_server_add_metrics(g_server, host, port, bound, sizeof(bound),
+                            errstr, errstr_size))
+    return -1;
+  printf("metrics on %s\n", bound);
+  return 0;
+}
+
 /* Tells a replicated store how clients reach this server: each
  * listener's advertised address, else the address it bound. */
 static int advertise_to_store(dc_store_t *store, const settings_t *st,
@@ -773,7 +797,7 @@ int main(int argc, char **argv) {
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
          O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
          O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
-         O_FORWARD, O_STORE_HISTORY };
+         O_FORWARD, O_STORE_HISTORY, O_METRICS };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -798,6 +822,7 @@ int main(int argc, char **argv) {
       {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
       {"forward-listener", required_argument, NULL, O_FORWARD},
       {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
+      {"metrics-listen", required_argument, NULL, O_METRICS},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -857,6 +882,7 @@ int main(int argc, char **argv) {
       [O_STORE_SESSION - 256] = "store.session.timeout.ms",
       [O_FORWARD - 256] = "forward.listener",
       [O_STORE_HISTORY - 256] = "store.history.topic",
+      [O_METRICS - 256] = "metrics.listen",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -1145,6 +1171,10 @@ int main(int argc, char **argv) {
     size_t used = strlen(adv);
     snprintf(adv + used, sizeof(adv) - used, "%s%.300s", i ? "," : "",
              i < st.n_advertise ? st.advertise[i] : bound[i]);
+  }
+  if (st.metrics_listen && start_metrics(&st, err, sizeof(err))) {
+    dc_log(DC_LOG_ERR, "cannot start: %s", err);
+    goto out;
   }
   if (advertise_to_store(store, &st, rctx.names, bound, err, sizeof(err))) {
     dc_log(DC_LOG_ERR, "cannot start: %s", err);

@@ -3,6 +3,7 @@
 #define DC_BROKER_INT_H
 #include "broker/configdb.h"
 #include "broker/handlers.h"
+#include "broker/metrics.h"
 #include "codec/proto.h"
 
 struct dc_broker {
@@ -16,6 +17,8 @@ struct dc_broker {
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
   int32_t writer;               /* the store's writer at the last poll */
   size_t fwd_bytes;             /* requests held by forwards in flight */
+  uint64_t forwarded_ok, forwarded_failed;
+  dc_metrics_t metrics;
 };
 
 /* Everything a handler needs about the request in hand. */
@@ -35,6 +38,7 @@ typedef struct dc_req {
   /* When set, every resource of an alter answers this error, unread. */
   int16_t fail_code;
   const char *fail_msg;
+  int16_t error;    /* the request's error for the metrics (0 = none) */
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative

@@ -7,6 +7,7 @@
 #include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/scope.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/schema.h"
 #include "common/strset.h"
@@ -296,6 +297,8 @@ int dc_handle_describe_configs(dc_req_t *r) {
       dc_describe_configs_result_encode(r->out, v, &out);
     }
     used += r->out->len - at;
+    if (!r->error)
+      r->error = out.error_code;
     dc_arena_reset_to(r->arena, mark);
   }
   return dc_describe_configs_resp_end(r->out, v);
@@ -717,8 +720,13 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
   for (size_t i = 0; i < np; i++)
     c[i] = p[i].commit;
   char why[512] = "", msg[700];
-  if (!dc_store_commit_many(r->b->store, c, np, why, sizeof(why)))
+  int64_t t0 = dc_mono_us();
+  int failed = dc_store_commit_many(r->b->store, c, np, why, sizeof(why));
+  dc_histogram_observe(&r->b->metrics.store_commit,
+                       (double)(dc_mono_us() - t0) / 1e6);
+  if (!failed)
     return 0;
+  r->b->metrics.store_commit_failed++;
   /* Refused because another replica writes now: the client may retry
    * (nothing of it was applied anywhere). */
   const dc_store_replica_t *reps;
@@ -745,6 +753,21 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
     resp->responses[p[i].index].error_message = m;
   }
   return 0;
+}
+
+/* The metrics of an answered alter: resources applied or refused, and
+ * the request's error (its first failing resource's). */
+static void count_alters(dc_req_t *r, const dc_alter_configs_resp_t *resp,
+                         bool validate_only) {
+  for (int32_t i = 0; i < resp->n_responses; i++) {
+    int16_t e = resp->responses[i].error_code;
+    if (!r->error)
+      r->error = e;
+    if (e)
+      r->b->metrics.alters_refused++;
+    else if (!validate_only)
+      r->b->metrics.alters_applied++;
+  }
 }
 
 /* Marks every resource listed more than once (each occurrence). NULL on
@@ -817,6 +840,7 @@ static int handle_alter(dc_req_t *r, bool incremental) {
   }
   if ((err = commit_pending(r, pend, np, &resp)))
     return err;
+  count_alters(r, &resp, req.validate_only);
   return incremental
              ? dc_incremental_alter_configs_resp_encode(r->out, v, &resp)
              : dc_alter_configs_resp_encode(r->out, v, &resp);

@@ -187,6 +187,10 @@ void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
     b->fwd_bytes -= job->request_len;
+    if (job->response)
+      b->forwarded_ok++;
+    else
+      b->forwarded_failed++;
     if (!job->abandoned)
       answer(b, job, cb, opaque);
     dc_fwd_job_free(job);

@@ -1,6 +1,7 @@
 /* Request dispatch (ApiKey -> handler with version range), ApiVersions and
  * Metadata. The config APIs live in config_apis.c. */
 #include "broker/broker_int.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/schema.h"
 
@@ -111,6 +112,43 @@ void dc_broker_store_poll(dc_broker_t *b) {
   if (b->store && dc_store_poll(b->store, apply_stored, b, err, sizeof(err)))
     dc_log(DC_LOG_ERR, "reading the store: %s", err);
   dc_broker_forward_writer_changed(b);
+}
+
+static int count_overrides(void *opaque, const dc_entity_t *e) {
+  *(size_t *)opaque += e->n;
+  return 0;
+}
+
+void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
+  dc_metrics_render(&b->metrics, out);
+  size_t overrides = 0;
+  dc_configdb_foreach(b->db, count_overrides, &overrides);
+  dc_metrics_head(out, "dynconfd_entities", "gauge",
+                  "Entities (client-ids, <default>, users) with overrides.");
+  dc_metrics_value(out, "dynconfd_entities", NULL, NULL,
+                   (double)dc_configdb_count(b->db));
+  dc_metrics_head(out, "dynconfd_overrides", "gauge",
+                  "Overrides stored, over all entities.");
+  dc_metrics_value(out, "dynconfd_overrides", NULL, NULL, (double)overrides);
+  const dc_store_replica_t *reps;
+  int32_t writer;
+  size_t n = dc_store_replicas(b->store, &reps, &writer);
+  if (writer == DC_STORE_NOT_REPLICATED)
+    return;
+  dc_metrics_head(out, "dynconfd_store_replicas", "gauge",
+                  "Replicas of the Kafka-topic store heard of within the "
+                  "session timeout, this one included.");
+  dc_metrics_value(out, "dynconfd_store_replicas", NULL, NULL, (double)n);
+  dc_metrics_head(out, "dynconfd_store_writer", "gauge",
+                  "1 when this replica writes the config topic.");
+  dc_metrics_value(out, "dynconfd_store_writer", NULL, NULL,
+                   writer == b->opts.node_id);
+  dc_metrics_head(out, "dynconfd_forwarded_total", "counter",
+                  "Alters forwarded to the writer, by result.");
+  dc_metrics_value(out, "dynconfd_forwarded_total", "result", "answered",
+                   (double)b->forwarded_ok);
+  dc_metrics_value(out, "dynconfd_forwarded_total", "result", "failed",
+                   (double)b->forwarded_failed);
 }
 
 void dc_broker_destroy(dc_broker_t *b) {
@@ -321,11 +359,15 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
                .arena = arena, .out = out, .payload = payload,
                .payload_len = len, .forwarded = forwarded,
                .fail_code = fail_code, .fail_msg = fail_msg};
+  int64_t t0 = dc_mono_us();
   int err = fn(&r);
   if (!err && r.deferred) {
     out->len = start; /* the answer comes later, whole */
     return DC_HANDLE_DEFER;
   }
+  if (!err)
+    dc_metrics_request(&b->metrics, hdr.api_key, hdr.api_version, r.error,
+                       (double)(dc_mono_us() - t0) / 1e6);
   if (err || out->err) {
     out->len = start; /* drop the partial response */
     if (!err)

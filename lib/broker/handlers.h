@@ -117,6 +117,10 @@ void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);
  * its answer is dropped. */
 void dc_broker_abandon(dc_broker_t *b, void *pending);
 
+/* Appends the broker's metrics (requests, alters, security, the store,
+ * entities) as Prometheus text. Loop thread. */
+void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out);
+
 /* Applies what other servers wrote to the store since the last call
  * (dc_store_poll) to the in-memory view, so reads serve it. Errors are
  * logged; what was not applied is tried again at the next call. Loop

@@ -129,6 +129,13 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
     *outlen = 0;
     rc = DC_SASL_FAILED;
   }
+  if (rc == DC_SASL_DONE || rc == DC_SASL_FAILED) {
+    int m = dc_metrics_mech(a->mechanism);
+    if (rc == DC_SASL_DONE)
+      b->metrics.auth_ok[m]++;
+    else
+      b->metrics.auth_failed[m]++;
+  }
   if (rc == DC_SASL_DONE) {
     a->state = DC_AUTH_DONE;
     dc_log(DC_LOG_DEBUG, "client %s on listener %s authenticated as %s (%s)",
@@ -165,6 +172,7 @@ int dc_handle_sasl_authenticate(dc_req_t *r) {
   if (rc == DC_SASL_FAILED) {
     resp.error_code = DC_ERR_SASL_AUTHENTICATION_FAILED;
     resp.error_message = why;
+    r->error = resp.error_code;
     r->close_after = true;
     snprintf(r->why, sizeof(r->why), "SASL authentication failed: %s", why);
   } else {

@@ -73,7 +73,9 @@ int dc_broker_reload_security(dc_broker_t *b, char *errstr,
 bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           const char *resource_name, char *why,
                           size_t why_size) {
-  return dc_acl_authorize(r->b->acl, r->b->opts.super_users,
-                          r->conn->principal, op, resource_type,
-                          resource_name, r->hdr->client_id, why, why_size);
+  bool ok = dc_acl_authorize(r->b->acl, r->b->opts.super_users,
+                             r->conn->principal, op, resource_type,
+                             resource_name, r->hdr->client_id, why, why_size);
+  r->b->metrics.authz_denied += !ok;
+  return ok;
 }

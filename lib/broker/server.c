@@ -1,4 +1,8 @@
+#include "config.h"
 #include "broker/server.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
+#include "broker/process_metrics.h"
 
 #include "codec/wire.h"
 
@@ -33,7 +37,7 @@
  * struct is freed once the batch is over, so later events naming it are
  * recognised and skipped. */
 enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4, EP_WATCH = 5,
-       EP_ANSWERS = 6 };
+       EP_ANSWERS = 6, EP_HTTP = 7 };
 
 /* A drained buffer above this capacity is released rather than kept. */
 #define KEEP_BUF 65536
@@ -82,8 +86,11 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake, watch, answers; /* watch: opts.watch_fd (borrowed); answers:
-                             the broker's deferred answers (borrowed) */
+  } wake, watch, answers, http; /* watch: opts.watch_fd (borrowed);
+                                   answers: the broker's deferred answers
+                                   (borrowed); http: the metrics endpoint */
+  dc_http_t *metrics;  /* owned; NULL = no metrics endpoint */
+  double start_time;   /* wall seconds, for process_start_time_seconds */
   int spare_fd; /* released to accept-and-close when out of descriptors */
   listener_t listeners[MAX_LISTENERS];
   int n_listeners;
@@ -134,6 +141,7 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   }
   s->broker = broker;
   s->opts = *opts;
+  s->start_time = (double)dc_wall_ms() / 1000;
   s->wake.kind = EP_WAKE;
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
   s->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -250,6 +258,7 @@ void dc_server_destroy(dc_server_t *s) {
     close(s->epfd);
   if (s->spare_fd >= 0)
     close(s->spare_fd);
+  dc_http_destroy(s->metrics);
   dc_arena_free(&s->arena);
   free(s);
 }
@@ -728,6 +737,77 @@ static void sweep(dc_server_t *s, int64_t now) {
   }
 }
 
+/* ---- the metrics and health endpoint ------------------------------------ */
+
+/* dynconfd_connections{listener,protocol}: open client connections. */
+static void connection_metrics(const dc_server_t *s, dc_buf_t *out) {
+  size_t open[MAX_LISTENERS] = {0};
+  for (const conn_t *c = s->conns; c; c = c->next)
+    open[c->listener - s->listeners]++;
+  dc_metrics_head(out, "dynconfd_connections", "gauge",
+                  "Open client connections, by listener.");
+  for (int i = 0; i < s->n_listeners; i++)
+    dc_buf_printf(out, "dynconfd_connections{listener=\"%s\",protocol=\"%s\"} "
+                  "%zu\n", s->listeners[i].name,
+                  dc_sec_protocol_name(s->listeners[i].protocol), open[i]);
+  dc_metrics_head(out, "dynconfd_buffered_bytes", "gauge",
+                  "Bytes of every connection's input and output buffers.");
+  dc_metrics_value(out, "dynconfd_buffered_bytes", NULL, NULL,
+                   (double)s->buffered);
+}
+
+static int http_answer(void *opaque, const char *path, dc_buf_t *body,
+                       const char **type) {
+  dc_server_t *s = opaque;
+  if (!strcmp(path, "/metrics")) {
+    *type = "text/plain; version=0.0.4; charset=utf-8";
+    dc_metrics_head(body, "dynconfd_build_info", "gauge",
+                    "The dynconfd build serving, as a label.");
+    dc_metrics_value(body, "dynconfd_build_info", "version", PACKAGE_VERSION,
+                     1);
+    dc_broker_metrics(s->broker, body);
+    connection_metrics(s, body);
+    dc_process_metrics(body, s->start_time);
+    return 200;
+  }
+  if (!strcmp(path, "/healthz")) {
+    dc_buf_printf(body, "ok\n");
+    return 200;
+  }
+  if (!strcmp(path, "/readyz")) {
+    bool ready = s->n_listeners > 0 && !s->stop;
+    dc_buf_printf(body, ready ? "ready\n" : "not ready: %s\n",
+                  s->stop ? "stopping" : "no listener open");
+    return ready ? 200 : 503;
+  }
+  dc_buf_printf(body, "not found: try /metrics, /healthz or /readyz\n");
+  return 404;
+}
+
+int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
+                          char *bound, size_t bound_size, char *errstr,
+                          size_t errstr_size) {
+  if (s->metrics) {
+    snprintf(errstr, errstr_size, "one metrics listener only");
+    return -1;
+  }
+  s->metrics = dc_http_new(host, port, http_answer, s, bound, bound_size,
+                           errstr, errstr_size);
+  if (!s->metrics)
+    return -1;
+  s->http.kind = EP_HTTP;
+  s->http.fd = dc_http_fd(s->metrics);
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->http};
+  if (s->http.fd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->http.fd, &ev)) {
+    snprintf(errstr, errstr_size, "cannot watch the metrics listener: %s",
+             strerror(errno));
+    dc_http_destroy(s->metrics);
+    s->metrics = NULL;
+    return -1;
+  }
+  return 0;
+}
+
 int dc_server_run(dc_server_t *s) {
   struct epoll_event evs[256];
   int64_t last_sweep = dc_mono_ms();
@@ -752,6 +832,8 @@ int dc_server_run(dc_server_t *s) {
         }
       } else if (kind == EP_WATCH) {
         s->opts.on_watch(s->opts.watch_opaque);
+      } else if (kind == EP_HTTP) {
+        dc_http_run(s->metrics);
       } else if (kind == EP_ANSWERS) {
         dc_broker_answers(s->broker, on_answer, s);
         enforce_buffer_cap(s);
@@ -773,6 +855,8 @@ int dc_server_run(dc_server_t *s) {
     free_dead(s);
     int64_t now = dc_mono_ms();
     if (now - last_sweep >= 1000) {
+      if (s->metrics)
+        dc_http_run(s->metrics); /* its connections' timeouts */
       sweep(s, now);
       free_dead(s);
       last_sweep = now;

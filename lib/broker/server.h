@@ -83,6 +83,15 @@ int dc_server_listen(dc_server_t *s, const char *host, int port,
                      const char *adv_host, int adv_port, char *bound,
                      size_t bound_size, char *errstr, size_t errstr_size);
 
+/* Serves GET /metrics (Prometheus text: the broker's metrics, open
+ * connections per listener, build info, process_*), /healthz (alive)
+ * and /readyz (listeners open, not stopping) on host:port over HTTP
+ * (libmicrohttpd, run by this loop). The bound "host:port" goes to bound.
+ * 0, or -1 with errstr. */
+int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
+                          char *bound, size_t bound_size, char *errstr,
+                          size_t errstr_size);
+
 /* Async-signal-safe: asks the loop to call opts.on_reload. */
 void dc_server_request_reload(dc_server_t *s);
 

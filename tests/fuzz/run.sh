@@ -43,6 +43,7 @@ for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/client/*.c \
   "$SRC"/lib/broker/*.c; do
   case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka.c | \
     */lib/broker/store_kafka_lead.c | */lib/broker/store_kafka_history.c | \
+    */lib/broker/http.c | \
     */lib/broker/store_record.c)
     continue ;;
   esac
