@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
       librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
-      libmicrohttpd-dev python3-prometheus-client
+      libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
       libssl-dev openssl
       python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
 missing=""

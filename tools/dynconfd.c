@@ -11,9 +11,12 @@
 #include "broker/transfer.h"
 #include "client/kclient.h"
 #include "codec/proto.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/schema.h"
 #include "common/errors.h"
+
+#include <systemd/sd-daemon.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -731,6 +734,28 @@ static int forwarding(const settings_t *st, const reload_ctx_t *rc,
   return 0;
 }
 
+/* Under systemd (Type=notify): ready once the listeners are open; the
+ * watchdog, if WatchdogSec= asks for it, pinged from the event loop's
+ * tick (so it stops when the loop does). No-ops elsewhere. */
+static uint64_t g_watchdog_usec;
+static int64_t g_last_ping;
+
+static void watchdog_tick(void *opaque) {
+  (void)opaque;
+  int64_t now = dc_mono_ms();
+  if (now - g_last_ping >= (int64_t)(g_watchdog_usec / 2000)) {
+    sd_notify(0, "WATCHDOG=1");
+    g_last_ping = now;
+  }
+}
+
+static void notify_ready(char bound[][300], int n) {
+  char status[400];
+  snprintf(status, sizeof(status), "READY=1\nSTATUS=serving on %.300s%s",
+           n ? bound[0] : "(no listener)", n > 1 ? " and more" : "");
+  sd_notify(0, status);
+}
+
 /* --metrics-listen: the HTTP endpoint, its bound address printed like
  * the listeners'. */
 static int start_metrics(const settings_t *st, char *errstr,
@@ -1119,6 +1144,12 @@ int main(int argc, char **argv) {
   rctx.broker = broker;
   st.srv.on_reload = on_reload;
   st.srv.reload_opaque = &rctx;
+  if (sd_watchdog_enabled(0, &g_watchdog_usec) > 0) {
+    if (g_watchdog_usec < 2000000)
+      dc_log(DC_LOG_WARN, "WatchdogSec below 2 s: the watchdog is pinged "
+             "once a second");
+    st.srv.on_tick = watchdog_tick;
+  }
   if (dc_store_event_fd(store) >= 0) { /* a store others write: follow it */
     st.srv.watch_fd = dc_store_event_fd(store);
     st.srv.on_watch = on_store_event;
@@ -1190,9 +1221,11 @@ int main(int argc, char **argv) {
            dc_sec_protocol_name((dc_sec_protocol_t)listener_protocol(
                st.protocol_map, rctx.names[i])));
   fflush(stdout);
+  notify_ready(bound, st.n_listen);
   dc_log(DC_LOG_INFO, "dynconfd %s node %d serving from %s",
          PACKAGE_VERSION, (int)st.node_id, st.data_dir);
   rc = dc_server_run(g_server) ? 1 : 0;
+  sd_notify(0, "STOPPING=1");
   dc_log(DC_LOG_INFO, "shutting down");
 out:
   dc_server_destroy(g_server);

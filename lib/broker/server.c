@@ -857,6 +857,8 @@ int dc_server_run(dc_server_t *s) {
     if (now - last_sweep >= 1000) {
       if (s->metrics)
         dc_http_run(s->metrics); /* its connections' timeouts */
+      if (s->opts.on_tick)
+        s->opts.on_tick(s->opts.tick_opaque);
       sweep(s, now);
       free_dead(s);
       last_sweep = now;

@@ -34,6 +34,10 @@ typedef struct dc_server_opts {
   /* Called on the loop thread after dc_server_request_reload() (SIGHUP). */
   void (*on_reload)(void *opaque);
   void *reload_opaque;
+  /* Called on the loop thread about once a second (a watchdog's ping
+   * proves the loop turns). */
+  void (*on_tick)(void *opaque);
+  void *tick_opaque;
   /* With on_watch set: called on the loop thread whenever watch_fd
    * (borrowed, e.g. the store's event fd) is readable; it must drain it. */
   int watch_fd;
