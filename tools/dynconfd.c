@@ -58,6 +58,7 @@ typedef struct settings {
   char *forward_listener;
   char *store_history_topic;
   char *metrics_listen;
+  bool log_json;
 } settings_t;
 
 static dc_server_t *g_server;
@@ -122,6 +123,8 @@ static void usage(FILE *f) {
 "  --node-id N               broker node id (default 1)\n"
 "  --metrics-listen HOST:PORT  serve /metrics (Prometheus), /healthz and\n"
 "                            /readyz over HTTP there (default: off)\n"
+"  --log-format text|json    log lines as text (default) or one JSON object\n"
+"                            each, for log shippers\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
 "                            flags after it override it\n"
 "  --session-timeout-min-ms N  lowest session.timeout.ms accepted (default 6000)\n"
@@ -278,6 +281,14 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
+  if (!strcmp(key, "log.format")) {
+    if (strcmp(val, "text") && strcmp(val, "json")) {
+      fprintf(stderr, "dynconfd: %s must be text or json\n", key);
+      return false;
+    }
+    st->log_json = !strcmp(val, "json");
+    return true;
+  }
   if (!strcmp(key, "metrics.listen"))
     return set_str(&st->metrics_listen, val);
   if (!strcmp(key, "store.history.topic"))
@@ -822,7 +833,7 @@ int main(int argc, char **argv) {
          O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
          O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
          O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
-         O_FORWARD, O_STORE_HISTORY, O_METRICS };
+         O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT };
   static const struct option longopts[] = {
       {"listen", required_argument, NULL, O_LISTEN},
       {"advertise", required_argument, NULL, O_ADV},
@@ -848,6 +859,7 @@ int main(int argc, char **argv) {
       {"forward-listener", required_argument, NULL, O_FORWARD},
       {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
       {"metrics-listen", required_argument, NULL, O_METRICS},
+      {"log-format", required_argument, NULL, O_LOG_FORMAT},
       {"entity", required_argument, NULL, O_ENTITY},
       {"listeners", required_argument, NULL, O_LISTENERS},
       {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
@@ -908,6 +920,7 @@ int main(int argc, char **argv) {
       [O_FORWARD - 256] = "forward.listener",
       [O_STORE_HISTORY - 256] = "store.history.topic",
       [O_METRICS - 256] = "metrics.listen",
+      [O_LOG_FORMAT - 256] = "log.format",
   };
   int opt, rc = 0;
   while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
@@ -1012,6 +1025,8 @@ int main(int argc, char **argv) {
     st.listen[st.n_listen++] = strdup("127.0.0.1:9092");
   if (st.verbose)
     dc_log_set_level(DC_LOG_DEBUG);
+  if (st.log_json)
+    dc_log_set_format(DC_LOG_JSON);
   raise_fd_limit();
   signal(SIGPIPE, SIG_IGN);
 

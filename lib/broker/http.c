@@ -113,11 +113,12 @@ dc_http_t *dc_http_new(const char *host, int port, dc_http_handler_fn *fn,
                    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   h->d = MHD_start_daemon(
       flags, (uint16_t)port, NULL, NULL, on_request, h,
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_SECONDS,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+      MHD_OPTION_END);
   const union MHD_DaemonInfo *port_info =
       h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
   if (!port_info) {
