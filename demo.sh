@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The dynconf demo (README command 1). Builds the project, then, on
 # loopback, starts the config server dynconfd and a Kafka cluster
 # (librdkafka's mock cluster), runs the example producer and consumer on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
 # `make check` (every test under prove), the replicated store's long fault
 # run (`make check-ha`), `make check` again under ASan+UBSan, the agent's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * agent_fleet: how fast one operator change reaches a fleet of agents.
  *

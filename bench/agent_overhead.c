@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * agent_overhead: what one dynconf agent adds to an application process.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One IncrementalAlterConfigs round trip over the project's client, shared
  * by the benchmarks that alter (bench/scale.c, bench/store_alter.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/loadgen's connection set-up exchanges (see lg_setup.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/loadgen's connection set-up exchanges: SASL authentication
  * (SaslHandshake v1, then SaslAuthenticate v1 round trips for PLAIN,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/loadgen's TLS client (see lg_tls.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/loadgen's TLS client (OpenSSL 3): a context with the trust store
  * and an optional client certificate, a full handshake per connection over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * loadgen: a pipelined Kafka-protocol load generator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the benchmarks read about another process from /proc. */
 #ifndef DC_BENCH_PROC_H
 #define DC_BENCH_PROC_H

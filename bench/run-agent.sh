@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command benchmark of the dynconf agent.
 #
 #   bench/run-agent.sh [BUILDDIR]

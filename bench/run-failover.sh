@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command failover benchmark of dynconfd replicas on the Kafka-topic
 # store, all on loopback:
 #

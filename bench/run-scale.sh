@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command scale benchmark of dynconfd's config APIs.
 #
 #   bench/run-scale.sh [BUILDDIR]     (or: make bench-scale, in the build dir)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command benchmark of what security costs in dynconfd.
 #
 #   bench/run-security.sh [BUILDDIR]   (or: make bench-security)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command benchmark of the Kafka-topic store against the SQLite store,
 # all on loopback in one run:
 #

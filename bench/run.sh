@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # One-command benchmark: dynconfd against librdkafka's mock cluster.
 #
 #   bench/run.sh [BUILDDIR]        (or: make bench, in the build directory)

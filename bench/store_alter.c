@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store_alter: the alter-latency client of bench/run-store.sh.
  *

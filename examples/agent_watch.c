@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * agent_watch: runs a dynconf agent for one client.id and prints every
  * change event on one line, the way an application would log them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the example producer and consumer share: their common flags, the
  * change line each prints for an agent event, resource samples and the

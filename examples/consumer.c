@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * consumer: an example application on dynconf's managed consumer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mock_cluster: runs librdkafka's built-in mock Kafka cluster (rdkafka_mock.h)
  * as a process, so the example producer and consumer, the demo and the soak

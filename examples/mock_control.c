@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The control commands of mock_cluster --control: one line in, one reply
  * line out, so a test can take brokers down, move leaders and inject

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* mock_cluster's control commands (see mock_control.c). */
 #ifndef DC_MOCK_CONTROL_H
 #define DC_MOCK_CONTROL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * producer: an example application on dynconf's managed producer.
  *

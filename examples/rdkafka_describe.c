@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rdkafka_describe: reads a client-id's dynamic configs from dynconfd the
  * way the dynconf agent does, through librdkafka's own admin API

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconf - live, central configuration of running librdkafka clients
  * (Apache Kafka KIP-649, client side).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Configures and builds dynconf out of tree: scripts/build.sh BUILDDIR [configure args]
 set -e
 src=$(cd "$(dirname "$0")/.." && pwd)

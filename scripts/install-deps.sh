@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian 12 packages dynconf needs to build, demo and test.
 # Does nothing when they are all present. Needs root (or sudo) to install.
 set -e

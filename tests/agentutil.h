@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Helpers shared by the agent end-to-end tests that run a real dynconfd
  * and librdkafka (test_agent_e2e.c, test_agent_failures.c,

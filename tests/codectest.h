@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Pieces shared by the codec tests (test_codec_basic.c, test_codec_sasl.c):
  * the deep-compare CHECK macro with its first-mismatch note, string

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Shared pieces of the Python TAP tests (tests/test_kafka_python*.py):
 the kafka-python import guard, a TAP printer, and dynconfd in the background.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Makes throw-away test certificates with openssl: gen_certs.sh DIR
 #   ca.pem ca.key            the test CA (trusted by servers and clients)
 #   rogue-ca.pem             a CA nobody trusts, and rogue.pem/.key signed by it

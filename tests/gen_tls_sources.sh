@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Adds client-side TLS material in other shapes to a directory made by
 # gen_certs.sh (ca.pem ca.key rogue-ca.pem alice.* bob.*):
 #   gen_tls_sources.sh DIR

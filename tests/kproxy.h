@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * kproxy: a small threaded TCP proxy for tests, placed in front of ONE
  * Kafka broker (e.g. a librdkafka mock broker). It forwards bytes both ways

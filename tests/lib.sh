@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Helpers for TAP shell tests of dynconf. Source it from bash:
 #   . "$(dirname "$0")/lib.sh"

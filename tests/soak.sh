@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The soak test: dynconfd + the librdkafka mock cluster + the example
 # producer and consumer (dynconf's managed clients) under steady load, while
 # a driver flips the producer's acks and the consumer's session.timeout.ms

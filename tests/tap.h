@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Minimal TAP producer for C tests: ok(), is_int(), is_str(), is_mem(),
  * diag(), done_testing(). Header-only; each test program includes it once. */
 #ifndef DC_TAP_H

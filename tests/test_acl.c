@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ACL file parser and evaluator (lib/broker/acl.{h,c}):
  *   - every rule form parses (principals, operations, resources, quoting,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's configuration object (lib/agent/conf.c): every dynconf.*
  * property's default, valid and invalid values, the struct field each one

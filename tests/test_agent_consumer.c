@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The heart of KIP-649: a consumer whose session timeout is set centrally.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end tests of the agent (producer side and general) against a real
  * dynconfd, plus a real librdkafka producer built from the effective

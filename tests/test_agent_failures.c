@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent when things go wrong: dynconfd killed and restarted on the same
  * port, fail-open and fail-closed startup, a server without CLIENT configs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent against a hostile config server: a fake Kafka broker in this
  * test (one thread, a loopback listener) that speaks just enough of the

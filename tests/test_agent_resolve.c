@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's pure decision logic (lib/agent/resolve.c: dc_resolve,
  * dc_allow_parse/index, dc_fetched_find, dc_effective_copy/free) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's own connection to dynconfd, secured, end to end: every
  * source of connection security the agent reads from the application's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's own Kafka-protocol connection (lib/agent/fetch.c over
  * lib/client/kclient.c), seen from outside, against real processes on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end robustness: hostile and clumsy connections against one real
  * dynconfd (garbage, bad frame sizes, truncation, unknown APIs, malformed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Client certificate rotation end to end (issue 5): a managed producer
  * (ordered switch policy) sending continuously and a managed consumer, both

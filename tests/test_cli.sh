@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests for the operator CLI dynconf-configs, against a live dynconfd on
 # loopback and against small fake servers (silent, garbage, old versions).
 # Self-contained on purpose: needs only bash, python3 and the two binaries.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests for dynconf-configs over secured dynconfd listeners: SSL,
 # SASL_PLAINTEXT (SCRAM-SHA-512, PLAIN), SASL_SSL (SCRAM-SHA-256), the
 # errors an operator meets (wrong password, unknown user, untrusted

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests for dynconf-configs --command-config with each TLS source
 # librdkafka knows, against a dynconfd SSL listener that requires client
 # certificates and authorizes by their subject: alice may alter, bob only

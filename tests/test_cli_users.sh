@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests for dynconf-configs --entity-type users, alone and paired with
 # clients (kafka-configs.sh style), against a live dynconfd on loopback:
 # alter and describe (plain, --all, --json) of user and user+client

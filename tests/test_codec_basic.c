@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ApiVersions (v0-3) and Metadata (v0-12) codecs:
  *  - byte-exact vectors derived by hand from apache/kafka's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Codec tests for DescribeConfigs (32, v0-4), AlterConfigs (33, v0-2) and
  * IncrementalAlterConfigs (44, v0-1):

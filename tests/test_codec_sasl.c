@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SaslHandshake (v0-1), SaslAuthenticate (v0-2) and ReloadSecurity (v0)
  * codecs (lib/codec/sasl.c, lib/codec/reload.c):

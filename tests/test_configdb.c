@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The in-memory snapshot (lib/broker/configdb.c): get/replace/set/remove
  * semantics, sorted keys, dc_entity_value()'s binary search, and a long

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* dynconfd holds 10,000 concurrent connections and answers on every one. */
 #include "codec/proto.h"
 #include "tap.h"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests: a data directory has one dynconfd. A second dynconfd on the
 # same directory refuses to start, names the first one's pid and exits with
 # the status of any other startup failure; the first keeps serving and its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # libdynconf.so exports exactly the public API: every function
 # include/dynconf.h declares, and none of the library's internals (the
 # dc_* codec, client and agent functions, OpenSSL-facing helpers).

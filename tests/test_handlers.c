@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The broker's request handling, driven through dc_broker_handle() with no
  * sockets (lib/broker/handlers.c, config_apis.c; SPEC §2-§4):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Attacks on one real dynconfd, each written as the attacker would:
  *   - a 1 MiB IncrementalAlterConfigs naming 130,000 resources, and one

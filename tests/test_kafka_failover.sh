@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Killing the writer (-9) again and again while clients alter: three
 # dynconfd replicas on one Kafka-topic store (librdkafka's mock cluster in
 # its own process); three clients, each altering its own entity with an

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """End-to-end: kafka-python 2.0.2 (Debian python3-kafka) against dynconfd's
 secured listeners (issue 5).
 

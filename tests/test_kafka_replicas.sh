@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Three dynconfd replicas on one Kafka-topic store (librdkafka's mock
 # cluster, 3 brokers, in its own process): one writes, the others follow;
 # Metadata on every replica lists the live replicas with the writer as

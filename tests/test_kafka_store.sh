@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dynconfd --store kafka against librdkafka's mock cluster (3 brokers, in
 # its own process, driven through mock_cluster --control): alters land in
 # the one-partition topic and in the local cache; a restart resumes from

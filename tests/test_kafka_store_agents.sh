@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Agents against replicas of the Kafka-topic store: three replicas on a
 # 3-broker mock cluster (its own process); a real agent
 # (examples/agent_watch, refreshing every second) lists all three in its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # End-to-end: kcat -L (librdkafka's ApiVersions + Metadata, all topics)
 # against dynconfd lists exactly one broker, our node, at the advertised
 # address, and names it the controller.

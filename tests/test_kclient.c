@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The client connection (lib/client/kclient.c) against a real dynconfd:
  * pipelined requests answered in order with their correlation ids, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The layers point one way: common at the ground, the codec above it, the
 # client above the codec, the agent and the broker on top and never
 # including each other (the broker's forwarder uses the client); nothing below the agent includes the public

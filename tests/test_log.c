@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Log lines: text and JSON (dc_log_set_format). A JSON line is one
  * object with ts, level and msg; the message's quotes, backslashes,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # TAP tests: certificate principals are compared whole. Two client
 # certificates from the test CA whose RFC 2253 subjects are over 600 bytes
 # and differ only at the end (a long run of OUs, then CN=victim-1 or

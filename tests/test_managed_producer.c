@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end tests of the managed producer (dynconf_producer_*): a real
  * dynconfd as the config server, librdkafka's mock cluster as the data

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # dynconfd --metrics-listen: /metrics is Prometheus text that Prometheus's
 # own Python parser (Debian's python3-prometheus-client) reads, every
 # family with HELP and TYPE; after real traffic (a describe, an alter

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # examples/mock_cluster --control: a mock cluster in its own process that a
 # test drives through stdin. Every command answers one line; "down B"
 # really closes broker B's port and "up B" opens the same port again; bad

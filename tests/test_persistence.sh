@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # End-to-end durability (SPEC §4): every acknowledged change survives a clean
 # restart and kill -9, a change set is never half-applied, and each change
 # is in the audit history (dynconfd --data-dir DIR --history).

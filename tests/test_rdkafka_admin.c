@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end: librdkafka 2.0.2's own admin API (rd_kafka_DescribeConfigs /
  * rd_kafka_AlterConfigs with ConfigResource type 9) against the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SASL machinery: SCRAM primitives (RFC 7677 test vector), the client
  * state machine, the server exchange for PLAIN and SCRAM-SHA-256/512, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The client config schema (lib/common/schema.c, SPEC §3): every key is
  * found, dc_schema_validate() for each type and its edge cases, the error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Principal-scoped configs and authorization, driven through
  * dc_broker_handle() with different principals and client ids (no

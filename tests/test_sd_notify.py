@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """dynconfd under systemd's notify protocol, without systemd: this test
 plays the service manager. It binds the datagram socket NOTIFY_SOCKET
 names, starts dynconfd with WATCHDOG_USEC=2000000 (WatchdogSec=2), and

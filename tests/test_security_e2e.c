@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * End-to-end security of a real dynconfd: TLS, mutual TLS, SASL (SCRAM and
  * PLAIN, over plaintext and TLS) with librdkafka 2.0.2 as the client, the

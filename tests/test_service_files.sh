@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The service files in dist/: the systemd unit passes `systemd-analyze
 # verify` without a warning (with ExecStart pointed at the built dynconfd)
 # and asks for what a service like this needs (Type=notify, its own user,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The SQLite config store: round trip, full-set replacement, separation of
  * entities and types, persistence, audit history, read-only readers, error

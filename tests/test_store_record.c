@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The Kafka store's record format (lib/broker/store_record.c): a commit
  * written as a record reads back as the same commit; tombstones and claims

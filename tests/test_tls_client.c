@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The TLS client context's sources of trust and identity, end to end:
  * dc_kclient_set_security + dc_kclient_connect + dc_kclient_api_versions

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Moving between stores: dynconfd --export writes every entity (clients,
 # <default>, users, user+client-ids, relayed unknown keys, non-ASCII names)
 # as JSON while the server runs; --import fills an empty data directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit tests for lib/codec/wire.c (primitives, frames) and
  * lib/codec/header.c (API table, request/response headers).

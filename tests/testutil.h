@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Helpers for end-to-end C tests that run the real dynconfd: scratch
  * directories, files and shell commands, spawning the daemon and learning

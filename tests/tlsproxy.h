@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tlsproxy: a TLS-terminating TCP front for tests. It accepts TLS
  * (OpenSSL; server certificate and key; client certificates verified

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconf-configs internals, shared by its three files:
  *   configs_main.c      option parsing, entity naming, main()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconf-configs: operator CLI for dynconfd, modelled on kafka-configs.sh.
  *

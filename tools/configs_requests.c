@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconf-configs: the requests. cli_call() is the plumbing every command
  * shares (pick a version, encode, send, decode, report); cli_connect()

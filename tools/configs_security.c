@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconf-configs: the security bits. --command-config reads the
  * connection's TLS/SASL properties; --reload-keystore asks dynconfd to

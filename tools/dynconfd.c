@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconfd: the dynconf config broker. Serves KIP-649 CLIENT configs over
  * the Kafka wire protocol, stores them in SQLite, prints its audit history.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent: first fetch in dynconf_new(), a background thread that
  * re-fetches (fetch.c: DescribeConfigs over the agent's own connection),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Agent internals shared by conf.c, resolve.c, agent.c, certwatch.c and
  * stats.c. */
 #ifndef DC_AGENT_INT_H

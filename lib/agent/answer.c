@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's reading of one DescribeConfigs answer: pure (a response
  * body in, a normalized set or a sentence out, no I/O), so that whatever

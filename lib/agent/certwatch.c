@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Client certificate rotation: the agent thread polls the application's
  * ssl.certificate.location, ssl.key.location and ssl.ca.location files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The agent's configuration: one table of dynconf.* properties. */
 #include "agent/agent_int.h"
 #include "common/schema.h"

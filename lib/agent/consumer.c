@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The managed consumer: rebuilt from the agent's effective configuration
  * when its generation moves. Messages handed to the application by earlier

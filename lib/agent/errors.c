@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The public error table and version, over the internal ones. */
 #include "common/errors.h"
 #include "dynconf.h"

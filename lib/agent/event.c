@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Change-event accessors and the names of the agent's enums. */
 #include "agent/agent_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's own connection to the config server and its DescribeConfigs
  * round trip, over the project's Kafka-protocol client (lib/client): one

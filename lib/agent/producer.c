@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The managed producer: one librdkafka producer handle at a time, rebuilt
  * from the agent's effective configuration whenever its generation moves,

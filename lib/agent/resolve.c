@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The agent's decision logic, pure (no I/O, no locks): what a newly
  * fetched config set means for the application's client. */
 #include "agent/agent_int.h"

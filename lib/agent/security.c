@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's connection settings: librdkafka's security.protocol, ssl.*
  * and sasl.* properties read from the application's rd_kafka_conf_t, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The agent's statistics document, in the spirit of librdkafka's. */
 #include "agent/agent_int.h"
 #include "common/buf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ACL file parser and evaluator (format and rules in acl.h). */
 #include "broker/acl.h"
 #include "codec/proto.h"

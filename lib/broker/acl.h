@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconfd's authorizer: allow/deny rules read from an ACL file
  * (dynconfd --acl-file FILE), evaluated per config resource.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals shared by the request handlers (not for the event loop). */
 #ifndef DC_BROKER_INT_H
 #define DC_BROKER_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for the CLIENT
  * resource (SPEC §2-§4), the principal-scoped USER resource (type 10; the
  * scheme is described in scope.c), and the read-only BROKER resource.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "configdb.h"
 #include "broker/pairindex.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * In-memory snapshot of every entity's dynamic configs: what reads are
  * served from (never the disk). An entity is (resource type, name); its

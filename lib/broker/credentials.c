@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The hashed credentials file (see credentials.h): parse, look up, and
  * add/replace a user by rewriting the file atomically.

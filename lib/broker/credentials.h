@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The hashed SASL credentials file (dynconfd --credentials FILE).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Alters on a replica that does not write the store: forwarded to the one
  * that does, in an Envelope (KIP-590) carrying the client's principal and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Forwarding requests to another server, off the event loop: a thread
  * with one kept connection (lib/client) that wraps each job's request in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Request dispatch (ApiKey -> handler with version range), ApiVersions and
  * Metadata. The config APIs live in config_apis.c. */
 #include "broker/broker_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Request dispatch: one complete request frame in, one complete response
  * frame out. No sockets here (the event loop in server.c owns I/O), which is

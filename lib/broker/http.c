@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The metrics and health endpoint over libmicrohttpd (see http.h).
  */

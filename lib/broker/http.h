@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A small HTTP endpoint (GET only) for dynconfd's metrics and health,
  * served by libmicrohttpd in its external-epoll mode: no thread of its

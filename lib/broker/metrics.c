@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconfd's counters as Prometheus text (see metrics.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconfd's own numbers, kept by the event loop and written out as
  * Prometheus text exposition (format 0.0.4) for the /metrics endpoint.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The heartbeat/session index (pairindex.h). */
 #include "broker/pairindex.h"
 #include "broker/broker_int.h"

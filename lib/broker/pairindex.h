@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The index behind the heartbeat/session rule (scope.c): which stored
  * entities set heartbeat.interval.ms (HB) or session.timeout.ms (ST), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The standard process_* metrics of a Prometheus exporter, read from the
  * kernel (getrusage, /proc/self) when scraped.

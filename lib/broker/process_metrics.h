@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The process_* metrics (CPU, memory, fds, start time) of this process. */
 #ifndef DC_PROCESS_METRICS_H
 #define DC_PROCESS_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SASL on the wire (SaslHandshake 17, SaslAuthenticate 36, and the legacy
  * raw-token frames that follow SaslHandshake v0) and dynconf's

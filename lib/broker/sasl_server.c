@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Server side of SASL PLAIN and SCRAM-SHA-256/512 (see sasl_server.h).
  *

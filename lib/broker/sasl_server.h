@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One server-side SASL authentication exchange: PLAIN (RFC 4616) and
  * SCRAM-SHA-256/512 (RFC 5802/7677, no channel binding), checked against

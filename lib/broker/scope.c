@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Principal-scoped configs: the addressing and resolution scheme.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Principal-scoped configs (KIP-649's later drafts): which stored entities
  * a DescribeConfigs resolves, and the cross-level heartbeat/session rule

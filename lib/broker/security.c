@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The broker's authorizer and SASL credentials: loading them when the
  * broker starts, swapping them on reload (ReloadSecurity, SIGHUP), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dynconfd's network front end: an epoll event loop over non-blocking
  * sockets. Frames are cut out of each connection's input and handed to

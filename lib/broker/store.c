@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Backend-neutral store entry points: each forwards through st->ops so a
  * replicated backend (a Kafka topic) can replace SQLite without touching

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The config store: durable home of every entity's dynamic configs and the
  * audit history. A small vtable so a replicated backend (a Kafka topic) can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The Kafka-topic store (see store_kafka.h), with librdkafka: an
  * idempotent acks=all producer, and a consumer assigned the topic's only

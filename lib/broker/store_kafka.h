@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The Kafka-topic store: the config log lives in a one-partition topic on
  * a Kafka cluster; a local SQLite cache in the data directory holds what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The audit history in Kafka. A compacted config topic keeps only each
  * entity's latest record, so its audit rows would go with the older

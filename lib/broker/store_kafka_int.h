@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Internals of the Kafka-topic store shared by store_kafka.c (the log:
  * reading, applying, writing) and store_kafka_lead.c (heartbeats, the

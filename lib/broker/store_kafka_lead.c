@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Who writes the Kafka store's log, decided through the log itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The Kafka store's record format (see store_record.h): pure, bytes and
  * commits in and out, no I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The records of the Kafka-topic store's log (store_kafka.c), pure: bytes
  * and commits in and out, no I/O.

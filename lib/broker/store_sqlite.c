@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SQLite backend of the config store: data_dir/dynconf.db in WAL mode with
  * synchronous=FULL, so a commit that returned survives kill -9 and power

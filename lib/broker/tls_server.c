@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TLS contexts for dynconfd's listeners; see tls_server.h. */
 #include "broker/tls_server.h"
 #include "broker/handlers.h"

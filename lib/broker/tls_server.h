@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Server-side TLS material for dynconfd's SSL and SASL_SSL listeners: one
  * reloadable context built from PEM certificate, key and CA files, and the

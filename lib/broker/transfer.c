@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Export and import of a store's entities (see transfer.h), with jansson
  * reading and writing the JSON.

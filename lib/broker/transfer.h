@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Moving a store's contents between stores: every entity and its
  * overrides as one JSON document (the README's "Export format"), written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Blocking Kafka-protocol client connection (see kclient.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A small blocking Kafka-protocol client connection, for the agent, the
  * operator CLI, tests and benchmarks: send a request, wait for its

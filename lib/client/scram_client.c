@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The SCRAM client state machine (RFC 5802/7677) over the shared
  * primitives in common/scram.h; see scram_client.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SCRAM-SHA-256/512 client (the Kafka client side of SaslAuthenticate).
  * Ownership: dc_scram_client_new() returns a handle the caller frees with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * TLS client context and connections (see tls_client.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * TLS for the blocking client connection (lib/common/kclient.c), with
  * OpenSSL 3: a context holding the trust store and optional client

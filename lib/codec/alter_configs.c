@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * AlterConfigs (key 33, v0-2, flexible from v2) and IncrementalAlterConfigs
  * (key 44, v0-1, flexible from v1), per apache/kafka AlterConfigs* and

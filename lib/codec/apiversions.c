@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ApiVersions (key 18), versions 0-3, per apache/kafka
  * ApiVersionsRequest.json / ApiVersionsResponse.json.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * DescribeConfigs (key 32), versions 0-4, per apache/kafka
  * DescribeConfigsRequest.json / DescribeConfigsResponse.json.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Envelope (key 58) v0, flexible (KIP-590): a request another server
  * forwards on a client's behalf, and its response. Layout in proto.h.

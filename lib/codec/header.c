@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* API version table and request/response headers. */
 #include "proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Metadata (key 3), versions 0-12, per apache/kafka MetadataRequest.json /
  * MetadataResponse.json.

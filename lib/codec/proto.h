@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Kafka request/response structures and their codecs for the APIs dynconf
  * speaks. Field names follow apache/kafka's message schemas

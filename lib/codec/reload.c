@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ReloadSecurity (key 20000) v0: dynconf's own targeted reload RPC (seed
  * 002). Layout in proto.h. Classic (non-flexible) encodings throughout.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SaslHandshake (key 17) v0-1 and SaslAuthenticate (key 36) v0-2, per
  * apache/kafka SaslHandshake{Request,Response}.json and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Kafka wire primitives: a bounds-checked reader over a byte slice and a
  * writer into a dc_buf_t. Pure: no sockets, no globals.

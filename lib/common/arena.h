@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Bump allocator: many small allocations freed together. Used for decoded
  * messages, whose strings and arrays all die with the request. */
 #ifndef DC_ARENA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Growable byte buffer. The buffer owns data; dc_buf_free() releases it.
  * Writes after an allocation failure are ignored and set err, so encoders
  * check once at the end. Not thread-safe: one owner. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Clocks in the units the project uses. Any thread. */
 #ifndef DC_CLOCK_H
 #define DC_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Percent-encoding of type-10 entity names (see entity.h for the rules). */
 #include "common/entity.h"
 #include "common/text.h"

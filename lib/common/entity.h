@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Names of principal-scoped config entities (ConfigResource type 10,
  * DC_RES_USER): "USER" for a user's own overrides, "USER/CLIENT" for that

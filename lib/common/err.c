@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Error names and sentences, generated from DC_ERR_MAP. */
 #include "common/errors.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Error codes used inside dynconf: positive and -1 are Kafka protocol
  * error codes exactly as on the wire; values <= -100 are local (codec,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* JSON string output shared by the CLI and the agent's statistics. */
 #include "json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* JSON output helpers. */
 #ifndef DC_JSON_H
 #define DC_JSON_H

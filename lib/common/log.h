@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Logging to stderr with a timestamp and level, for the daemon and tools:
  * text lines, or one JSON object a line for log shippers. Thread-safe
  * (one fprintf per line). */

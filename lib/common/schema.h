@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The client config schema: one table, used by dynconfd to validate what
  * operators set and by the agent to validate what it applies (SPEC §3).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SCRAM primitives shared by the server and the client (see scram.h).
  */

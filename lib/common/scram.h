@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * SCRAM (RFC 5802, RFC 7677) building blocks with OpenSSL 3: key
  * derivation, HMAC/hash, base64, nonces, attribute parsing, and a client

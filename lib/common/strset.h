@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A set of (tag, string) pairs in arena memory, for finding repeats and
  * looking names up in one request in linear time. Each member carries the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Small text helpers; see text.h. */
 #include "common/text.h"
 

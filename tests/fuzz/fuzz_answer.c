@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libFuzzer target: the agent's reading of a DescribeConfigs answer
  * (lib/agent/answer.c), what a hostile or broken config server controls.

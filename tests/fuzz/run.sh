@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Build and run the fuzzers (libFuzzer + ASan + UBSan): fuzz_request
 # (dynconfd's request decoding and dispatch) and fuzz_answer (the agent's
 # reading of a config server's answer).

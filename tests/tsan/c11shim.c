@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* LD_PRELOAD shim for TSan runs: gcc 12's libtsan does not intercept glibc's
  * C11 threads (thrd_create, mtx_lock, cnd_wait...) that Debian's librdkafka
  * uses, so librdkafka's threads are invisible to TSan and crash it. Route

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs the tests where threads meet (the agent's, and dynconfd replicas
 # with their forwarding thread) under ThreadSanitizer.
 #   tests/tsan/run.sh BUILDDIR
