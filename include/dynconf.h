@@ -17,9 +17,9 @@
 extern "C" {
 #endif
 
-/** Version as 0xMMmmpp (major, minor, patch). */
-#define DYNCONF_VERSION 0x000100
-#define DYNCONF_VERSION_STR "0.1.0"
+/* DYNCONF_VERSION (0xMMmmpp: major, minor, patch) and
+ * DYNCONF_VERSION_STR, generated from configure.ac. */
+#include "dynconf_version.h"
 
 /** Runtime version of the linked library, same encoding as DYNCONF_VERSION.
  *  Any thread. */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # libdynconf.so exports exactly the public API: every function
 # include/dynconf.h declares, and none of the library's internals (the
-# dc_* codec, client and agent functions, OpenSSL-facing helpers).
+# dc_* codec, client and agent functions, OpenSSL-facing helpers); its
+# version is configure.ac's everywhere; dynconf.pc links it statically.
 . "$(dirname "$0")/lib.sh"
 
 so="$DC_BUILDDIR/.libs/libdynconf.so"
@@ -21,5 +22,21 @@ tap_is "$extra" "" "nothing but the declared API is exported"
 
 missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
 tap_is "$missing" "" "every function dynconf.h declares is exported"
+
+# One version: configure.ac's, in the header, the library and dynconf.pc.
+ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$DC_BUILDDIR/Makefile")
+tap_like "$(cat "$DC_BUILDDIR/include/dynconf_version.h")" \
+  "DYNCONF_VERSION_STR \"$ver\"" "dynconf_version.h says $ver, as configure"
+# shellcheck disable=SC2086 # the version's parts
+hex=$(printf '0x%02x%02x%02x' ${ver//./ })
+tap_like "$(cat "$DC_BUILDDIR/include/dynconf_version.h")" \
+  "DYNCONF_VERSION $hex" "  and DYNCONF_VERSION $hex"
+tap_is "$(PKG_CONFIG_PATH="$DC_BUILDDIR" pkg-config --modversion dynconf)" \
+  "$ver" "dynconf.pc says $ver"
+# Static linking finds what the library uses inside.
+static=$(PKG_CONFIG_PATH="$DC_BUILDDIR" pkg-config --static --libs dynconf)
+for lib in -ldynconf -lrdkafka -lssl -lcrypto -lpthread; do
+  tap_like "$static" "(^| )$lib( |$)" "pkg-config --static --libs dynconf has $lib"
+done
 
 tap_done

@@ -52,8 +52,13 @@ for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/client/*.c \
 done
 
 echo "fuzz: building in $WORK"
-# What configure would say, for lib/client (it names its version).
+# What configure would write: config.h (lib/client names its version)
+# and dynconf_version.h (the public header's), from configure.ac.
 printf '#define PACKAGE_VERSION "fuzz"\n' >"$WORK/config.h"
+v() { sed -n "s/^m4_define(\[dc_$1\], \[\([0-9]*\)\])$/\1/p" "$SRC/configure.ac"; }
+printf '#define DYNCONF_VERSION 0x%02x%02x%02x\n#define DYNCONF_VERSION_STR "%s.%s.%s"\n' \
+  "$(v major)" "$(v minor)" "$(v patch)" "$(v major)" "$(v minor)" "$(v patch)" \
+  >"$WORK/dynconf_version.h"
 # build NAME SOURCES...: one target with libFuzzer + ASan + UBSan.
 build() {
   name=$1
