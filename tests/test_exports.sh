@@ -23,6 +23,13 @@ tap_is "$extra" "" "nothing but the declared API is exported"
 missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
 tap_is "$missing" "" "every function dynconf.h declares is exported"
 
+# The ABI: the exported symbols are the checked-in list
+# (abi/libdynconf.symbols); adding or removing one is a deliberate change
+# of that file, as curl's symbols-in-versions.
+abi=$(comm -3 <(echo "$exported") <(sort -u "$DC_SRCDIR/abi/libdynconf.symbols"))
+tap_is "$abi" "" "the exported symbols are abi/libdynconf.symbols"
+[ -z "$abi" ] || tap_diag "  differences (left: exported only, right: listed only): $(echo "$abi" | tr '\n' ' ')"
+
 # One version: configure.ac's, in the header, the library and dynconf.pc.
 ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$DC_BUILDDIR/Makefile")
 tap_like "$(cat "$DC_BUILDDIR/include/dynconf_version.h")" \
