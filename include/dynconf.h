@@ -134,7 +134,8 @@ void dynconf_conf_set_change_cb(dynconf_conf_t *conf, dynconf_change_cb_t *cb);
 typedef void(dynconf_log_cb_t)(const dynconf_t *dc, int level,
                                const char *fac, const char *msg);
 void dynconf_conf_set_log_cb(dynconf_conf_t *conf, dynconf_log_cb_t *cb);
-/** Opaque handed to the change callback. */
+/** Opaque handed to the change callback, and dynconf_opaque()'s answer
+ *  (for the log callback, which gets the agent). */
 void dynconf_conf_set_opaque(dynconf_conf_t *conf, void *opaque);
 
 /** Where a value comes from. */
@@ -281,13 +282,20 @@ rd_kafka_conf_t *dynconf_effective_conf(dynconf_t *dc);
  *  applied change set). Any thread. */
 int64_t dynconf_generation(dynconf_t *dc);
 /** Current value of an allowed key in the effective configuration, copied
- *  into dest; its source in *sourcep (may be NULL). Returns 0, or -1 when
- *  the key is not in dynconf.allow.keys. Any thread. */
+ *  into dest (dest_size bytes, NUL included; dest may be NULL with
+ *  dest_size 0 to ask the size); its source in *sourcep (may be NULL).
+ *  Returns the size the value needs including its NUL (so a return above
+ *  dest_size means dest holds a truncated copy, as dynconf_conf_get
+ *  reports), or -1 when the key is not in dynconf.allow.keys. Any
+ *  thread. */
 int dynconf_effective_get(dynconf_t *dc, const char *key, char *dest,
                           size_t dest_size, dynconf_source_t *sourcep);
 dynconf_state_t dynconf_state(dynconf_t *dc);
 /** The client-id this agent fetches for. Valid for the agent's life. */
 const char *dynconf_client_id(const dynconf_t *dc);
+/** The opaque set with dynconf_conf_set_opaque(), e.g. from the log
+ *  callback. Any thread. */
+void *dynconf_opaque(const dynconf_t *dc);
 /** Statistics as a JSON document; the caller frees it with free().
  *  Any thread. */
 char *dynconf_stats_json(dynconf_t *dc);
@@ -393,7 +401,10 @@ rd_kafka_message_t *dynconf_consumer_poll(dynconf_consumer_t *c,
                                           int timeout_ms);
 /** Commits the offsets of the messages returned so far. */
 rd_kafka_resp_err_t dynconf_consumer_commit(dynconf_consumer_t *c, int async);
-/** Commits, leaves the group (unless static) and closes the handle. */
+/** Commits the offsets of the messages returned so far, leaves the group
+ *  (unless static) and closes the handle. Returns the commit's error
+ *  (RD_KAFKA_RESP_ERR_NO_ERROR also when there was nothing to commit);
+ *  the handle is closed either way. Application thread. */
 rd_kafka_resp_err_t dynconf_consumer_close(dynconf_consumer_t *c);
 /** The current handle; valid until the next dynconf_consumer_poll(). */
 rd_kafka_t *dynconf_consumer_handle(dynconf_consumer_t *c);

@@ -182,7 +182,7 @@ static bool eff_is(dynconf_t *dc, const char *key, const char *want,
                    dynconf_source_t want_src) {
   char v[128];
   dynconf_source_t s;
-  if (dynconf_effective_get(dc, key, v, sizeof(v), &s))
+  if (dynconf_effective_get(dc, key, v, sizeof(v), &s) < 0)
     return false;
   if (strcmp(v, want) || s != want_src)
     diag("  effective %s = \"%s\" (%s), want \"%s\" (%s)", key, v,
@@ -878,6 +878,16 @@ static void test_allow_keys(void) {
     rd_kafka_conf_destroy(eff);
     is_int(dynconf_effective_get(dc, "linger.ms", v, sizeof(v), NULL), -1,
            "dynconf_effective_get refuses a key outside the allow list");
+    is_int(dynconf_effective_get(dc, "acks", v, sizeof(v), NULL), 2,
+           "dynconf_effective_get returns the size acks=1 needs (2)");
+    is_int(dynconf_effective_get(dc, "acks", NULL, 0, NULL), 2,
+           "  also asked with no buffer");
+    char tiny[1] = {'x'};
+    is_int(dynconf_effective_get(dc, "acks", tiny, sizeof(tiny), NULL), 2,
+           "  and with one too small: 2 > 1 says it was cut");
+    is_int(tiny[0], '\0', "  the cut copy is NUL-terminated");
+    ok(dynconf_opaque(dc) == (void *)&rec,
+       "dynconf_opaque: the opaque set on the dynconf_conf_t");
     dynconf_destroy(dc);
   }
   rec_unregister(&rec);

@@ -460,7 +460,7 @@ static bool refresh(dynconf_t *dc, const char *key, int64_t *max_poll_ms) {
 /* The agent's effective acks ("" = the application's own). */
 static void eff_acks(dynconf_t *dc, char *out, size_t n) {
   dynconf_source_t src;
-  if (dynconf_effective_get(dc, "acks", out, n, &src) || src == DYNCONF_SOURCE_APP)
+  if (dynconf_effective_get(dc, "acks", out, n, &src) < 0 || src == DYNCONF_SOURCE_APP)
     snprintf(out, n, "(app)");
 }
 

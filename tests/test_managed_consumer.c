@@ -822,6 +822,62 @@ static void test_static_membership(void) {
   dynconf_destroy(dcb);
 }
 
+/* dynconf_consumer_close() returns its commit's error: the coordinator
+ * refuses the commit of what was consumed (GROUP_AUTHORIZATION_FAILED
+ * injected into the mock's OffsetCommit), and close says so while still
+ * closing the handle. */
+static void test_close_commit_error(void) {
+  const char *what = "close", *topic = "mc-close-topic";
+  member_t *m = &g_m1;
+  memset(m, 0, sizeof(*m));
+  m->cid = "mc-close";
+  rd_kafka_mock_topic_create(g_mcl, topic, NPART, 1);
+  au_rec_t rec;
+  memset(&rec, 0, sizeof(rec));
+  rec.poller = g_main;
+  rd_kafka_conf_t *app = consumer_app_conf(m, "mc-close-group", NULL);
+  dynconf_t *dc = au_agent_new(RD_KAFKA_CONSUMER, app, g_port, &rec, NULL);
+  rd_kafka_conf_destroy(app);
+  char e[512];
+  dynconf_consumer_t *c = dc ? dynconf_consumer_new(dc, e, sizeof(e)) : NULL;
+  feeder_t f;
+  if (!ok(c && feeder_new(&f, topic), "%s: consumer and feeder", what)) {
+    dynconf_consumer_destroy(c);
+    dynconf_destroy(dc);
+    return;
+  }
+  m->c = c;
+  rd_kafka_topic_partition_list_t *t = topic_list(topic);
+  dynconf_consumer_subscribe(c, t);
+  rd_kafka_topic_partition_list_destroy(t);
+  feeder_produce(&f, 4 * NPART);
+  rd_kafka_flush(f.rk, 10000);
+  int got = 0;
+  for (int i = 0; i < 300 && got == 0; i++) {
+    rd_kafka_message_t *msg = dynconf_consumer_poll(c, 100);
+    if (msg) {
+      got += !msg->err;
+      rd_kafka_message_destroy(msg);
+    }
+  }
+  ok(got > 0, "%s: consumed a message to commit", what);
+  rd_kafka_mock_push_request_errors(
+      g_mcl, 8 /* OffsetCommit */, 4,
+      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+      RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+  is_int(dynconf_consumer_close(c), RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+         "%s: dynconf_consumer_close returns the refused commit's error",
+         what);
+  ok(dynconf_consumer_handle(c) == NULL, "%s: and closed the handle anyway",
+     what);
+  rd_kafka_mock_clear_request_errors(g_mcl, 8);
+  dynconf_consumer_destroy(c);
+  dynconf_destroy(dc);
+  rd_kafka_destroy(f.rk);
+}
+
 int main(void) {
   g_main = pthread_self();
   char dir[256], errstr[512];
@@ -855,6 +911,8 @@ int main(void) {
     test_rebuilds();
   if (!only || !strcmp(only, "static"))
     test_static_membership();
+  if (!only || !strcmp(only, "close"))
+    test_close_commit_error();
   kproxy_stop(&g_px); /* joins its thread: its counters are ours now */
   is_int(g_px.n_rewrite_errors, 0,
          "the proxy decoded every response it "

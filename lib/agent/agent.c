@@ -10,6 +10,7 @@
 #include "common/schema.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,12 +599,13 @@ int dynconf_effective_get(dynconf_t *dc, const char *key, char *dest,
     return -1;
   pthread_mutex_lock(&dc->lock);
   const char *v = dc->eff.value[i] ? dc->eff.value[i] : dc->app.values[i];
-  if (dest_size)
+  size_t need = strlen(v ? v : "") + 1;
+  if (dest && dest_size)
     snprintf(dest, dest_size, "%s", v ? v : "");
   if (sourcep)
     *sourcep = dc->eff.value[i] ? dc->eff.source[i] : DYNCONF_SOURCE_APP;
   pthread_mutex_unlock(&dc->lock);
-  return 0;
+  return need > INT_MAX ? INT_MAX : (int)need;
 }
 
 dynconf_state_t dynconf_state(dynconf_t *dc) {
@@ -614,6 +616,8 @@ dynconf_state_t dynconf_state(dynconf_t *dc) {
 }
 
 const char *dynconf_client_id(const dynconf_t *dc) { return dc->client_id; }
+
+void *dynconf_opaque(const dynconf_t *dc) { return dc->conf.opaque; }
 
 char *dynconf_stats_json(dynconf_t *dc) {
   pthread_mutex_lock(&dc->lock);

@@ -75,16 +75,22 @@ dynconf_consumer_subscribe(dynconf_consumer_t *c,
 
 /* Commits what was processed and closes: the application's rebalance
  * callback sees the revoke here, on its own thread. */
-static void close_handle(dynconf_consumer_t *c) {
+/* Commits what was processed, leaves and destroys the handle; the
+ * commit's error (none when there was nothing to commit). */
+static rd_kafka_resp_err_t close_handle(dynconf_consumer_t *c,
+                                        const char *why) {
   rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, NULL, 0);
-  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+  if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+    err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (err)
     dc_agent_log(c->dc, 4, "CONSUMER",
-                 "committing processed offsets before the rebuild failed: %s "
+                 "committing processed offsets before %s failed: %s "
                  "(they may be consumed again)",
-                 rd_kafka_err2str(err));
+                 why, rd_kafka_err2str(err));
   rd_kafka_consumer_close(c->rk);
   rd_kafka_destroy(c->rk);
   c->rk = NULL;
+  return err;
 }
 
 static void rebuild(dynconf_consumer_t *c, int64_t gen) {
@@ -102,7 +108,7 @@ static void rebuild(dynconf_consumer_t *c, int64_t gen) {
                  (long long)gen, errstr);
     return;
   }
-  close_handle(c);
+  close_handle(c, "the rebuild");
   c->rk = nrk;
   if (c->topics) {
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, c->topics);
@@ -132,10 +138,7 @@ rd_kafka_resp_err_t dynconf_consumer_commit(dynconf_consumer_t *c, int async) {
 }
 
 rd_kafka_resp_err_t dynconf_consumer_close(dynconf_consumer_t *c) {
-  if (!c->rk)
-    return RD_KAFKA_RESP_ERR_NO_ERROR;
-  close_handle(c);
-  return RD_KAFKA_RESP_ERR_NO_ERROR;
+  return c->rk ? close_handle(c, "closing") : RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
 rd_kafka_t *dynconf_consumer_handle(dynconf_consumer_t *c) { return c->rk; }
@@ -146,7 +149,7 @@ void dynconf_consumer_destroy(dynconf_consumer_t *c) {
   if (!c)
     return;
   if (c->rk)
-    close_handle(c);
+    close_handle(c, "closing");
   if (c->topics)
     rd_kafka_topic_partition_list_destroy(c->topics);
   free(c);
