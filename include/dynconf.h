@@ -105,9 +105,11 @@ typedef enum {
  *  caller owns it until it is passed to a successful dynconf_new(). Any
  *  thread. */
 dynconf_conf_t *dynconf_conf_new(void);
-/** Copy of conf (callbacks and opaque included); caller owns it. */
+/** Copy of conf (callbacks and opaque included); the caller owns it.
+ *  NULL on OOM. Any thread (not while conf is being changed). */
 dynconf_conf_t *dynconf_conf_dup(const dynconf_conf_t *conf);
-/** Frees a configuration not handed to dynconf_new(). */
+/** Frees a configuration not handed to a successful dynconf_new() (NULL
+ *  is a no-op). Any thread. */
 void dynconf_conf_destroy(dynconf_conf_t *conf);
 /** Sets property `name` (a dynconf.* property, see the README's table).
  *  On failure writes a reason to errstr. Not thread-safe on one conf. */
@@ -115,17 +117,21 @@ dynconf_conf_res_t dynconf_conf_set(dynconf_conf_t *conf, const char *name,
                                     const char *value, char *errstr,
                                     size_t errstr_size);
 /** Reads property `name` into dest (size *dest_size, updated to the size
- *  needed including the NUL). dest NULL only queries the size. */
+ *  needed including the NUL: larger than given means dest holds a cut
+ *  copy). dest NULL only queries the size. The caller owns dest. Any
+ *  thread (not while conf is being changed). */
 dynconf_conf_res_t dynconf_conf_get(const dynconf_conf_t *conf,
                                     const char *name, char *dest,
                                     size_t *dest_size);
-/** Prints the property table (name, default, description) to fp. */
+/** Prints the property table (name, default, description) to fp as a
+ *  Markdown table (CONFIGURATION.md is made from it). Any thread. */
 void dynconf_conf_properties_show(FILE *fp);
 
 /** Change-event callback: called from dynconf_poll() on the application's
  *  thread. `ev` is valid during the call only. */
 typedef void(dynconf_change_cb_t)(dynconf_t *dc, const dynconf_event_t *ev,
                                   void *opaque);
+/** Sets the change callback (NULL = none). Not thread-safe on one conf. */
 void dynconf_conf_set_change_cb(dynconf_conf_t *conf, dynconf_change_cb_t *cb);
 /** Log callback: syslog levels (3 error, 4 warning, 6 info, 7 debug).
  *  Called from dynconf_poll() (and from dynconf_new() on its caller's
@@ -133,9 +139,11 @@ void dynconf_conf_set_change_cb(dynconf_conf_t *conf, dynconf_change_cb_t *cb);
  *  stderr from dynconf_poll(). */
 typedef void(dynconf_log_cb_t)(const dynconf_t *dc, int level,
                                const char *fac, const char *msg);
+/** Sets the log callback (NULL = stderr). Not thread-safe on one conf. */
 void dynconf_conf_set_log_cb(dynconf_conf_t *conf, dynconf_log_cb_t *cb);
 /** Opaque handed to the change callback, and dynconf_opaque()'s answer
- *  (for the log callback, which gets the agent). */
+ *  (for the log callback, which gets the agent); borrowed, never freed.
+ *  Not thread-safe on one conf. */
 void dynconf_conf_set_opaque(dynconf_conf_t *conf, void *opaque);
 
 /** Where a value comes from. */
@@ -164,6 +172,7 @@ typedef enum {
   DYNCONF_OUTCOME_PINNED = 2,   /* kept at a value the app's settings force */
   DYNCONF_OUTCOME_IGNORED = 3,  /* not in dynconf.allow.keys */
 } dynconf_outcome_t;
+/** "APPLIED", "REJECTED", "PINNED" or "IGNORED" (static). Any thread. */
 const char *dynconf_outcome_name(dynconf_outcome_t o);
 
 typedef enum {
@@ -179,6 +188,9 @@ typedef enum {
                                     stay. Once per distinct content. */
 } dynconf_event_type_t;
 
+/* An event and every string it returns belong to the agent and are valid
+ * during the change callback only; read them on that (the application's)
+ * thread. */
 dynconf_event_type_t dynconf_event_type(const dynconf_event_t *ev);
 /** For ERROR/UNSUPPORTED/CERT_ERROR: the error and a sentence about it
  *  (CERT_ERROR: DYNCONF_ERR_INVALID_CONFIG, naming the file and why). */
@@ -245,6 +257,7 @@ typedef enum {
   DYNCONF_STATE_DEGRADED,   /* the last fetch failed; last good config kept */
   DYNCONF_STATE_UNSUPPORTED /* the server has no CLIENT configs */
 } dynconf_state_t;
+/** "INIT", "UP", "DEGRADED" or "UNSUPPORTED" (static). Any thread. */
 const char *dynconf_state_name(dynconf_state_t s);
 
 /** Creates an agent for a client of `type` whose own configuration is
@@ -291,7 +304,8 @@ int64_t dynconf_generation(dynconf_t *dc);
 int dynconf_effective_get(dynconf_t *dc, const char *key, char *dest,
                           size_t dest_size, dynconf_source_t *sourcep);
 dynconf_state_t dynconf_state(dynconf_t *dc);
-/** The client-id this agent fetches for. Valid for the agent's life. */
+/** The client-id this agent fetches for; owned by the agent, valid for its
+ *  life. Any thread. */
 const char *dynconf_client_id(const dynconf_t *dc);
 /** The opaque set with dynconf_conf_set_opaque(), e.g. from the log
  *  callback. Any thread. */
@@ -355,8 +369,9 @@ int dynconf_producer_poll(dynconf_producer_t *p, int timeout_ms);
  *  served. Application thread. */
 rd_kafka_resp_err_t dynconf_producer_flush(dynconf_producer_t *p,
                                            int timeout_ms);
-/** The current librdkafka handle, for what the wrapper does not cover.
- *  Valid until the next dynconf_producer_poll() (which may switch). */
+/** The current librdkafka handle, for what the wrapper does not cover;
+ *  owned by the producer (never destroy it), valid until the next
+ *  dynconf_producer_poll() (which may switch). Application thread. */
 rd_kafka_t *dynconf_producer_handle(dynconf_producer_t *p);
 /** Transactions (the application set transactional.id): the managed
  *  producer runs init_transactions on every handle it builds, and a switch
@@ -384,7 +399,8 @@ typedef struct dynconf_consumer_s dynconf_consumer_t;
  *  Application thread. */
 dynconf_consumer_t *dynconf_consumer_new(dynconf_t *dc, char *errstr,
                                          size_t errstr_size);
-/** Subscribes to topics (copied; kept across rebuilds). */
+/** Subscribes to topics (copied: the caller keeps its list; kept across
+ *  rebuilds). Application thread. */
 rd_kafka_resp_err_t
 dynconf_consumer_subscribe(dynconf_consumer_t *c,
                            const rd_kafka_topic_partition_list_t *topics);
@@ -399,17 +415,22 @@ dynconf_consumer_subscribe(dynconf_consumer_t *c,
  *  Application thread. */
 rd_kafka_message_t *dynconf_consumer_poll(dynconf_consumer_t *c,
                                           int timeout_ms);
-/** Commits the offsets of the messages returned so far. */
+/** Commits the offsets of the messages returned so far (async != 0: does
+ *  not wait). Application thread. */
 rd_kafka_resp_err_t dynconf_consumer_commit(dynconf_consumer_t *c, int async);
 /** Commits the offsets of the messages returned so far, leaves the group
  *  (unless static) and closes the handle. Returns the commit's error
  *  (RD_KAFKA_RESP_ERR_NO_ERROR also when there was nothing to commit);
  *  the handle is closed either way. Application thread. */
 rd_kafka_resp_err_t dynconf_consumer_close(dynconf_consumer_t *c);
-/** The current handle; valid until the next dynconf_consumer_poll(). */
+/** The current handle, owned by the consumer (never destroy it); valid
+ *  until the next dynconf_consumer_poll(), NULL after close. Application
+ *  thread. */
 rd_kafka_t *dynconf_consumer_handle(dynconf_consumer_t *c);
+/** Handle rebuilds so far. Application thread. */
 int64_t dynconf_consumer_rebuilds(dynconf_consumer_t *c);
-/** Frees the consumer (closing it first if needed). */
+/** Frees the consumer (closing it first if needed; NULL is a no-op); the
+ *  agent stays the caller's. Application thread. */
 void dynconf_consumer_destroy(dynconf_consumer_t *c);
 
 #ifdef __cplusplus
