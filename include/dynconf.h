@@ -172,7 +172,8 @@ typedef enum {
   DYNCONF_OUTCOME_PINNED = 2,   /* kept at a value the app's settings force */
   DYNCONF_OUTCOME_IGNORED = 3,  /* not in dynconf.allow.keys */
 } dynconf_outcome_t;
-/** "APPLIED", "REJECTED", "PINNED" or "IGNORED" (static). Any thread. */
+/** "applied", "rejected", "pinned" or "ignored" ("unknown" for another
+ *  value; static storage). Any thread. */
 const char *dynconf_outcome_name(dynconf_outcome_t o);
 
 typedef enum {
@@ -257,7 +258,8 @@ typedef enum {
   DYNCONF_STATE_DEGRADED,   /* the last fetch failed; last good config kept */
   DYNCONF_STATE_UNSUPPORTED /* the server has no CLIENT configs */
 } dynconf_state_t;
-/** "INIT", "UP", "DEGRADED" or "UNSUPPORTED" (static). Any thread. */
+/** "init", "up", "degraded" or "unsupported" ("unknown" for another
+ *  value; static storage). Any thread. */
 const char *dynconf_state_name(dynconf_state_t s);
 
 /** Creates an agent for a client of `type` whose own configuration is

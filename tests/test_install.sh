@@ -17,13 +17,20 @@ p="$root$prefix"
 for f in sbin/dynconfd bin/dynconf-configs include/dynconf/dynconf.h \
   include/dynconf/dynconf_version.h include/dynconf.h \
   lib/pkgconfig/dynconf.pc lib/systemd/system/dynconfd.service \
-  share/bash-completion/completions/dynconf-configs; do
+  share/bash-completion/completions/dynconf-configs \
+  share/man/man8/dynconfd.8 share/man/man1/dynconf-configs.1 \
+  share/man/man3/libdynconf.3; do
   tap_ok "$([ -f "$p/$f" ] && echo 0 || echo 1)" "installed: \$prefix/$f"
 done
 tap_ok "$([ -f "$root$sysconf/dynconf/dynconfd.conf" ] && echo 0 || echo 1)" \
   "installed: \$sysconfdir/dynconf/dynconfd.conf"
 so=$(ls "$p"/lib/libdynconf.so.* 2>/dev/null | head -1)
 tap_ok "$([ -n "$so" ] && echo 0 || echo 1)" "installed: the shared library"
+
+for page in dynconfd dynconf-configs libdynconf; do
+  tap_like "$(MANPATH="$p/share/man" man -w "$page" 2>&1)" "$p/share/man/man./$page\." \
+    "man $page finds the installed page"
+done
 
 ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$DC_BUILDDIR/Makefile")
 pc() { PKG_CONFIG_PATH="$p/lib/pkgconfig" pkg-config --define-variable=prefix="$p" "$@" dynconf; }
