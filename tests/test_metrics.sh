@@ -4,7 +4,8 @@
 # own Python parser (Debian's python3-prometheus-client) reads, every
 # family with HELP and TYPE; after real traffic (a describe, an alter
 # applied, one refused as invalid, one refused by the ACLs, a SASL log-in
-# and a wrong password) the counters moved by exactly that; /healthz and
+# and a wrong password) the counters moved by exactly that; the TLS
+# listener's certificate expiry is the certificate's; /healthz and
 # /readyz answer 200, other paths 404, other methods 405.
 . "$(dirname "$0")/lib.sh"
 
@@ -17,8 +18,12 @@ cat >"$DC_TMP/acl" <<'EOF'
 allow User:* all *
 deny User:ANONYMOUS alter client:locked
 EOF
+CERTS="$DC_TMP/certs"
+sh "$DC_SRCDIR/tests/gen_certs.sh" "$CERTS" || tap_bail "gen_certs.sh failed"
 dc_start_daemon "$DC_TMP/data" \
-  --listeners PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0 \
+  --listeners PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0 \
+  --ssl-cert "$CERTS/server.pem" --ssl-key "$CERTS/server.key" \
+  --ssl-ca "$CERTS/ca.pem" \
   --credentials "$CREDS" --acl-file "$DC_TMP/acl" \
   --metrics-listen 127.0.0.1:0 || tap_bail "dynconfd did not start"
 METRICS=$(sed -n 's/^metrics on //p' "$DC_DAEMON_OUT")
@@ -118,6 +123,11 @@ tap_like "$(grep '^dynconfd_build_info{' "$DC_TMP/after")" \
   "version=[0-9]" "build_info names the version"
 tap_like "$(grep '^dynconfd_connections{' "$DC_TMP/after")" \
   "listener=SASL_PLAINTEXT,protocol=SASL_PLAINTEXT" "connections by listener"
+expiry=$(date -d "$(openssl x509 -enddate -noout -in "$CERTS/server.pem" | cut -d= -f2)" +%s)
+tap_is "$(value "$DC_TMP/after" dynconfd_tls_certificate_expiry_seconds listener=SSL | cut -d. -f1)" \
+  "$expiry" "tls_certificate_expiry_seconds{listener=SSL}: the served certificate's notAfter"
+tap_is "$(grep -c '^dynconfd_tls_certificate_expiry_seconds{' "$DC_TMP/after")" 1 \
+  "  only for the TLS listener"
 tap_is "$(awk '$1 ~ /^process_(open_fds|resident_memory_bytes)\{/ && $2 > 0 { n++ } END { print n + 0 }' "$DC_TMP/after")" 2 \
   "process_open_fds and process_resident_memory_bytes are there and positive"
 

@@ -751,6 +751,21 @@ static void connection_metrics(const dc_server_t *s, dc_buf_t *out) {
     dc_buf_printf(out, "dynconfd_connections{listener=\"%s\",protocol=\"%s\"} "
                   "%zu\n", s->listeners[i].name,
                   dc_sec_protocol_name(s->listeners[i].protocol), open[i]);
+  dc_metrics_head(out, "dynconfd_tls_certificate_expiry_seconds", "gauge",
+                  "When each TLS listener's served certificate expires, "
+                  "seconds since the Unix epoch (reloads included).");
+  for (int i = 0; i < s->n_listeners; i++) {
+    char subject[512];
+    int64_t not_after = -1;
+    if (!s->listeners[i].tls)
+      continue;
+    dc_tls_ctx_describe(s->listeners[i].tls, subject, sizeof(subject),
+                        &not_after);
+    if (not_after >= 0)
+      dc_metrics_value(out, "dynconfd_tls_certificate_expiry_seconds",
+                       "listener", s->listeners[i].name,
+                       (double)not_after / 1000);
+  }
   dc_metrics_head(out, "dynconfd_buffered_bytes", "gauge",
                   "Bytes of every connection's input and output buffers.");
   dc_metrics_value(out, "dynconfd_buffered_bytes", NULL, NULL,
