@@ -493,6 +493,18 @@ static void test_default_vs_override(void) {
   ok(JN(st, "fetches", "ok") >= 10, "stats: fetches.ok counts (%lld)",
      JN(st, "fetches", "ok"));
   is_int(JN(st, "fetches", "errors"), 0, "stats: no fetch errors");
+  long long timed = 0;
+  const char *cs = strstr(st, "\"counts\":[");
+  for (const char *q = cs ? cs + 10 : NULL; q && *q && *q != ']';) {
+    char *end;
+    timed += strtoll(q, &end, 10);
+    q = *end == ',' ? end + 1 : end;
+  }
+  is_int(timed, JN(st, "fetches", "total"),
+         "stats: fetch_latency_us counts every fetch once");
+  ok(JN(st, "last_ok_age_ms") >= 0 && JN(st, "last_ok_age_ms") < 60000,
+     "stats: last_ok_age_ms: the last good fetch was moments ago (%lld)",
+     JN(st, "last_ok_age_ms"));
   is_int(JN(st, "events", "delivered"), 4, "stats: 4 events delivered");
   is_str(JS(st, b, "effective", "acks", "source"), "application",
          "stats: acks source");

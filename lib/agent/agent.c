@@ -242,6 +242,11 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
 static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
                    judged_t *j, dynconf_err_t err, const char *errstr,
                    int64_t took_us) {
+  static const int64_t bounds[DC_FETCH_BUCKETS] = DC_FETCH_BOUNDS_US;
+  size_t b = 0;
+  while (b < DC_FETCH_BUCKETS && took_us > bounds[b])
+    b++;
+  dc->fetch_hist[b]++;
   dc->last_fetch_us = took_us;
   dc->sum_fetch_us += took_us;
   if (took_us > dc->max_fetch_us)
@@ -249,6 +254,7 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   int64_t now = dc_mono_ms();
   if (r == FETCH_OK) {
     dc->n_fetch_ok++;
+    dc->last_ok_ms = dc_wall_ms();
     if (dc->state == DYNCONF_STATE_DEGRADED ||
         dc->state == DYNCONF_STATE_UNSUPPORTED)
       log_locked(dc, 6, "FETCH", "dynamic configs for client.id '%s' are "

@@ -12,6 +12,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Upper bounds (µs) of the fetch-time histogram in the statistics. */
+#define DC_FETCH_BUCKETS 12
+#define DC_FETCH_BOUNDS_US                                                    \
+  {100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,       \
+   1000000}
+
 /* The connection properties the agent reads from the application's
  * rd_kafka_conf_t for its own connection to the config server; each is
  * overridden by the dynconf property "dynconf." + its name. */
@@ -316,6 +322,9 @@ struct dynconf_s {
   int64_t started_ms;
   int64_t n_fetch_ok, n_fetch_err, n_fetch_unsupported, n_events, n_dropped;
   int64_t last_fetch_us, sum_fetch_us, max_fetch_us;
+  /* Fetch times: counts per bucket of DC_FETCH_BOUNDS_US (and above). */
+  int64_t fetch_hist[DC_FETCH_BUCKETS + 1];
+  int64_t last_ok_ms;  /* wall clock of the last good fetch; 0 = none */
   dynconf_err_t last_err;
   char last_errstr[512];
   int64_t last_err_ms; /* wall clock */

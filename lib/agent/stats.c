@@ -37,6 +37,15 @@ char *dc_stats_json_locked(dynconf_t *dc) {
                 dc->failures, (long long)dc->last_fetch_us,
                 (long long)(n_fetch ? dc->sum_fetch_us / n_fetch : 0),
                 (long long)dc->max_fetch_us);
+  static const int64_t bounds[DC_FETCH_BUCKETS] = DC_FETCH_BOUNDS_US;
+  dc_buf_printf(&b, ",\"fetch_latency_us\":{\"bounds\":[");
+  for (size_t i = 0; i < DC_FETCH_BUCKETS; i++)
+    dc_buf_printf(&b, "%s%lld", i ? "," : "", (long long)bounds[i]);
+  dc_buf_printf(&b, "],\"counts\":[");
+  for (size_t i = 0; i <= DC_FETCH_BUCKETS; i++)
+    dc_buf_printf(&b, "%s%lld", i ? "," : "", (long long)dc->fetch_hist[i]);
+  dc_buf_printf(&b, "]},\"last_ok_age_ms\":%lld",
+                (long long)(dc->last_ok_ms ? now - dc->last_ok_ms : -1));
   dc_buf_printf(&b, ",\"events\":{\"delivered\":%lld,\"queued\":%zu,\"dropped\":%lld}",
                 (long long)dc->n_events, dc->evq_len, (long long)dc->n_dropped);
   if (dc->last_err) {
