@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
 # `make check` (every test under prove), the replicated store's long fault
-# run (`make check-ha`), `make check` again under ASan+UBSan, the agent's
+# run (`make check-ha`), the Debian packages (built, installed, run and
+# purged), `make check` again under ASan+UBSan, the agent's
 # tests under TSan, a short libFuzzer run over request decoding and
 # dispatch, and `make distcheck`.
-#   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1
+#   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1,
+#   SKIP_DEBIAN=1
 set -eo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 "$src/scripts/install-deps.sh"
@@ -17,6 +19,12 @@ summary=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check.out" | tail -1
 
 echo "== the replicated store's long fault run (make check-ha)"
 make -C "$src/build" check-ha
+
+if [ "${SKIP_DEBIAN:-0}" != 1 ]; then
+  echo "== Debian packages: build, lintian, install, run, purge"
+  DC_SRCDIR="$src" DC_BUILDDIR="$src/build" prove --exec '' \
+    "$src/tests/test_debian.sh"
+fi
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== make check under ASan+UBSan"

@@ -6,6 +6,7 @@ set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
       librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
       libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
+      debhelper dpkg-dev fakeroot lintian man-db groff-base
       libssl-dev openssl
       python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
 missing=""
