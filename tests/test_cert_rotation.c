@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Client certificate rotation end to end (issue 5): a managed producer
+ * Client certificate rotation end to end: a managed producer
  * (ordered switch policy) sending continuously and a managed consumer, both
  * with security.protocol=SSL through a TLS-terminating proxy
  * (tests/tlsproxy.h, client certificates required) to librdkafka's

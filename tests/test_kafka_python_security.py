@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
 """End-to-end: kafka-python 2.0.2 (Debian python3-kafka) against dynconfd's
-secured listeners (issue 5).
+secured listeners.
 
 One dynconfd with four listeners: PLAINTEXT (--listen), SSL, SASL_PLAINTEXT
 and SASL_SSL, client certificates "requested", SCRAM credentials made with

@@ -3,7 +3,7 @@
  * End-to-end security of a real dynconfd: TLS, mutual TLS, SASL (SCRAM and
  * PLAIN, over plaintext and TLS) with librdkafka 2.0.2 as the client, the
  * errors a user sees for a wrong password, a mechanism the server does not
- * offer and untrusted certificates, and the keystore reload (seed 002):
+ * offer and untrusted certificates, and the keystore reload:
  * ReloadSecurity and SIGHUP swap the server certificate for new connections
  * while connections already open keep working, and a bad new file keeps the
  * old certificate.

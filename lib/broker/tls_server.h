@@ -4,7 +4,7 @@
  * reloadable context built from PEM certificate, key and CA files, and the
  * principal of a peer certificate (taken whole while it is verified).
  *
- * Reload (seed 002): dc_tls_ctx_reload() builds a fresh SSL_CTX from the same
+ * Reload: dc_tls_ctx_reload() builds a fresh SSL_CTX from the same
  * paths and swaps it in only when it is whole (certificate and key parse and
  * match, CA loads); otherwise the old context stays and errstr says why.
  * Connections already open keep the SSL_CTX they were created from

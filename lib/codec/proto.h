@@ -34,7 +34,8 @@ enum {
   /* KIP-590: a request forwarded by another server on behalf of a client
    * (between dynconfd replicas: a follower to the writer). */
   DC_API_ENVELOPE = 58,
-  /* dynconf's own, outside Kafka's range (seed 002's targeted reload):
+  /* dynconf's own, outside Kafka's range (a targeted reload, as KIP-226
+   * does for brokers):
    * reload TLS key/certificate/CA (and ACLs, credentials) from the same
    * paths. Advertised in ApiVersions. */
   DC_API_RELOAD_SECURITY = 20000,
