@@ -251,6 +251,18 @@ static bool split_hostport(const char *s, char *host, size_t hsz, int *port) {
   return true;
 }
 
+/* A key with two values, no and yes (e.g. "false", "true"): *out = the
+ * value is yes. False, said, for anything else. */
+static bool parse_choice(const char *key, const char *v, const char *no,
+                         const char *yes, bool *out) {
+  if (strcmp(v, no) && strcmp(v, yes)) {
+    fprintf(stderr, "dynconfd: %s must be %s or %s\n", key, yes, no);
+    return false;
+  }
+  *out = !strcmp(v, yes);
+  return true;
+}
+
 static bool parse_num(const char *what, const char *v, int64_t min,
                       int64_t max, int64_t *out) {
   if (!dc_parse_int64(v, out) || *out < min || *out > max) {
@@ -282,14 +294,8 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_config, val);
   if (!strcmp(key, "store.timeout.ms"))
     return parse_num(key, val, 100, 3600000, &st->store_timeout_ms);
-  if (!strcmp(key, "log.format")) {
-    if (strcmp(val, "text") && strcmp(val, "json")) {
-      fprintf(stderr, "dynconfd: %s must be text or json\n", key);
-      return false;
-    }
-    st->log_json = !strcmp(val, "json");
-    return true;
-  }
+  if (!strcmp(key, "log.format"))
+    return parse_choice(key, val, "text", "json", &st->log_json);
   if (!strcmp(key, "metrics.listen"))
     return set_str(&st->metrics_listen, val);
   if (!strcmp(key, "store.history.topic"))
@@ -298,14 +304,8 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->forward_listener, val);
   if (!strcmp(key, "store.session.timeout.ms"))
     return parse_num(key, val, 1000, 3600000, &st->store_session_ms);
-  if (!strcmp(key, "store.read.only")) {
-    if (strcmp(val, "true") && strcmp(val, "false")) {
-      fprintf(stderr, "dynconfd: %s must be true or false\n", key);
-      return false;
-    }
-    st->store_read_only = !strcmp(val, "true");
-    return true;
-  }
+  if (!strcmp(key, "store.read.only"))
+    return parse_choice(key, val, "false", "true", &st->store_read_only);
   *known = false;
   return false;
 }
@@ -373,11 +373,8 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
     if (!parse_num(key, val, 1, 3600000, &st->st_max))
       return false;
   } else if (!strcmp(key, "allow.unknown.configs")) {
-    if (strcmp(val, "true") && strcmp(val, "false")) {
-      fprintf(stderr, "dynconfd: %s must be true or false\n", key);
+    if (!parse_choice(key, val, "false", "true", &st->allow_unknown))
       return false;
-    }
-    st->allow_unknown = !strcmp(val, "true");
   } else if (!strcmp(key, "socket.request.max.bytes")) {
     if (!parse_num(key, val, 64, 100 * 1024 * 1024, &n))
       return false;
