@@ -363,7 +363,7 @@ static inline bool au_eff_is(dynconf_t *dc, const char *key, const char *want,
                              dynconf_source_t want_src) {
   char v[128];
   dynconf_source_t s;
-  if (dynconf_effective_get(dc, key, v, sizeof(v), &s)) {
+  if (dynconf_effective_get(dc, key, v, sizeof(v), &s) < 0) {
     diag("  %s is not an allowed key", key);
     return false;
   }

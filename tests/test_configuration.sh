@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # CONFIGURATION.md is what the agent's property table generates now
-# (tests/gen_configuration; `make configuration` rewrites it), and it
+# (tools/gen_configuration; `make configuration` rewrites it), and it
 # names every property dynconf_conf_set() accepts.
 . "$(dirname "$0")/lib.sh"
 
-gen="$DC_BUILDDIR/tests/gen_configuration"
+gen="$DC_BUILDDIR/tools/gen_configuration"
 [ -x "$gen" ] || tap_bail "$gen not built"
 "$gen" >"$DC_TMP/CONFIGURATION.md"
 tap_is $? 0 "the generator runs"

@@ -11,7 +11,7 @@
 int main(void) {
   printf("# libdynconf configuration properties\n\n"
          "Generated from the agent's property table by `make configuration`"
-         " (tests/gen_configuration.c);\ndo not edit by hand. Set them on "
+         " (tools/gen_configuration.c);\ndo not edit by hand. Set them on "
          "a `dynconf_conf_t` with `dynconf_conf_set()`. The\n"
          "`dynconf.`-prefixed security properties override the "
          "application's own (from its\n`rd_kafka_conf_t`) for the agent's "
