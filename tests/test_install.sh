@@ -33,11 +33,13 @@ for page in dynconfd dynconf-configs libdynconf; do
 done
 
 ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$DC_BUILDDIR/Makefile")
+# A sanitizer build's library needs its runtime linked into the program.
+san=$(sed -n 's/^SAN_CFLAGS = //p' "$DC_BUILDDIR/Makefile")
 pc() { PKG_CONFIG_PATH="$p/lib/pkgconfig" pkg-config --define-variable=prefix="$p" "$@" dynconf; }
 for inc in dynconf/dynconf.h dynconf.h; do
   printf '#include <%s>\n#include <stdio.h>\nint main(void) {\n  printf("%%s %%d\\n", dynconf_version_str(), dynconf_version() == DYNCONF_VERSION);\n  return 0;\n}\n' "$inc" >"$DC_TMP/v.c"
-  # shellcheck disable=SC2046 # pkg-config's words
-  cc -o "$DC_TMP/v" "$DC_TMP/v.c" $(pc --cflags --libs) >"$DC_TMP/cc.log" 2>&1
+  # shellcheck disable=SC2046,SC2086 # pkg-config's and the flags' words
+  cc $san -o "$DC_TMP/v" "$DC_TMP/v.c" $(pc --cflags --libs) >"$DC_TMP/cc.log" 2>&1
   tap_is $? 0 "a program with #include <$inc> builds against the installed files"
   tap_is "$(LD_LIBRARY_PATH="$p/lib" "$DC_TMP/v")" "$ver 1" \
     "  and runs: dynconf_version_str() $ver, dynconf_version() == DYNCONF_VERSION"
