@@ -134,6 +134,12 @@ static void render_requests(const dc_metrics_t *m, dc_buf_t *out) {
              s->error ? dc_err_name((dc_err_t)s->error) : "NONE");
     sample(out, "dynconfd_requests_total", labels, (double)s->count);
   }
+  dc_metrics_head(out, "dynconfd_requests_unlabelled_total", "counter",
+                  "Requests counted in no dynconfd_requests_total series: "
+                  "their (API, version, error) came after the table's "
+                  "512 series were taken.");
+  sample(out, "dynconfd_requests_unlabelled_total", NULL,
+         (double)m->series_dropped);
   dc_metrics_head(out, "dynconfd_request_duration_seconds", "histogram",
                   "Time to handle a request, by API (an alter's store "
                   "commit included; a forwarded alter's wait is not).");
