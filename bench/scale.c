@@ -37,6 +37,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/entity.h"
 #include "alter.h"
 #include "client/kclient.h"
 #include "common/schema.h"
@@ -57,7 +58,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define DEFAULT_ENTITY "<default>"
 #define HB "heartbeat.interval.ms"
 #define ST "session.timeout.ms"
 
@@ -115,7 +115,7 @@ static int describe(dc_kclient_t *kc, const char *entity, const char *key,
   dc_rd_t rd;
   dc_describe_configs_resp_t resp;
   int rc = -1;
-  int8_t own_src = strcmp(entity, DEFAULT_ENTITY) ? DC_SRC_DYNAMIC_CLIENT
+  int8_t own_src = !dc_entity_is_default(entity) ? DC_SRC_DYNAMIC_CLIENT
                                                   : DC_SRC_DYNAMIC_DEFAULT;
   msg[0] = '\0';
   if (own)
@@ -255,9 +255,9 @@ static int cmd_latency(const cfg_t *c) {
   static const series_t all[] = {
       {"client_hb", NULL, HB, "2001", "2002", "2101", "2102", false},
       {"client_hb", NULL, HB, "2001", "2002", "2101", "2102", true},
-      {"default_st", DEFAULT_ENTITY, ST, "45001", "45002", "46001", "46002",
+      {"default_st", DC_ENTITY_DEFAULT, ST, "45001", "45002", "46001", "46002",
        false},
-      {"default_st", DEFAULT_ENTITY, ST, "45001", "45002", "46001", "46002",
+      {"default_st", DC_ENTITY_DEFAULT, ST, "45001", "45002", "46001", "46002",
        true},
       {"client_linger", NULL, "linger.ms", "5", "6", "7", "8", false},
       {"client_linger", NULL, "linger.ms", "5", "6", "7", "8", true},

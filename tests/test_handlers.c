@@ -1028,6 +1028,9 @@ static void alter_common(int16_t api, int16_t v) {
          i == 0 ? "BROKER" : i == 1 ? "TOPIC" : "type 0",
          x->error_message ? x->error_message : "~");
   }
+  ok(r && r->responses[3].error_message &&
+         strstr(r->responses[3].error_message, "librdkafka 2.10 and later"),
+     "%s: type 0 says which clients send it", pre);
   DUMP("c4", "acks=0/7");
   const dc_describe_configs_result_t *br =
       describe1(&t, 1, DC_RES_BROKER, "7", 1,

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dynconf-configs internals, shared by its three files:
- *   configs_main.c      option parsing, entity naming, main()
+ * dynconf-configs internals, shared by its four files, each calling only
+ * the ones below it:
+ *   configs_main.c      option parsing, entity resolution, main()
+ *   configs_security.c  --command-config and --reload-keystore
  *   configs_requests.c  connecting, the request/response plumbing every
  *                       command shares, --describe and --alter
- *   configs_security.c  --command-config and --reload-keystore
+ *   configs_util.c      output, errors and entity phrasing
  * Single-threaded; everything reports errors on stderr itself and returns
  * an exit status (EXIT_*) or -1 as documented per function.
  */
@@ -25,13 +27,11 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 enum { ENT_NONE = 0, ENT_CLIENTS, ENT_BROKERS, ENT_USERS };
 
 #define PROG "dynconf-configs"
-#define MAX_ENTITY_NAME 255
-#define DEFAULT_ENTITY "<default>"
 
 typedef struct opts {
   const char *bootstrap;
   int entity_type;
-  const char *entity_name; /* argv, DEFAULT_ENTITY, or wire_name */
+  const char *entity_name; /* argv, DC_ENTITY_DEFAULT, or wire_name */
   /* --entity-type/--entity-name as given, paired in order like
    * kafka-configs.sh: "users U" or "users U clients C" (either order). */
   int types[2], n_types;
@@ -57,15 +57,24 @@ typedef struct opts {
   dc_arena_t arena;
 } opts_t;
 
-/* ---- configs_main.c --------------------------------------------------- */
+/* ---- configs_util.c --------------------------------------------------- */
+/* Every part prints its messages and output the same way through these. */
 
 /* "Error: <message> (see dynconf-configs --help)" on stderr. */
 void cli_usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 /* "Error: <message>" on stderr. */
 void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Kafka error name, or "error N" for a code outside our table. Returns a
+ * static string or one written into buf. */
+const char *cli_err_name(int code, char *buf, size_t size);
+/* EXIT_OK for error code 0; else prints "NAME: message" (the server's
+ * message, or the code's description) and returns EXIT_FAIL. */
+int cli_check_error(int16_t code, const char *message);
 /* Strips leading and trailing blanks in place; returns the new start. */
 char *cli_trim(char *s);
+/* Writes the buffer to stdout; EXIT_FAIL (said) if stdout cannot take it. */
+int cli_flush_out(dc_buf_t *b);
 /* The entity as a phrase for messages, into buf: "client-id 'x'", "the
  * default client-id", "broker 1", "user-principal 'u'",
  * "user-principal 'u', client-id 'x'". */
@@ -76,6 +85,8 @@ void cli_entity_phrase(const opts_t *o, char *buf, size_t size);
 void cli_json_entity(dc_buf_t *b, const opts_t *o);
 
 /* ---- configs_requests.c ----------------------------------------------- */
+/* The connection and the request plumbing, used by main() and by the
+ * commands in configs_security.c. */
 
 /* One request type the CLI sends, for cli_call(). */
 typedef struct cli_api {
@@ -91,14 +102,6 @@ typedef struct cli_api {
 
 /* Milliseconds left until the monotonic deadline, at least 1. */
 int cli_remaining_ms(int64_t deadline);
-/* Kafka error name, or "error N" for a code outside our table. Returns a
- * static string or one written into buf. */
-const char *cli_err_name(int code, char *buf, size_t size);
-/* Writes the buffer to stdout; EXIT_FAIL (said) if stdout cannot take it. */
-int cli_flush_out(dc_buf_t *b);
-/* EXIT_OK for error code 0; else prints "NAME: message" (the server's
- * message, or the code's description) and returns EXIT_FAIL. */
-int cli_check_error(int16_t code, const char *message);
 /* Sends req (of api's request type) with the highest version both sides
  * speak, decodes the response into resp (of api's response type) and
  * hands it to api->report; the decoded strings live in an arena freed on
@@ -116,6 +119,7 @@ int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 
 /* ---- configs_security.c ----------------------------------------------- */
+/* The security options, used by main(). */
 
 /* --command-config: reads librdkafka-style "key=value" properties ('#'
  * and '!' comments) into o->sec (values in o->arena). Returns 0, or -1

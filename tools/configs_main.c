@@ -11,52 +11,22 @@
  * lib/codec (encoding). Exit status: 0 success, 1 the server refused or
  * could not be reached, 2 usage error.
  *
- * This file: option parsing, entity naming and main(). The requests are
- * in configs_requests.c, --command-config and --reload-keystore in
- * configs_security.c (see configs.h).
+ * This file: option parsing, entity resolution and main(). The requests
+ * are in configs_requests.c, --command-config and --reload-keystore in
+ * configs_security.c, the shared output and error helpers in
+ * configs_util.c (see configs.h).
  */
 #include "config.h"
 #include "configs.h"
 
 #include "common/clock.h"
-#include "common/json.h"
 #include "common/schema.h"
 #include "common/errors.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- small helpers ---------------------------------------------------- */
-
-void cli_usage_error(const char *fmt, ...) {
-  va_list ap;
-  fputs("Error: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs(" (see " PROG " --help)\n", stderr);
-}
-
-void cli_fail(const char *fmt, ...) {
-  va_list ap;
-  fputs("Error: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-}
-
-char *cli_trim(char *s) {
-  while (*s == ' ' || *s == '\t')
-    s++;
-  size_t n = strlen(s);
-  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-    s[--n] = '\0';
-  return s;
-}
 
 /* ---- option parsing --------------------------------------------------- */
 
@@ -255,95 +225,113 @@ enum {
   O_COMMAND_CONFIG, O_RELOAD_KEYSTORE, O_LISTENER
 };
 
-/* Pairs the --entity-type and --entity-name values in the order given
- * (kafka-configs.sh style), checks them, and sets entity_type and
- * entity_name (the name sent). 0, or -1 after printing a usage error. */
-static int resolve_entities(opts_t *o) {
-  if (o->n_types == 0) {
-    cli_usage_error("--entity-type is required");
+/* ---- entity resolution ------------------------------------------------ */
+
+/* --entity-type users and clients, in either order: a user-principal's
+ * overrides for one client-id. Sets user, client and entity_type; 0, or
+ * -1 after printing a usage error. */
+static int resolve_user_client(opts_t *o) {
+  int ui = o->types[0] == ENT_USERS ? 0 : 1;
+  if (o->types[ui] != ENT_USERS || o->types[1 - ui] != ENT_CLIENTS) {
+    cli_usage_error("two --entity-type values go together only as users "
+                    "and clients (a user-principal's overrides for one "
+                    "client-id)");
     return -1;
   }
-  if (o->n_types == 2) {
-    int ui = o->types[0] == ENT_USERS ? 0 : 1;
-    if (o->types[ui] != ENT_USERS || o->types[1 - ui] != ENT_CLIENTS) {
-      cli_usage_error("two --entity-type values go together only as users "
-                      "and clients (a user-principal's overrides for one "
-                      "client-id)");
+  if (o->entity_default) {
+    cli_usage_error("--entity-default does not combine users and clients: "
+                    "the user entity alone applies to all its client-ids");
+    return -1;
+  }
+  if (o->n_names != 2) {
+    cli_usage_error("--entity-type users --entity-type clients needs two "
+                    "--entity-name values, in the same order");
+    return -1;
+  }
+  o->user = o->names[ui];
+  o->client = o->names[1 - ui];
+  o->entity_type = ENT_USERS;
+  return 0;
+}
+
+/* --entity-default for the one --entity-type: only clients have a default
+ * entity. 0, or -1 after printing a usage error. */
+static int resolve_default_entity(opts_t *o) {
+  if (o->entity_type == ENT_BROKERS) {
+    cli_usage_error("--entity-default is for clients; dynconfd has no "
+                    "cluster-wide broker defaults (use --entity-name "
+                    "NODE_ID)");
+    return -1;
+  }
+  if (o->entity_type == ENT_USERS) {
+    cli_usage_error("dynconfd has no default user entity; use "
+                    "--entity-type clients --entity-default for defaults "
+                    "every client inherits");
+    return -1;
+  }
+  o->entity_name = DC_ENTITY_DEFAULT;
+  return 0;
+}
+
+/* Checks --entity-name against its type: a client-id's length, a broker's
+ * node id; a user-principal becomes o->user. 0, or -1 after printing a
+ * usage error. */
+static int check_entity_name(opts_t *o) {
+  if (o->entity_type == ENT_CLIENTS) {
+    char why[160];
+    if (dc_entity_client_check(o->entity_name, why, sizeof(why))) {
+      cli_usage_error("--entity-name: %s", why);
       return -1;
     }
-    if (o->entity_default) {
-      cli_usage_error("--entity-default does not combine users and clients: "
-                      "the user entity alone applies to all its client-ids");
+  } else if (o->entity_type == ENT_BROKERS) {
+    int64_t id;
+    if (!dc_parse_int64(o->entity_name, &id) || id < 0 || id > 0x7fffffff) {
+      cli_usage_error("--entity-name for brokers is a node id, not '%s'",
+                      o->entity_name);
       return -1;
     }
-    if (o->n_names != 2) {
-      cli_usage_error("--entity-type users --entity-type clients needs two "
-                      "--entity-name values, in the same order");
-      return -1;
-    }
-    o->user = o->names[ui];
-    o->client = o->names[1 - ui];
-    o->entity_type = ENT_USERS;
   } else {
-    o->entity_type = o->types[0];
-    if (o->n_names > 1) {
-      cli_usage_error("--entity-name given more than once");
-      return -1;
-    }
-    o->entity_name = o->n_names ? o->names[0] : NULL;
-    if (o->entity_name && o->entity_default) {
-      cli_usage_error("--entity-name and --entity-default cannot be used "
-                      "together");
-      return -1;
-    }
-    if (!o->entity_name && !o->entity_default) {
-      cli_usage_error("--entity-name or --entity-default is required");
-      return -1;
-    }
-    if (o->entity_default) {
-      if (o->entity_type == ENT_BROKERS) {
-        cli_usage_error("--entity-default is for clients; dynconfd has no "
-                        "cluster-wide broker defaults (use --entity-name "
-                        "NODE_ID)");
-        return -1;
-      }
-      if (o->entity_type == ENT_USERS) {
-        cli_usage_error("dynconfd has no default user entity; use "
-                        "--entity-type clients --entity-default for defaults "
-                        "every client inherits");
-        return -1;
-      }
-      o->entity_name = DEFAULT_ENTITY;
-    } else if (o->entity_type == ENT_CLIENTS) {
-      size_t n = strlen(o->entity_name);
-      if (n == 0 || n > MAX_ENTITY_NAME) {
-        cli_usage_error("--entity-name must be 1..%d bytes", MAX_ENTITY_NAME);
-        return -1;
-      }
-    } else if (o->entity_type == ENT_BROKERS) {
-      int64_t id;
-      if (!dc_parse_int64(o->entity_name, &id) || id < 0 ||
-          id > 0x7fffffff) {
-        cli_usage_error("--entity-name for brokers is a node id, not '%s'",
-                        o->entity_name);
-        return -1;
-      }
-    } else {
-      o->user = o->entity_name;
-    }
+    o->user = o->entity_name;
   }
-  if (o->entity_type != ENT_USERS)
-    return 0;
-  if (!strcmp(o->user, DEFAULT_ENTITY)) {
-    cli_usage_error("dynconfd has no default user entity");
+  return 0;
+}
+
+/* One --entity-type with one --entity-name or --entity-default. Sets
+ * entity_type and entity_name (and user for users); 0, or -1 after
+ * printing a usage error. */
+static int resolve_single_entity(opts_t *o) {
+  o->entity_type = o->types[0];
+  if (o->n_names > 1) {
+    cli_usage_error("--entity-name given more than once");
     return -1;
   }
-  if (o->client && !strcmp(o->client, DEFAULT_ENTITY)) {
-    cli_usage_error("a user-principal with the default client-id is the user "
-                    "entity itself: drop --entity-type clients");
+  o->entity_name = o->n_names ? o->names[0] : NULL;
+  if (o->entity_name && o->entity_default) {
+    cli_usage_error("--entity-name and --entity-default cannot be used "
+                    "together");
     return -1;
   }
-  char why[128];
+  if (!o->entity_name && !o->entity_default) {
+    cli_usage_error("--entity-name or --entity-default is required");
+    return -1;
+  }
+  if (o->entity_default)
+    return resolve_default_entity(o);
+  return check_entity_name(o);
+}
+
+/* A user entity (with or without a client-id): checks the names and sets
+ * entity_name to the type-10 name sent (wire_name). 0, or -1 after
+ * printing a usage error. */
+static int encode_user_entity(opts_t *o) {
+  char why[800];
+  if (dc_entity_user_check(o->user, o->client, why, sizeof(why))) {
+    /* Only a user paired with the <default> client-id fails on the client. */
+    bool on_client = !dc_entity_is_default(o->user);
+    cli_usage_error("--entity-name: %s%s", why,
+                    on_client ? "; drop --entity-type clients" : "");
+    return -1;
+  }
   if (dc_entity_user_name(o->user, o->client, o->wire_name,
                           sizeof(o->wire_name), why, sizeof(why))) {
     cli_usage_error("--entity-name: %s", why);
@@ -353,156 +341,201 @@ static int resolve_entities(opts_t *o) {
   return 0;
 }
 
-/* Returns -1 to continue, or an exit status. */
-static int parse_args(opts_t *o, int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"bootstrap-server", required_argument, NULL, O_BOOTSTRAP},
-      {"entity-type", required_argument, NULL, O_ENTITY_TYPE},
-      {"entity-name", required_argument, NULL, O_ENTITY_NAME},
-      {"entity-default", no_argument, NULL, O_ENTITY_DEFAULT},
-      {"describe", no_argument, NULL, O_DESCRIBE},
-      {"all", no_argument, NULL, O_ALL},
-      {"alter", no_argument, NULL, O_ALTER},
-      {"add-config", required_argument, NULL, O_ADD},
-      {"delete-config", required_argument, NULL, O_DELETE},
-      {"append-config", required_argument, NULL, O_APPEND},
-      {"subtract-config", required_argument, NULL, O_SUBTRACT},
-      {"dry-run", no_argument, NULL, O_DRY_RUN},
-      {"json", no_argument, NULL, O_JSON},
-      {"timeout-ms", required_argument, NULL, O_TIMEOUT},
-      {"help", no_argument, NULL, O_HELP},
-      {"version", no_argument, NULL, O_VERSION},
-      {"command-config", required_argument, NULL, O_COMMAND_CONFIG},
-      {"reload-keystore", no_argument, NULL, O_RELOAD_KEYSTORE},
-      {"listener", required_argument, NULL, O_LISTENER},
-      {NULL, 0, NULL, 0}};
-  opterr = 0; /* we print our own one-line reasons */
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    switch (c) {
-    case O_BOOTSTRAP:
-      o->bootstrap = optarg;
-      break;
-    case O_ENTITY_TYPE: {
-      int t = !strcmp(optarg, "clients")   ? ENT_CLIENTS
-              : !strcmp(optarg, "brokers") ? ENT_BROKERS
-              : !strcmp(optarg, "users")   ? ENT_USERS
-                                           : ENT_NONE;
-      if (t == ENT_NONE) {
-        cli_usage_error("--entity-type must be clients, users or brokers, not "
-                        "'%s'",
-                        optarg);
-        return EXIT_USAGE;
-      }
-      if (o->n_types == 2) {
-        cli_usage_error("--entity-type given more than twice");
-        return EXIT_USAGE;
-      }
-      o->types[o->n_types++] = t;
-      o->entity_type = o->types[0]; /* final value: resolve_entities() */
-      break;
-    }
-    case O_ENTITY_NAME:
-      if (o->n_names == 2) {
-        cli_usage_error("--entity-name given more than twice");
-        return EXIT_USAGE;
-      }
-      o->names[o->n_names++] = optarg;
-      o->entity_name = o->names[0]; /* final value: resolve_entities() */
-      break;
-    case O_ENTITY_DEFAULT:
-      o->entity_default = true;
-      break;
-    case O_DESCRIBE:
-      o->describe = true;
-      break;
-    case O_ALL:
-      o->all = true;
-      break;
-    case O_ALTER:
-      o->alter = true;
-      break;
-    case O_ADD:
-      if (parse_pairs(o, "--add-config", optarg, DC_OP_SET))
-        return EXIT_USAGE;
-      break;
-    case O_APPEND:
-      if (parse_pairs(o, "--append-config", optarg, DC_OP_APPEND))
-        return EXIT_USAGE;
-      break;
-    case O_SUBTRACT:
-      if (parse_pairs(o, "--subtract-config", optarg, DC_OP_SUBTRACT))
-        return EXIT_USAGE;
-      break;
-    case O_DELETE:
-      if (parse_delete(o, optarg))
-        return EXIT_USAGE;
-      break;
-    case O_DRY_RUN:
-      o->dry_run = true;
-      break;
-    case O_JSON:
-      o->json = true;
-      break;
-    case O_TIMEOUT: {
-      int64_t v;
-      if (!dc_parse_int64(optarg, &v) || v < 1 || v > 3600000) {
-        cli_usage_error("--timeout-ms must be a whole number of ms in "
-                        "1..3600000, not '%s'", optarg);
-        return EXIT_USAGE;
-      }
-      o->timeout_ms = (int)v;
-      break;
-    }
-    case 'h':
-    case O_HELP:
-      print_help();
-      return EXIT_OK;
-    case O_VERSION:
-      printf(PROG " %s\n", PACKAGE_VERSION);
-      return EXIT_OK;
-    case O_COMMAND_CONFIG:
-      if (cli_load_command_config(o, optarg))
-        return EXIT_USAGE;
-      break;
-    case O_RELOAD_KEYSTORE:
-      o->reload = true;
-      break;
-    case O_LISTENER:
-      if (!*optarg) {
-        cli_usage_error("--listener needs a listener name");
-        return EXIT_USAGE;
-      }
-      o->listener = optarg;
-      break;
-    case ':':
-      cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-      return EXIT_USAGE;
-    default:
-      cli_usage_error("unknown option '%s'", argv[optind - 1]);
-      return EXIT_USAGE;
-    }
+/* Pairs the --entity-type and --entity-name values in the order given
+ * (kafka-configs.sh style), checks them, and sets entity_type and
+ * entity_name (the name sent). 0, or -1 after printing a usage error. */
+static int resolve_entities(opts_t *o) {
+  if (o->n_types == 0) {
+    cli_usage_error("--entity-type is required");
+    return -1;
   }
-  if (optind < argc) {
-    cli_usage_error("unexpected argument '%s'", argv[optind]);
+  int rc = o->n_types == 2 ? resolve_user_client(o) : resolve_single_entity(o);
+  if (rc || o->entity_type != ENT_USERS)
+    return rc;
+  return encode_user_entity(o);
+}
+
+/* ---- the command line ------------------------------------------------- */
+
+static const struct option longopts[] = {
+    {"bootstrap-server", required_argument, NULL, O_BOOTSTRAP},
+    {"entity-type", required_argument, NULL, O_ENTITY_TYPE},
+    {"entity-name", required_argument, NULL, O_ENTITY_NAME},
+    {"entity-default", no_argument, NULL, O_ENTITY_DEFAULT},
+    {"describe", no_argument, NULL, O_DESCRIBE},
+    {"all", no_argument, NULL, O_ALL},
+    {"alter", no_argument, NULL, O_ALTER},
+    {"add-config", required_argument, NULL, O_ADD},
+    {"delete-config", required_argument, NULL, O_DELETE},
+    {"append-config", required_argument, NULL, O_APPEND},
+    {"subtract-config", required_argument, NULL, O_SUBTRACT},
+    {"dry-run", no_argument, NULL, O_DRY_RUN},
+    {"json", no_argument, NULL, O_JSON},
+    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+    {"help", no_argument, NULL, O_HELP},
+    {"version", no_argument, NULL, O_VERSION},
+    {"command-config", required_argument, NULL, O_COMMAND_CONFIG},
+    {"reload-keystore", no_argument, NULL, O_RELOAD_KEYSTORE},
+    {"listener", required_argument, NULL, O_LISTENER},
+    {NULL, 0, NULL, 0}};
+
+/* --entity-type: records one of up to two types, in order (paired with
+ * the names by resolve_entities()). 0, or -1 after a usage error. */
+static int add_entity_type(opts_t *o, const char *arg) {
+  int t = !strcmp(arg, "clients")   ? ENT_CLIENTS
+          : !strcmp(arg, "brokers") ? ENT_BROKERS
+          : !strcmp(arg, "users")   ? ENT_USERS
+                                    : ENT_NONE;
+  if (t == ENT_NONE) {
+    cli_usage_error("--entity-type must be clients, users or brokers, not "
+                    "'%s'",
+                    arg);
+    return -1;
+  }
+  if (o->n_types == 2) {
+    cli_usage_error("--entity-type given more than twice");
+    return -1;
+  }
+  o->types[o->n_types++] = t;
+  o->entity_type = o->types[0]; /* final value: resolve_entities() */
+  return 0;
+}
+
+/* --entity-name: records one of up to two names, in order. 0, or -1
+ * after a usage error. */
+static int add_entity_name(opts_t *o, const char *arg) {
+  if (o->n_names == 2) {
+    cli_usage_error("--entity-name given more than twice");
+    return -1;
+  }
+  o->names[o->n_names++] = arg;
+  o->entity_name = o->names[0]; /* final value: resolve_entities() */
+  return 0;
+}
+
+/* --timeout-ms: 1..3600000. 0, or -1 after a usage error. */
+static int parse_timeout(opts_t *o, const char *arg) {
+  int64_t v;
+  if (!dc_parse_int64(arg, &v) || v < 1 || v > 3600000) {
+    cli_usage_error("--timeout-ms must be a whole number of ms in "
+                    "1..3600000, not '%s'", arg);
+    return -1;
+  }
+  o->timeout_ms = (int)v;
+  return 0;
+}
+
+/* The options that only set a flag or keep their value as given; false
+ * for any other option. */
+static bool set_plain_option(opts_t *o, int c, char *arg) {
+  switch (c) {
+  case O_BOOTSTRAP:
+    o->bootstrap = arg;
+    return true;
+  case O_ENTITY_DEFAULT:
+    o->entity_default = true;
+    return true;
+  case O_DESCRIBE:
+    o->describe = true;
+    return true;
+  case O_ALL:
+    o->all = true;
+    return true;
+  case O_ALTER:
+    o->alter = true;
+    return true;
+  case O_DRY_RUN:
+    o->dry_run = true;
+    return true;
+  case O_JSON:
+    o->json = true;
+    return true;
+  case O_RELOAD_KEYSTORE:
+    o->reload = true;
+    return true;
+  }
+  return false;
+}
+
+/* Applies one option getopt_long() returned (c, with arg its value).
+ * Returns -1 to go on, or an exit status: EXIT_OK after --help or
+ * --version, EXIT_USAGE after a usage error. */
+static int apply_option(opts_t *o, int c, char *arg, char **argv) {
+  if (set_plain_option(o, c, arg))
+    return -1;
+  int bad = 0;
+  switch (c) {
+  case O_ENTITY_TYPE:
+    bad = add_entity_type(o, arg);
+    break;
+  case O_ENTITY_NAME:
+    bad = add_entity_name(o, arg);
+    break;
+  case O_ADD:
+    bad = parse_pairs(o, "--add-config", arg, DC_OP_SET);
+    break;
+  case O_APPEND:
+    bad = parse_pairs(o, "--append-config", arg, DC_OP_APPEND);
+    break;
+  case O_SUBTRACT:
+    bad = parse_pairs(o, "--subtract-config", arg, DC_OP_SUBTRACT);
+    break;
+  case O_DELETE:
+    bad = parse_delete(o, arg);
+    break;
+  case O_TIMEOUT:
+    bad = parse_timeout(o, arg);
+    break;
+  case O_COMMAND_CONFIG:
+    bad = cli_load_command_config(o, arg);
+    break;
+  case O_LISTENER:
+    if (!*arg) {
+      cli_usage_error("--listener needs a listener name");
+      return EXIT_USAGE;
+    }
+    o->listener = arg;
+    break;
+  case 'h':
+  case O_HELP:
+    print_help();
+    return EXIT_OK;
+  case O_VERSION:
+    printf(PROG " %s\n", PACKAGE_VERSION);
+    return EXIT_OK;
+  case ':':
+    cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    return EXIT_USAGE;
+  default:
+    cli_usage_error("unknown option '%s'", argv[optind - 1]);
     return EXIT_USAGE;
   }
+  return bad ? EXIT_USAGE : -1;
+}
 
-  /* Cross-option rules, in the order an operator would fix them. */
+/* --reload-keystore is a command of its own. -1 when nothing else was
+ * asked for, else EXIT_USAGE after a usage error. */
+static int check_reload_alone(const opts_t *o) {
+  if (o->describe || o->alter || o->entity_type != ENT_NONE ||
+      o->entity_name || o->entity_default || o->n_ops || o->all ||
+      o->dry_run) {
+    cli_usage_error("--reload-keystore is a command of its own: no "
+                    "--describe, --alter or --entity-* with it");
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
+/* Cross-option rules, in the order an operator would fix them; resolves
+ * the entity on the way. -1 when the options make one command, else
+ * EXIT_USAGE after a usage error. */
+static int check_option_rules(opts_t *o) {
   if (!o->bootstrap || !*o->bootstrap) {
     cli_usage_error("--bootstrap-server is required");
     return EXIT_USAGE;
   }
-  if (o->reload) {
-    if (o->describe || o->alter || o->entity_type != ENT_NONE ||
-        o->entity_name || o->entity_default || o->n_ops || o->all ||
-        o->dry_run) {
-      cli_usage_error("--reload-keystore is a command of its own: no "
-                      "--describe, --alter or --entity-* with it");
-      return EXIT_USAGE;
-    }
-    return -1;
-  }
+  if (o->reload)
+    return check_reload_alone(o);
   if (o->listener) {
     cli_usage_error("--listener goes with --reload-keystore");
     return EXIT_USAGE;
@@ -530,32 +563,20 @@ static int parse_args(opts_t *o, int argc, char **argv) {
   return -1;
 }
 
-/* ---- entity naming ---------------------------------------------------- */
-
-void cli_entity_phrase(const opts_t *o, char *buf, size_t size) {
-  if (o->entity_type == ENT_BROKERS)
-    snprintf(buf, size, "broker %s", o->entity_name);
-  else if (o->entity_type == ENT_USERS && o->client)
-    snprintf(buf, size, "user-principal '%s', client-id '%s'", o->user,
-             o->client);
-  else if (o->entity_type == ENT_USERS)
-    snprintf(buf, size, "user-principal '%s'", o->user);
-  else if (!strcmp(o->entity_name, DEFAULT_ENTITY))
-    snprintf(buf, size, "the default client-id");
-  else
-    snprintf(buf, size, "client-id '%s'", o->entity_name);
-}
-
-void cli_json_entity(dc_buf_t *b, const opts_t *o) {
-  dc_buf_printf(b, "\"entity_type\":\"%s\",\"entity_name\":",
-                o->entity_type == ENT_BROKERS ? "brokers"
-                : o->entity_type == ENT_USERS ? "users"
-                                              : "clients");
-  dc_json_str(b, o->entity_type == ENT_USERS ? o->user : o->entity_name);
-  if (o->entity_type == ENT_USERS && o->client) {
-    dc_buf_printf(b, ",\"client_id\":");
-    dc_json_str(b, o->client);
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(opts_t *o, int argc, char **argv) {
+  opterr = 0; /* we print our own one-line reasons */
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    int rc = apply_option(o, c, optarg, argv);
+    if (rc >= 0)
+      return rc;
   }
+  if (optind < argc) {
+    cli_usage_error("unexpected argument '%s'", argv[optind]);
+    return EXIT_USAGE;
+  }
+  return check_option_rules(o);
 }
 
 int main(int argc, char **argv) {

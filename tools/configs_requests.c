@@ -2,7 +2,8 @@
 /*
  * dynconf-configs: the requests. cli_call() is the plumbing every command
  * shares (pick a version, encode, send, decode, report); cli_connect()
- * the connection and ApiVersions; then --describe and --alter.
+ * the connection and ApiVersions; then --describe and --alter. Messages
+ * and output go through configs_util.c.
  */
 #include "configs.h"
 
@@ -15,32 +16,11 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- small helpers ---------------------------------------------------- */
+/* ---- the deadline ----------------------------------------------------- */
 
 int cli_remaining_ms(int64_t deadline) {
   int64_t left = deadline - dc_mono_ms();
   return left < 1 ? 1 : left > 0x7fffffff ? 0x7fffffff : (int)left;
-}
-
-const char *cli_err_name(int code, char *buf, size_t size) {
-  const char *n = dc_err_name((dc_err_t)code);
-  if (strcmp(n, "UNKNOWN"))
-    return n;
-  snprintf(buf, size, "error %d", code);
-  return buf;
-}
-
-int cli_flush_out(dc_buf_t *b) {
-  if (b->err) {
-    cli_fail("out of memory");
-    return EXIT_FAIL;
-  }
-  if ((b->len && fwrite(b->data, 1, b->len, stdout) != b->len) ||
-      fflush(stdout)) {
-    cli_fail("cannot write to standard output");
-    return EXIT_FAIL;
-  }
-  return EXIT_OK;
 }
 
 /* ---- the plumbing every request shares -------------------------------- */
@@ -60,16 +40,6 @@ static void fail_request(const opts_t *o, dc_kclient_t *kc, dc_err_t err,
              "--command-config)", errstr);
   else
     cli_fail("%s", errstr);
-}
-
-int cli_check_error(int16_t code, const char *message) {
-  if (!code)
-    return EXIT_OK;
-  char nb[32];
-  cli_fail("%s: %s", cli_err_name(code, nb, sizeof(nb)),
-           message && *message ? message
-                               : dc_err_str((dc_err_t)code));
-  return EXIT_FAIL;
 }
 
 int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
@@ -199,7 +169,7 @@ static int cmp_entry(const void *a, const void *b) {
 static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
                           int16_t v) {
   bool is_default_entity =
-      o->entity_type == ENT_CLIENTS && !strcmp(o->entity_name, DEFAULT_ENTITY);
+      o->entity_type == ENT_CLIENTS && dc_entity_is_default(o->entity_name);
   /* The source of the entity's own values (the others are inherited). */
   int own_src = is_default_entity           ? DC_SRC_DYNAMIC_DEFAULT
                 : o->entity_type != ENT_USERS ? DC_SRC_DYNAMIC_CLIENT

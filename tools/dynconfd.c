@@ -65,7 +65,7 @@ typedef struct settings {
 static dc_server_t *g_server;
 
 /* What the reload hooks need: the shared TLS context and which listeners
- * use it. Owned by main(). */
+ * use it. Owned by serve(). */
 typedef struct reload_ctx {
   dc_tls_ctx_t *tls;
   int n;
@@ -74,8 +74,9 @@ typedef struct reload_ctx {
   dc_broker_t *broker;
 } reload_ctx_t;
 
-static void usage(FILE *f) {
-  fprintf(f,
+/* --help: the synopsis and the listener and security options. */
+static void usage_listeners(FILE *f) {
+  fputs(
 "Usage: dynconfd [OPTIONS]\n"
 "       dynconfd --data-dir DIR --history [--entity NAME]\n"
 "       dynconfd --data-dir DIR --export FILE|-\n"
@@ -103,7 +104,12 @@ static void usage(FILE *f) {
 "  --acl-file FILE           enable authorization with these rules (README)\n"
 "  --super-users LIST        principals that pass every check, e.g. User:admin\n"
 "  --advertise HOST:PORT     address Metadata returns for the listener with the\n"
-"                            same position (default: the bound address)\n"
+"                            same position (default: the bound address)\n", f);
+}
+
+/* --help: where the data lives and how the server runs. */
+static void usage_store(FILE *f) {
+  fputs(
 "  --data-dir DIR            SQLite store directory (default ./dynconfd-data);\n"
 "                            with --store kafka, the local cache of the topic\n"
 "  --store sqlite|kafka      where the configs live (default sqlite)\n"
@@ -127,7 +133,12 @@ static void usage(FILE *f) {
 "  --log-format text|json    log lines as text (default) or one JSON object\n"
 "                            each, for log shippers\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
-"                            flags after it override it\n"
+"                            flags after it override it\n", f);
+}
+
+/* --help: the bounds on sessions, connections and requests. */
+static void usage_limits(FILE *f) {
+  fputs(
 "  --session-timeout-min-ms N  lowest session.timeout.ms accepted (default 6000)\n"
 "  --session-timeout-max-ms N  highest session.timeout.ms accepted (default 1800000)\n"
 "  --allow-unknown-keys      relay config keys outside the schema\n"
@@ -147,7 +158,12 @@ static void usage(FILE *f) {
 "                            4194304); results past it get an error\n"
 "  --max-buffered-bytes N    input and output buffered for all connections\n"
 "                            together (default 268435456); above it the\n"
-"                            connections holding the most are closed\n"
+"                            connections holding the most are closed\n", f);
+}
+
+/* --help: the modes that run once, and the exit status. */
+static void usage_modes(FILE *f) {
+  fputs(
 "  --history                 print the audit history of changes and exit\n"
 "                            (with --store kafka: from the history topic)\n"
 "  --entity NAME             with --history: only this client-id\n"
@@ -163,7 +179,14 @@ static void usage(FILE *f) {
 "Prints 'listening on HOST:PORT (NAME PROTOCOL)' on stdout for each listener\n"
 "once it accepts connections; logs go to stderr. SIGTERM or SIGINT stops it\n"
 "cleanly; SIGHUP reloads the TLS files, the ACL file and the credentials.\n"
-"Exit status: 0 clean stop, 1 runtime failure, 2 usage error.\n");
+"Exit status: 0 clean stop, 1 runtime failure, 2 usage error.\n", f);
+}
+
+static void usage(FILE *f) {
+  usage_listeners(f);
+  usage_store(f);
+  usage_limits(f);
+  usage_modes(f);
 }
 
 static void on_signal(int sig) {
@@ -310,10 +333,11 @@ static bool apply_store_setting(settings_t *st, const char *key,
   return false;
 }
 
-/* Applies one setting by its config-file name. Strings are duplicated and
- * owned by settings (freed at exit). */
-static bool apply_setting(settings_t *st, const char *key, const char *val) {
-  int64_t n;
+/* The listener settings; false (with a message) for a bad value, and
+ * *known false for a key that is not one of them. */
+static bool apply_listener_setting(settings_t *st, const char *key,
+                                   const char *val, bool *known) {
+  *known = true;
   if (!strcmp(key, "listeners") || !strcmp(key, "listen")) {
     char *copy = strdup(val), *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -325,21 +349,33 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
       st->listen[st->n_listen++] = strdup(t);
     }
     free(copy);
-  } else if (!strcmp(key, "advertised.listeners") || !strcmp(key, "advertise")) {
+    return true;
+  }
+  if (!strcmp(key, "advertised.listeners") || !strcmp(key, "advertise")) {
     char *copy = strdup(val), *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
       if (st->n_advertise < MAX_LISTEN)
         st->advertise[st->n_advertise++] = strdup(t);
     free(copy);
-  } else if (!strcmp(key, "listener.security.protocol.map")) {
+    return true;
+  }
+  if (!strcmp(key, "listener.security.protocol.map"))
     return set_str(&st->protocol_map, val);
-  } else if (!strcmp(key, "ssl.certificate.location")) {
+  *known = false;
+  return false;
+}
+
+/* The TLS, SASL and authorization settings, as apply_listener_setting. */
+static bool apply_security_setting(settings_t *st, const char *key,
+                                   const char *val, bool *known) {
+  *known = true;
+  if (!strcmp(key, "ssl.certificate.location"))
     return set_str(&st->ssl_cert, val);
-  } else if (!strcmp(key, "ssl.key.location")) {
+  if (!strcmp(key, "ssl.key.location"))
     return set_str(&st->ssl_key, val);
-  } else if (!strcmp(key, "ssl.ca.location")) {
+  if (!strcmp(key, "ssl.ca.location"))
     return set_str(&st->ssl_ca, val);
-  } else if (!strcmp(key, "ssl.client.auth")) {
+  if (!strcmp(key, "ssl.client.auth")) {
     if (!strcmp(val, "none"))
       st->ssl_client_auth = DC_TLS_CLIENT_AUTH_NONE;
     else if (!strcmp(val, "requested"))
@@ -351,66 +387,101 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
                       "'%s'\n", key, val);
       return false;
     }
-  } else if (!strcmp(key, "sasl.credentials.file")) {
+    return true;
+  }
+  if (!strcmp(key, "sasl.credentials.file"))
     return set_str(&st->credentials, val);
-  } else if (!strcmp(key, "sasl.enabled.mechanisms")) {
+  if (!strcmp(key, "sasl.enabled.mechanisms"))
     return set_str(&st->sasl_mechanisms, val);
-  } else if (!strcmp(key, "acl.file")) {
+  if (!strcmp(key, "acl.file"))
     return set_str(&st->acl_file, val);
-  } else if (!strcmp(key, "super.users")) {
+  if (!strcmp(key, "super.users"))
     return set_str(&st->super_users, val);
-  } else if (!strcmp(key, "data.dir")) {
-    free(st->data_dir);
-    st->data_dir = strdup(val);
-  } else if (!strcmp(key, "node.id")) {
-    if (!parse_num(key, val, 0, INT32_MAX, &n))
-      return false;
-    st->node_id = (int32_t)n;
-  } else if (!strcmp(key, "group.min.session.timeout.ms")) {
-    if (!parse_num(key, val, 1, 3600000, &st->st_min))
-      return false;
-  } else if (!strcmp(key, "group.max.session.timeout.ms")) {
-    if (!parse_num(key, val, 1, 3600000, &st->st_max))
-      return false;
-  } else if (!strcmp(key, "allow.unknown.configs")) {
-    if (!parse_choice(key, val, "false", "true", &st->allow_unknown))
-      return false;
-  } else if (!strcmp(key, "socket.request.max.bytes")) {
+  *known = false;
+  return false;
+}
+
+/* The bounds on sessions, connections, requests and entities, as
+ * apply_listener_setting. */
+static bool apply_limit_setting(settings_t *st, const char *key,
+                                const char *val, bool *known) {
+  int64_t n;
+  *known = true;
+  if (!strcmp(key, "group.min.session.timeout.ms"))
+    return parse_num(key, val, 1, 3600000, &st->st_min);
+  if (!strcmp(key, "group.max.session.timeout.ms"))
+    return parse_num(key, val, 1, 3600000, &st->st_max);
+  if (!strcmp(key, "socket.request.max.bytes")) {
     if (!parse_num(key, val, 64, 100 * 1024 * 1024, &n))
       return false;
     st->srv.max_request_size = (size_t)n;
-  } else if (!strcmp(key, "connections.max.idle.ms")) {
+    return true;
+  }
+  if (!strcmp(key, "connections.max.idle.ms")) {
     if (!parse_num(key, val, 100, INT32_MAX, &n))
       return false;
     st->srv.idle_timeout_ms = (int)n;
-  } else if (!strcmp(key, "max.request.resources")) {
+    return true;
+  }
+  if (!strcmp(key, "max.request.resources"))
     return parse_num(key, val, 1, 1000000, &st->max_req_resources);
-  } else if (!strcmp(key, "max.request.configs")) {
+  if (!strcmp(key, "max.request.configs"))
     return parse_num(key, val, 1, 1000000, &st->max_req_configs);
-  } else if (!strcmp(key, "max.entity.configs")) {
+  if (!strcmp(key, "max.entity.configs"))
     return parse_num(key, val, 1, 1000000, &st->max_entity_configs);
-  } else if (!strcmp(key, "max.entities")) {
+  if (!strcmp(key, "max.entities"))
     return parse_num(key, val, 1, INT64_MAX / 2, &st->max_entities);
-  } else if (!strcmp(key, "max.request.writes")) {
+  if (!strcmp(key, "max.request.writes"))
     return parse_num(key, val, 3000, 100000000, &st->max_req_writes);
-  } else if (!strcmp(key, "max.response.bytes")) {
+  if (!strcmp(key, "max.response.bytes"))
     return parse_num(key, val, 65536, 1024 * 1024 * 1024, &st->max_response);
-  } else if (!strcmp(key, "max.buffered.bytes")) {
+  if (!strcmp(key, "max.buffered.bytes")) {
     if (!parse_num(key, val, 16 * 1024 * 1024, INT64_MAX / 2, &n))
       return false;
     st->srv.max_buffered = (size_t)n;
-  } else if (!strcmp(key, "max.connections")) {
+    return true;
+  }
+  if (!strcmp(key, "max.connections")) {
     if (!parse_num(key, val, 1, 10000000, &n))
       return false;
     st->srv.max_connections = (int)n;
-  } else {
-    bool known;
-    bool ok = apply_store_setting(st, key, val, &known);
-    if (!known)
-      fprintf(stderr, "dynconfd: unknown setting '%s'\n", key);
-    return ok;
+    return true;
   }
-  return true;
+  *known = false;
+  return false;
+}
+
+/* Applies one setting by its config-file name. Strings are duplicated and
+ * owned by settings (freed at exit). */
+static bool apply_setting(settings_t *st, const char *key, const char *val) {
+  int64_t n;
+  if (!strcmp(key, "data.dir")) {
+    free(st->data_dir);
+    st->data_dir = strdup(val);
+    return true;
+  }
+  if (!strcmp(key, "node.id")) {
+    if (!parse_num(key, val, 0, INT32_MAX, &n))
+      return false;
+    st->node_id = (int32_t)n;
+    return true;
+  }
+  if (!strcmp(key, "allow.unknown.configs"))
+    return parse_choice(key, val, "false", "true", &st->allow_unknown);
+  /* The other keys belong to one group each; the first that knows the
+   * key applies it. */
+  static bool (*const groups[])(settings_t *, const char *, const char *,
+                                bool *) = {
+      apply_listener_setting, apply_security_setting, apply_limit_setting,
+      apply_store_setting};
+  for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+    bool known;
+    bool ok = groups[i](st, key, val, &known);
+    if (known)
+      return ok;
+  }
+  fprintf(stderr, "dynconfd: unknown setting '%s'\n", key);
+  return false;
 }
 
 static bool load_config_file(settings_t *st, const char *path) {
@@ -807,446 +878,605 @@ static int advertise_to_store(dc_store_t *store, const settings_t *st,
                             errstr_size);
 }
 
-int main(int argc, char **argv) {
-  settings_t st = {.node_id = 1,
-                   .st_min = 6000,
-                   .st_max = 1800000,
-                   .max_req_resources = DC_DEFAULT_MAX_REQUEST_RESOURCES,
-                   .max_req_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS,
-                   .max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS,
-                   .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
-                   .max_entities = DC_DEFAULT_MAX_ENTITIES,
-                   .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
-                   .store_timeout_ms = 10000,
-                   .store_session_ms = DC_KAFKA_STORE_SESSION_MS};
-  dc_server_opts_init(&st.srv);
-  bool history = false;
-  const char *entity = NULL, *new_user = NULL;
-  const char *export_to = NULL, *import_from = NULL;
-  int iterations = 8192;
-  enum { O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
-         O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
-         O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
-         O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
-         O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
-         O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
-         O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
-         O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT };
-  static const struct option longopts[] = {
-      {"listen", required_argument, NULL, O_LISTEN},
-      {"advertise", required_argument, NULL, O_ADV},
-      {"data-dir", required_argument, NULL, O_DATA},
-      {"node-id", required_argument, NULL, O_NODE},
-      {"config", required_argument, NULL, O_CONFIG},
-      {"session-timeout-min-ms", required_argument, NULL, O_STMIN},
-      {"session-timeout-max-ms", required_argument, NULL, O_STMAX},
-      {"allow-unknown-keys", no_argument, NULL, O_UNKNOWN},
-      {"max-request-size", required_argument, NULL, O_MAXREQ},
-      {"idle-timeout-ms", required_argument, NULL, O_IDLE},
-      {"max-connections", required_argument, NULL, O_MAXCONN},
-      {"history", no_argument, NULL, O_HISTORY},
-      {"export", required_argument, NULL, O_EXPORT},
-      {"import", required_argument, NULL, O_IMPORT},
-      {"store", required_argument, NULL, O_STORE},
-      {"store-bootstrap", required_argument, NULL, O_STORE_BS},
-      {"store-topic", required_argument, NULL, O_STORE_TOPIC},
-      {"store-config", required_argument, NULL, O_STORE_CONFIG},
-      {"store-timeout-ms", required_argument, NULL, O_STORE_TIMEOUT},
-      {"store-read-only", no_argument, NULL, O_STORE_RO},
-      {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
-      {"forward-listener", required_argument, NULL, O_FORWARD},
-      {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
-      {"metrics-listen", required_argument, NULL, O_METRICS},
-      {"log-format", required_argument, NULL, O_LOG_FORMAT},
-      {"entity", required_argument, NULL, O_ENTITY},
-      {"listeners", required_argument, NULL, O_LISTENERS},
-      {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
-      {"ssl-cert", required_argument, NULL, O_SSL_CERT},
-      {"ssl-key", required_argument, NULL, O_SSL_KEY},
-      {"ssl-ca", required_argument, NULL, O_SSL_CA},
-      {"ssl-client-auth", required_argument, NULL, O_SSL_CAUTH},
-      {"credentials", required_argument, NULL, O_CREDS},
-      {"sasl-enabled-mechanisms", required_argument, NULL, O_MECHS},
-      {"acl-file", required_argument, NULL, O_ACL},
-      {"super-users", required_argument, NULL, O_SUPER},
-      {"add-user", required_argument, NULL, O_ADD_USER},
-      {"iterations", required_argument, NULL, O_ITER},
-      {"max-request-resources", required_argument, NULL, O_MAXRES},
-      {"max-request-configs", required_argument, NULL, O_MAXCFG},
-      {"max-entity-configs", required_argument, NULL, O_MAXENT},
-      {"max-request-writes", required_argument, NULL, O_MAXWR},
-      {"max-entities", required_argument, NULL, O_MAXENTS},
-      {"max-response-bytes", required_argument, NULL, O_MAXRESP},
-      {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0}};
-  static const char *const names[] = {
-      [O_LISTEN - 256] = "listen",
-      [O_ADV - 256] = "advertise",
-      [O_DATA - 256] = "data.dir",
-      [O_NODE - 256] = "node.id",
-      [O_STMIN - 256] = "group.min.session.timeout.ms",
-      [O_STMAX - 256] = "group.max.session.timeout.ms",
-      [O_MAXREQ - 256] = "socket.request.max.bytes",
-      [O_IDLE - 256] = "connections.max.idle.ms",
-      [O_MAXCONN - 256] = "max.connections",
-      [O_LISTENERS - 256] = "listeners",
-      [O_PMAP - 256] = "listener.security.protocol.map",
-      [O_SSL_CERT - 256] = "ssl.certificate.location",
-      [O_SSL_KEY - 256] = "ssl.key.location",
-      [O_SSL_CA - 256] = "ssl.ca.location",
-      [O_SSL_CAUTH - 256] = "ssl.client.auth",
-      [O_CREDS - 256] = "sasl.credentials.file",
-      [O_MECHS - 256] = "sasl.enabled.mechanisms",
-      [O_ACL - 256] = "acl.file",
-      [O_SUPER - 256] = "super.users",
-      [O_MAXRES - 256] = "max.request.resources",
-      [O_MAXCFG - 256] = "max.request.configs",
-      [O_MAXENT - 256] = "max.entity.configs",
-      [O_MAXWR - 256] = "max.request.writes",
-      [O_MAXENTS - 256] = "max.entities",
-      [O_MAXRESP - 256] = "max.response.bytes",
-      [O_MAXBUF - 256] = "max.buffered.bytes",
-      [O_STORE - 256] = "store",
-      [O_STORE_BS - 256] = "store.bootstrap.servers",
-      [O_STORE_TOPIC - 256] = "store.topic",
-      [O_STORE_CONFIG - 256] = "store.config.file",
-      [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
-      [O_STORE_SESSION - 256] = "store.session.timeout.ms",
-      [O_FORWARD - 256] = "forward.listener",
-      [O_STORE_HISTORY - 256] = "store.history.topic",
-      [O_METRICS - 256] = "metrics.listen",
-      [O_LOG_FORMAT - 256] = "log.format",
-  };
-  int opt, rc = 0;
-  while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
-    bool ok = true;
-    switch (opt) {
-    case 'h':
-      usage(stdout);
-      settings_free(&st);
-      return 0;
-    case 'V':
-      printf("dynconfd %s\n", PACKAGE_VERSION);
-      settings_free(&st);
-      return 0;
-    case 'v':
-      st.verbose = true;
-      break;
-    case O_CONFIG:
-      ok = load_config_file(&st, optarg);
-      break;
-    case O_UNKNOWN:
-      st.allow_unknown = true;
-      break;
-    case O_HISTORY:
-      history = true;
-      break;
-    case O_EXPORT:
-      export_to = optarg;
-      break;
-    case O_IMPORT:
-      import_from = optarg;
-      break;
-    case O_STORE_RO:
-      st.store_read_only = true;
-      break;
-    case O_ENTITY:
-      entity = optarg;
-      break;
-    case O_ADD_USER:
-      new_user = optarg;
-      break;
-    case O_ITER: {
-      int64_t it;
-      ok = parse_num("--iterations", optarg, 4096, 1000000, &it);
-      iterations = (int)it;
-      break;
-    }
-    case '?':
-      ok = false;
-      break;
-    default:
-      ok = apply_setting(&st, names[opt - 256], optarg);
-    }
-    if (!ok) {
-      fprintf(stderr, "dynconfd: see --help\n");
-      settings_free(&st);
-      return EXIT_USAGE;
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr, "dynconfd: unexpected argument '%s'; see --help\n",
-            argv[optind]);
-    settings_free(&st);
-    return EXIT_USAGE;
-  }
-  if (!st.data_dir)
-    st.data_dir = strdup("dynconfd-data");
-  if (history) {
-    rc = st.store && !strcmp(st.store, "kafka")
-             ? print_kafka_history(&st, entity)
-             : print_history(st.data_dir, entity);
-    settings_free(&st);
-    return rc;
-  }
-  if (export_to || import_from) {
-    rc = export_to ? export_store(st.data_dir, export_to)
-                   : import_store(&st, import_from);
-    settings_free(&st);
-    return rc;
-  }
-  if (new_user) {
-    rc = add_user(st.credentials, new_user, iterations);
-    settings_free(&st);
-    return rc;
-  }
-  if (st.st_min > st.st_max) {
+/* The BROKER resource's keys: this server's own settings, read-only. */
+static const char *const broker_keys[] = {
+    "node.id", "listeners", "advertised.listeners",
+    "data.dir", "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "allow.unknown.configs", "socket.request.max.bytes",
+    "connections.max.idle.ms", "max.connections",
+    "listener.security.protocol.map", "ssl.client.auth",
+    "sasl.enabled.mechanisms", "acl.file",
+    "max.request.resources", "max.request.configs",
+    "max.entity.configs", "max.request.writes",
+    "max.entities",
+    "max.response.bytes",
+    "max.buffered.bytes", "dynconf.version"};
+#define N_BROKER_KEYS (sizeof(broker_keys) / sizeof(broker_keys[0]))
+
+/* The BROKER resource's values as text, one per broker_keys entry. The
+ * broker borrows them; listeners and adv are filled as the listeners
+ * bind, after the broker exists. */
+typedef struct broker_values {
+  char node[16], stmin[24], stmax[24], maxreq[24], idle[24], maxconn[24];
+  char maxres[24], maxcfg[24], maxent[24], maxwr[24], maxresp[24], maxbuf[24],
+      maxents[24];
+  char listeners[1024], adv[1024], pmap[1024];
+  const char *vals[N_BROKER_KEYS];
+} broker_values_t;
+
+/* The server from start-up to shutdown. The broker borrows the options,
+ * the BROKER values, the reload context and the forwarding security, so
+ * they live here, as long as it does. */
+typedef struct serve_ctx {
+  settings_t *st;
+  reload_ctx_t rctx;
+  dc_store_t *store;
+  dc_broker_t *broker;
+  dc_broker_opts_t bo;
+  dc_kclient_security_t fsec;
+  broker_values_t values;
+  char bound[MAX_LISTEN][300];
+  char err[512];
+} serve_ctx_t;
+
+/* Settings valid one by one that cannot work together. */
+static bool limits_consistent(const settings_t *st) {
+  if (st->st_min > st->st_max) {
     fprintf(stderr, "dynconfd: session timeout minimum %lld is above the "
-                    "maximum %lld\n", (long long)st.st_min, (long long)st.st_max);
-    settings_free(&st);
-    return EXIT_USAGE;
+                    "maximum %lld\n",
+            (long long)st->st_min, (long long)st->st_max);
+    return false;
   }
-  if (st.max_req_writes < 3 * st.max_entity_configs) {
+  if (st->max_req_writes < 3 * st->max_entity_configs) {
     /* One entity's largest change: its old set, its new set, an audit
      * row per key. */
     fprintf(stderr, "dynconfd: max.request.writes (%lld) must be at least "
                     "three times max.entity.configs (%lld), or an entity "
                     "could hold more than one request may rewrite\n",
-            (long long)st.max_req_writes, (long long)st.max_entity_configs);
-    settings_free(&st);
-    return EXIT_USAGE;
+            (long long)st->max_req_writes, (long long)st->max_entity_configs);
+    return false;
   }
-  if (st.n_listen == 0)
-    st.listen[st.n_listen++] = strdup("127.0.0.1:9092");
-  if (st.verbose)
+  return true;
+}
+
+/* Logging as asked, room for many connections, and a peer's close is an
+ * error on the write rather than a SIGPIPE. */
+static void setup_process(const settings_t *st) {
+  if (st->verbose)
     dc_log_set_level(DC_LOG_DEBUG);
-  if (st.log_json)
+  if (st->log_json)
     dc_log_set_format(DC_LOG_JSON);
   raise_fd_limit();
   signal(SIGPIPE, SIG_IGN);
+}
 
-  char err[512] = "";
-  dc_store_t *store = NULL;
-  dc_broker_t *broker = NULL;
-  reload_ctx_t rctx = {0};
-  rc = 1;
-  /* Listener names and protocols first: a typo is a usage error. */
-  bool any_tls = false, any_sasl = false;
-  for (int i = 0; i < st.n_listen; i++) {
+/* Each listener's name and whether it uses TLS or SASL, before anything
+ * opens: a typo is a usage error. */
+static bool name_listeners(const settings_t *st, reload_ctx_t *rc,
+                           bool *any_tls, bool *any_sasl) {
+  for (int i = 0; i < st->n_listen; i++) {
     char name[64];
-    if (!split_listener(st.listen[i], name, sizeof(name))) {
+    if (!split_listener(st->listen[i], name, sizeof(name))) {
       fprintf(stderr, "dynconfd: bad listener '%s' (want NAME://HOST:PORT)\n",
-              st.listen[i]);
-      settings_free(&st);
-      return EXIT_USAGE;
+              st->listen[i]);
+      return false;
     }
-    int proto = listener_protocol(st.protocol_map, name);
+    int proto = listener_protocol(st->protocol_map, name);
     if (proto < 0) {
       fprintf(stderr, "dynconfd: listener %s has no security protocol: name it "
                       "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, or map it "
                       "with --listener-security-protocol-map\n", name);
-      settings_free(&st);
-      return EXIT_USAGE;
+      return false;
     }
-    snprintf(rctx.names[i], sizeof(rctx.names[i]), "%s", name);
-    rctx.is_tls[i] = proto == DC_SEC_SSL || proto == DC_SEC_SASL_SSL;
-    any_tls |= rctx.is_tls[i];
-    any_sasl |= proto == DC_SEC_SASL_PLAINTEXT || proto == DC_SEC_SASL_SSL;
+    snprintf(rc->names[i], sizeof(rc->names[i]), "%s", name);
+    rc->is_tls[i] = proto == DC_SEC_SSL || proto == DC_SEC_SASL_SSL;
+    *any_tls |= rc->is_tls[i];
+    *any_sasl |= proto == DC_SEC_SASL_PLAINTEXT || proto == DC_SEC_SASL_SSL;
   }
-  rctx.n = st.n_listen;
+  rc->n = st->n_listen;
+  return true;
+}
+
+/* The listeners' names and the TLS context they share; EXIT_USAGE if
+ * either is wrong. */
+static int prepare_listeners(serve_ctx_t *s) {
+  const settings_t *st = s->st;
+  bool any_tls = false, any_sasl = false;
+  if (!name_listeners(st, &s->rctx, &any_tls, &any_sasl))
+    return EXIT_USAGE;
   if (any_tls) {
-    rctx.tls = dc_tls_ctx_new(st.ssl_cert, st.ssl_key, st.ssl_ca,
-                              (dc_tls_client_auth_t)st.ssl_client_auth, err,
-                              sizeof(err));
-    if (!rctx.tls) {
-      dc_log(DC_LOG_ERR, "%s", err);
-      settings_free(&st);
+    s->rctx.tls = dc_tls_ctx_new(st->ssl_cert, st->ssl_key, st->ssl_ca,
+                                 (dc_tls_client_auth_t)st->ssl_client_auth,
+                                 s->err, sizeof(s->err));
+    if (!s->rctx.tls) {
+      dc_log(DC_LOG_ERR, "%s", s->err);
       return EXIT_USAGE;
     }
   }
-  if (any_sasl && !st.credentials)
+  if (any_sasl && !st->credentials)
     dc_log(DC_LOG_WARN, "SASL listener without --credentials: nobody can "
                         "authenticate");
-  if (open_store(&st, &store, err, sizeof(err))) {
-    dc_log(DC_LOG_ERR, "cannot open the store: %s", err);
-    goto out;
-  }
+  return 0;
+}
 
-  /* The BROKER resource: our own settings, read-only. */
-  char node[16], stmin[24], stmax[24], maxreq[24], idle[24], maxconn[24];
-  char maxres[24], maxcfg[24], maxent[24], maxwr[24], maxresp[24], maxbuf[24],
-      maxents[24];
-  char listeners[1024] = "", adv[1024] = "";
-  snprintf(node, sizeof(node), "%d", (int)st.node_id);
-  snprintf(stmin, sizeof(stmin), "%lld", (long long)st.st_min);
-  snprintf(stmax, sizeof(stmax), "%lld", (long long)st.st_max);
-  snprintf(maxreq, sizeof(maxreq), "%zu", st.srv.max_request_size);
-  snprintf(idle, sizeof(idle), "%d", st.srv.idle_timeout_ms);
-  snprintf(maxconn, sizeof(maxconn), "%d", st.srv.max_connections);
-  snprintf(maxres, sizeof(maxres), "%lld", (long long)st.max_req_resources);
-  snprintf(maxcfg, sizeof(maxcfg), "%lld", (long long)st.max_req_configs);
-  snprintf(maxent, sizeof(maxent), "%lld", (long long)st.max_entity_configs);
-  snprintf(maxwr, sizeof(maxwr), "%lld", (long long)st.max_req_writes);
-  snprintf(maxents, sizeof(maxents), "%lld", (long long)st.max_entities);
-  snprintf(maxresp, sizeof(maxresp), "%lld", (long long)st.max_response);
-  snprintf(maxbuf, sizeof(maxbuf), "%zu", st.srv.max_buffered);
-  const char *skeys[] = {"node.id", "listeners", "advertised.listeners",
-                         "data.dir", "group.min.session.timeout.ms",
-                         "group.max.session.timeout.ms",
-                         "allow.unknown.configs", "socket.request.max.bytes",
-                         "connections.max.idle.ms", "max.connections",
-                         "listener.security.protocol.map", "ssl.client.auth",
-                         "sasl.enabled.mechanisms", "acl.file",
-                         "max.request.resources", "max.request.configs",
-                         "max.entity.configs", "max.request.writes",
-                         "max.entities",
-                         "max.response.bytes",
-                         "max.buffered.bytes", "dynconf.version"};
+/* The BROKER resource's values known before the listeners bind. */
+static void format_broker_values(broker_values_t *v, const settings_t *st,
+                                 const reload_ctx_t *rc) {
+  snprintf(v->node, sizeof(v->node), "%d", (int)st->node_id);
+  snprintf(v->stmin, sizeof(v->stmin), "%lld", (long long)st->st_min);
+  snprintf(v->stmax, sizeof(v->stmax), "%lld", (long long)st->st_max);
+  snprintf(v->maxreq, sizeof(v->maxreq), "%zu", st->srv.max_request_size);
+  snprintf(v->idle, sizeof(v->idle), "%d", st->srv.idle_timeout_ms);
+  snprintf(v->maxconn, sizeof(v->maxconn), "%d", st->srv.max_connections);
+  snprintf(v->maxres, sizeof(v->maxres), "%lld",
+           (long long)st->max_req_resources);
+  snprintf(v->maxcfg, sizeof(v->maxcfg), "%lld",
+           (long long)st->max_req_configs);
+  snprintf(v->maxent, sizeof(v->maxent), "%lld",
+           (long long)st->max_entity_configs);
+  snprintf(v->maxwr, sizeof(v->maxwr), "%lld", (long long)st->max_req_writes);
+  snprintf(v->maxents, sizeof(v->maxents), "%lld", (long long)st->max_entities);
+  snprintf(v->maxresp, sizeof(v->maxresp), "%lld", (long long)st->max_response);
+  snprintf(v->maxbuf, sizeof(v->maxbuf), "%zu", st->srv.max_buffered);
   static const char *const cauth[] = {"none", "requested", "required"};
-  char pmap[1024] = "";
-  for (int i = 0; i < rctx.n; i++) {
-    size_t used = strlen(pmap);
-    snprintf(pmap + used, sizeof(pmap) - used, "%s%s:%s", i ? "," : "",
-             rctx.names[i],
+  for (int i = 0; i < rc->n; i++) {
+    size_t used = strlen(v->pmap);
+    snprintf(v->pmap + used, sizeof(v->pmap) - used, "%s%s:%s", i ? "," : "",
+             rc->names[i],
              dc_sec_protocol_name((dc_sec_protocol_t)listener_protocol(
-                 st.protocol_map, rctx.names[i])));
+                 st->protocol_map, rc->names[i])));
   }
-  const char *svals[] = {node, listeners, adv, st.data_dir, stmin, stmax,
-                         st.allow_unknown ? "true" : "false", maxreq, idle,
-                         maxconn, pmap, cauth[st.ssl_client_auth],
-                         st.sasl_mechanisms ? st.sasl_mechanisms
+  const char *vals[] = {v->node, v->listeners, v->adv, st->data_dir, v->stmin,
+                        v->stmax, st->allow_unknown ? "true" : "false",
+                        v->maxreq, v->idle, v->maxconn, v->pmap,
+                        cauth[st->ssl_client_auth],
+                        st->sasl_mechanisms ? st->sasl_mechanisms
                                             : DC_SASL_DEFAULT_MECHANISMS,
-                         st.acl_file ? st.acl_file : "",
-                         maxres, maxcfg, maxent, maxwr, maxents, maxresp,
-                         maxbuf,
-                         PACKAGE_VERSION};
-  dc_broker_opts_t bo;
-  dc_broker_opts_init(&bo);
-  bo.node_id = st.node_id;
-  bo.session_timeout_min_ms = st.st_min;
-  bo.session_timeout_max_ms = st.st_max;
-  bo.allow_unknown_keys = st.allow_unknown;
-  bo.max_request_resources = (int32_t)st.max_req_resources;
-  bo.max_request_configs = (int32_t)st.max_req_configs;
-  bo.max_entity_configs = (int32_t)st.max_entity_configs;
-  bo.max_request_writes = (int32_t)st.max_req_writes;
-  bo.max_entities = st.max_entities;
-  bo.max_response_size = (size_t)st.max_response;
-  bo.n_static = sizeof(skeys) / sizeof(skeys[0]);
-  bo.static_keys = skeys;
-  bo.static_values = svals;
-  bo.acl_path = st.acl_file;
-  bo.super_users = st.super_users;
-  bo.credentials_path = st.credentials;
-  bo.sasl_enabled_mechanisms = st.sasl_mechanisms;
-  bo.reload_tls = reload_tls;
-  bo.reload_opaque = &rctx;
-  dc_kclient_security_t fsec = {0};
-  if (forwarding(&st, &rctx, &bo, &fsec)) {
-    rc = EXIT_USAGE;
-    goto out;
+                        st->acl_file ? st->acl_file : "",
+                        v->maxres, v->maxcfg, v->maxent, v->maxwr, v->maxents,
+                        v->maxresp, v->maxbuf,
+                        PACKAGE_VERSION};
+  _Static_assert(sizeof(vals) / sizeof(vals[0]) == N_BROKER_KEYS,
+                 "one BROKER value per key");
+  memcpy(v->vals, vals, sizeof(vals));
+}
+
+/* The broker's options from the settings, the reload hook included. */
+static void init_broker_opts(serve_ctx_t *s) {
+  const settings_t *st = s->st;
+  dc_broker_opts_t *bo = &s->bo;
+  dc_broker_opts_init(bo);
+  bo->node_id = st->node_id;
+  bo->session_timeout_min_ms = st->st_min;
+  bo->session_timeout_max_ms = st->st_max;
+  bo->allow_unknown_keys = st->allow_unknown;
+  bo->max_request_resources = (int32_t)st->max_req_resources;
+  bo->max_request_configs = (int32_t)st->max_req_configs;
+  bo->max_entity_configs = (int32_t)st->max_entity_configs;
+  bo->max_request_writes = (int32_t)st->max_req_writes;
+  bo->max_entities = st->max_entities;
+  bo->max_response_size = (size_t)st->max_response;
+  bo->n_static = N_BROKER_KEYS;
+  bo->static_keys = broker_keys;
+  bo->static_values = s->values.vals;
+  bo->acl_path = st->acl_file;
+  bo->super_users = st->super_users;
+  bo->credentials_path = st->credentials;
+  bo->sasl_enabled_mechanisms = st->sasl_mechanisms;
+  bo->reload_tls = reload_tls;
+  bo->reload_opaque = &s->rctx;
+}
+
+/* The broker over the open store: 1 if it cannot start, EXIT_USAGE for
+ * a forwarding setting that cannot work. */
+static int start_broker(serve_ctx_t *s) {
+  format_broker_values(&s->values, s->st, &s->rctx);
+  init_broker_opts(s);
+  if (forwarding(s->st, &s->rctx, &s->bo, &s->fsec))
+    return EXIT_USAGE;
+  s->broker = dc_broker_new(&s->bo, s->store, s->err, sizeof(s->err));
+  if (!s->broker) {
+    dc_log(DC_LOG_ERR, "cannot start: %s", s->err);
+    return 1;
   }
-  broker = dc_broker_new(&bo, store, err, sizeof(err));
-  if (!broker) {
-    dc_log(DC_LOG_ERR, "cannot start: %s", err);
-    goto out;
-  }
-  rctx.broker = broker;
-  st.srv.on_reload = on_reload;
-  st.srv.reload_opaque = &rctx;
+  s->rctx.broker = s->broker;
+  return 0;
+}
+
+/* The event loop's hooks: SIGHUP's reload, the systemd watchdog's ping
+ * and, for a store others write, following it. */
+static void install_server_hooks(serve_ctx_t *s) {
+  dc_server_opts_t *srv = &s->st->srv;
+  srv->on_reload = on_reload;
+  srv->reload_opaque = &s->rctx;
   if (sd_watchdog_enabled(0, &g_watchdog_usec) > 0) {
     if (g_watchdog_usec < 2000000)
       dc_log(DC_LOG_WARN, "WatchdogSec below 2 s: the watchdog is pinged "
              "once a second");
-    st.srv.on_tick = watchdog_tick;
+    srv->on_tick = watchdog_tick;
   }
-  if (dc_store_event_fd(store) >= 0) { /* a store others write: follow it */
-    st.srv.watch_fd = dc_store_event_fd(store);
-    st.srv.on_watch = on_store_event;
-    st.srv.watch_opaque = broker;
+  if (dc_store_event_fd(s->store) >= 0) { /* a store others write: follow it */
+    srv->watch_fd = dc_store_event_fd(s->store);
+    srv->on_watch = on_store_event;
+    srv->watch_opaque = s->broker;
   }
-  g_server = dc_server_new(broker, &st.srv, err, sizeof(err));
-  if (!g_server) {
-    dc_log(DC_LOG_ERR, "%s", err);
-    goto out;
+}
+
+/* Opens listener i, keeps the address it bound and adds it to the
+ * BROKER values. 1 if it cannot bind, EXIT_USAGE for a bad address. */
+static int add_listener(serve_ctx_t *s, int i) {
+  const settings_t *st = s->st;
+  char host[256], ahost[256] = "", name[64];
+  int port, aport = 0;
+  const char *addr = split_listener(st->listen[i], name, sizeof(name));
+  if (!split_hostport(addr, host, sizeof(host), &port)) {
+    fprintf(stderr, "dynconfd: listen address must be HOST:PORT, not '%s'\n",
+            st->listen[i]);
+    return EXIT_USAGE;
   }
-  char bound[MAX_LISTEN][300];
-  for (int i = 0; i < st.n_listen; i++) {
-    char host[256], ahost[256] = "", name[64];
-    int port, aport = 0;
-    const char *addr = split_listener(st.listen[i], name, sizeof(name));
-    if (!split_hostport(addr, host, sizeof(host), &port)) {
-      fprintf(stderr, "dynconfd: listen address must be HOST:PORT, not '%s'\n",
-              st.listen[i]);
-      rc = EXIT_USAGE;
-      goto out;
-    }
-    const char *aaddr = NULL;
-    if (i < st.n_advertise)
-      aaddr = split_listener(st.advertise[i], name, sizeof(name));
-    if (i < st.n_advertise &&
-        (!aaddr || !split_hostport(aaddr, ahost, sizeof(ahost), &aport))) {
-      fprintf(stderr, "dynconfd: advertise address must be HOST:PORT, not '%s'\n",
-              st.advertise[i]);
-      rc = EXIT_USAGE;
-      goto out;
-    }
-    dc_listener_conf_t lc = {
-        .name = rctx.names[i],
-        .protocol = (dc_sec_protocol_t)listener_protocol(st.protocol_map,
-                                                         rctx.names[i]),
-        .host = host,
-        .port = port,
-        .adv_host = ahost,
-        .adv_port = aport,
-        .tls = rctx.is_tls[i] ? rctx.tls : NULL};
-    if (dc_server_add_listener(g_server, &lc, bound[i], sizeof(bound[i]), err,
-                               sizeof(err))) {
-      dc_log(DC_LOG_ERR, "%s", err);
-      goto out;
-    }
-    /* BROKER resource values: the addresses actually bound. */
-    size_t lused = strlen(listeners);
-    snprintf(listeners + lused, sizeof(listeners) - lused, "%s%s://%.300s",
-             i ? "," : "", rctx.names[i], bound[i]);
-    size_t used = strlen(adv);
-    snprintf(adv + used, sizeof(adv) - used, "%s%.300s", i ? "," : "",
-             i < st.n_advertise ? st.advertise[i] : bound[i]);
+  const char *aaddr = NULL;
+  if (i < st->n_advertise)
+    aaddr = split_listener(st->advertise[i], name, sizeof(name));
+  if (i < st->n_advertise &&
+      (!aaddr || !split_hostport(aaddr, ahost, sizeof(ahost), &aport))) {
+    fprintf(stderr, "dynconfd: advertise address must be HOST:PORT, not '%s'\n",
+            st->advertise[i]);
+    return EXIT_USAGE;
   }
-  if (st.metrics_listen && start_metrics(&st, err, sizeof(err))) {
-    dc_log(DC_LOG_ERR, "cannot start: %s", err);
-    goto out;
+  dc_listener_conf_t lc = {
+      .name = s->rctx.names[i],
+      .protocol = (dc_sec_protocol_t)listener_protocol(st->protocol_map,
+                                                       s->rctx.names[i]),
+      .host = host,
+      .port = port,
+      .adv_host = ahost,
+      .adv_port = aport,
+      .tls = s->rctx.is_tls[i] ? s->rctx.tls : NULL};
+  if (dc_server_add_listener(g_server, &lc, s->bound[i], sizeof(s->bound[i]),
+                             s->err, sizeof(s->err))) {
+    dc_log(DC_LOG_ERR, "%s", s->err);
+    return 1;
   }
-  if (advertise_to_store(store, &st, rctx.names, bound, err, sizeof(err))) {
-    dc_log(DC_LOG_ERR, "cannot start: %s", err);
-    goto out;
-  }
+  /* BROKER resource values: the addresses actually bound. */
+  broker_values_t *v = &s->values;
+  size_t lused = strlen(v->listeners);
+  snprintf(v->listeners + lused, sizeof(v->listeners) - lused, "%s%s://%.300s",
+           i ? "," : "", s->rctx.names[i], s->bound[i]);
+  size_t used = strlen(v->adv);
+  snprintf(v->adv + used, sizeof(v->adv) - used, "%s%.300s", i ? "," : "",
+           i < st->n_advertise ? st->advertise[i] : s->bound[i]);
+  return 0;
+}
+
+static void install_signal_handlers(void) {
   struct sigaction sa = {.sa_handler = on_signal};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
-  for (int i = 0; i < st.n_listen; i++)
-    printf("listening on %s (%s %s)\n", bound[i], rctx.names[i],
+}
+
+/* Ready: a line per listener on stdout (what scripts wait for), then
+ * systemd told and the start logged. */
+static void announce_listeners(serve_ctx_t *s) {
+  const settings_t *st = s->st;
+  for (int i = 0; i < st->n_listen; i++)
+    printf("listening on %s (%s %s)\n", s->bound[i], s->rctx.names[i],
            dc_sec_protocol_name((dc_sec_protocol_t)listener_protocol(
-               st.protocol_map, rctx.names[i])));
+               st->protocol_map, s->rctx.names[i])));
   fflush(stdout);
-  notify_ready(bound, st.n_listen);
+  notify_ready(s->bound, st->n_listen);
   dc_log(DC_LOG_INFO, "dynconfd %s node %d serving from %s",
-         PACKAGE_VERSION, (int)st.node_id, st.data_dir);
-  rc = dc_server_run(g_server) ? 1 : 0;
-  sd_notify(0, "STOPPING=1");
-  dc_log(DC_LOG_INFO, "shutting down");
-out:
+         PACKAGE_VERSION, (int)st->node_id, st->data_dir);
+}
+
+/* Everything from the settings to an announced, listening server: 0, or
+ * the exit status (1 runtime failure, EXIT_USAGE bad settings). */
+static int start_server(serve_ctx_t *s) {
+  int rc = prepare_listeners(s);
+  if (rc)
+    return rc;
+  if (open_store(s->st, &s->store, s->err, sizeof(s->err))) {
+    dc_log(DC_LOG_ERR, "cannot open the store: %s", s->err);
+    return 1;
+  }
+  if ((rc = start_broker(s)))
+    return rc;
+  install_server_hooks(s);
+  g_server = dc_server_new(s->broker, &s->st->srv, s->err, sizeof(s->err));
+  if (!g_server) {
+    dc_log(DC_LOG_ERR, "%s", s->err);
+    return 1;
+  }
+  for (int i = 0; i < s->st->n_listen; i++)
+    if ((rc = add_listener(s, i)))
+      return rc;
+  if (s->st->metrics_listen && start_metrics(s->st, s->err, sizeof(s->err))) {
+    dc_log(DC_LOG_ERR, "cannot start: %s", s->err);
+    return 1;
+  }
+  if (advertise_to_store(s->store, s->st, s->rctx.names, s->bound, s->err,
+                         sizeof(s->err))) {
+    dc_log(DC_LOG_ERR, "cannot start: %s", s->err);
+    return 1;
+  }
+  install_signal_handlers();
+  announce_listeners(s);
+  return 0;
+}
+
+/* Closes what start_server opened; each part may be missing. */
+static void stop_server(serve_ctx_t *s) {
   dc_server_destroy(g_server);
   g_server = NULL;
-  dc_broker_destroy(broker);
-  dc_tls_ctx_destroy(rctx.tls);
-  if (store)
-    dc_store_close(store);
-  settings_free(&st);
+  dc_broker_destroy(s->broker);
+  dc_tls_ctx_destroy(s->rctx.tls);
+  if (s->store)
+    dc_store_close(s->store);
+}
+
+/* The server, until SIGTERM or SIGINT: 0 for a clean stop, 1 for a
+ * runtime failure, EXIT_USAGE for bad settings. */
+static int serve(settings_t *st) {
+  if (!limits_consistent(st))
+    return EXIT_USAGE;
+  if (st->n_listen == 0)
+    st->listen[st->n_listen++] = strdup("127.0.0.1:9092");
+  setup_process(st);
+  serve_ctx_t s = {.st = st};
+  int rc = start_server(&s);
+  if (!rc) {
+    rc = dc_server_run(g_server) ? 1 : 0;
+    sd_notify(0, "STOPPING=1");
+    dc_log(DC_LOG_INFO, "shutting down");
+  }
+  stop_server(&s);
+  return rc;
+}
+
+/* The long options; settings options share apply_setting with the
+ * config file through option_keys. */
+enum long_option {
+  O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
+  O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
+  O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
+  O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
+  O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
+  O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
+  O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
+  O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT
+};
+
+static const struct option longopts[] = {
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"advertise", required_argument, NULL, O_ADV},
+    {"data-dir", required_argument, NULL, O_DATA},
+    {"node-id", required_argument, NULL, O_NODE},
+    {"config", required_argument, NULL, O_CONFIG},
+    {"session-timeout-min-ms", required_argument, NULL, O_STMIN},
+    {"session-timeout-max-ms", required_argument, NULL, O_STMAX},
+    {"allow-unknown-keys", no_argument, NULL, O_UNKNOWN},
+    {"max-request-size", required_argument, NULL, O_MAXREQ},
+    {"idle-timeout-ms", required_argument, NULL, O_IDLE},
+    {"max-connections", required_argument, NULL, O_MAXCONN},
+    {"history", no_argument, NULL, O_HISTORY},
+    {"export", required_argument, NULL, O_EXPORT},
+    {"import", required_argument, NULL, O_IMPORT},
+    {"store", required_argument, NULL, O_STORE},
+    {"store-bootstrap", required_argument, NULL, O_STORE_BS},
+    {"store-topic", required_argument, NULL, O_STORE_TOPIC},
+    {"store-config", required_argument, NULL, O_STORE_CONFIG},
+    {"store-timeout-ms", required_argument, NULL, O_STORE_TIMEOUT},
+    {"store-read-only", no_argument, NULL, O_STORE_RO},
+    {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
+    {"forward-listener", required_argument, NULL, O_FORWARD},
+    {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
+    {"metrics-listen", required_argument, NULL, O_METRICS},
+    {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"entity", required_argument, NULL, O_ENTITY},
+    {"listeners", required_argument, NULL, O_LISTENERS},
+    {"listener-security-protocol-map", required_argument, NULL, O_PMAP},
+    {"ssl-cert", required_argument, NULL, O_SSL_CERT},
+    {"ssl-key", required_argument, NULL, O_SSL_KEY},
+    {"ssl-ca", required_argument, NULL, O_SSL_CA},
+    {"ssl-client-auth", required_argument, NULL, O_SSL_CAUTH},
+    {"credentials", required_argument, NULL, O_CREDS},
+    {"sasl-enabled-mechanisms", required_argument, NULL, O_MECHS},
+    {"acl-file", required_argument, NULL, O_ACL},
+    {"super-users", required_argument, NULL, O_SUPER},
+    {"add-user", required_argument, NULL, O_ADD_USER},
+    {"iterations", required_argument, NULL, O_ITER},
+    {"max-request-resources", required_argument, NULL, O_MAXRES},
+    {"max-request-configs", required_argument, NULL, O_MAXCFG},
+    {"max-entity-configs", required_argument, NULL, O_MAXENT},
+    {"max-request-writes", required_argument, NULL, O_MAXWR},
+    {"max-entities", required_argument, NULL, O_MAXENTS},
+    {"max-response-bytes", required_argument, NULL, O_MAXRESP},
+    {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+/* The config-file key each settings option stands for. */
+static const char *const option_keys[] = {
+    [O_LISTEN - 256] = "listen",
+    [O_ADV - 256] = "advertise",
+    [O_DATA - 256] = "data.dir",
+    [O_NODE - 256] = "node.id",
+    [O_STMIN - 256] = "group.min.session.timeout.ms",
+    [O_STMAX - 256] = "group.max.session.timeout.ms",
+    [O_MAXREQ - 256] = "socket.request.max.bytes",
+    [O_IDLE - 256] = "connections.max.idle.ms",
+    [O_MAXCONN - 256] = "max.connections",
+    [O_LISTENERS - 256] = "listeners",
+    [O_PMAP - 256] = "listener.security.protocol.map",
+    [O_SSL_CERT - 256] = "ssl.certificate.location",
+    [O_SSL_KEY - 256] = "ssl.key.location",
+    [O_SSL_CA - 256] = "ssl.ca.location",
+    [O_SSL_CAUTH - 256] = "ssl.client.auth",
+    [O_CREDS - 256] = "sasl.credentials.file",
+    [O_MECHS - 256] = "sasl.enabled.mechanisms",
+    [O_ACL - 256] = "acl.file",
+    [O_SUPER - 256] = "super.users",
+    [O_MAXRES - 256] = "max.request.resources",
+    [O_MAXCFG - 256] = "max.request.configs",
+    [O_MAXENT - 256] = "max.entity.configs",
+    [O_MAXWR - 256] = "max.request.writes",
+    [O_MAXENTS - 256] = "max.entities",
+    [O_MAXRESP - 256] = "max.response.bytes",
+    [O_MAXBUF - 256] = "max.buffered.bytes",
+    [O_STORE - 256] = "store",
+    [O_STORE_BS - 256] = "store.bootstrap.servers",
+    [O_STORE_TOPIC - 256] = "store.topic",
+    [O_STORE_CONFIG - 256] = "store.config.file",
+    [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
+    [O_STORE_SESSION - 256] = "store.session.timeout.ms",
+    [O_FORWARD - 256] = "forward.listener",
+    [O_STORE_HISTORY - 256] = "store.history.topic",
+    [O_METRICS - 256] = "metrics.listen",
+    [O_LOG_FORMAT - 256] = "log.format",
+};
+
+/* The command line: the settings, and what a mode that runs once and
+ * exits instead of serving needs. */
+typedef struct cmdline {
+  settings_t st;
+  bool history;
+  const char *entity, *new_user;
+  const char *export_to, *import_from;
+  int iterations;
+} cmdline_t;
+
+static void cmdline_init(cmdline_t *cl) {
+  *cl = (cmdline_t){
+      .st = {.node_id = 1,
+             .st_min = 6000,
+             .st_max = 1800000,
+             .max_req_resources = DC_DEFAULT_MAX_REQUEST_RESOURCES,
+             .max_req_configs = DC_DEFAULT_MAX_REQUEST_CONFIGS,
+             .max_entity_configs = DC_DEFAULT_MAX_ENTITY_CONFIGS,
+             .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
+             .max_entities = DC_DEFAULT_MAX_ENTITIES,
+             .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
+             .store_timeout_ms = 10000,
+             .store_session_ms = DC_KAFKA_STORE_SESSION_MS},
+      .iterations = 8192};
+  dc_server_opts_init(&cl->st.srv);
+}
+
+typedef enum { OPTION_OK, OPTION_BAD, OPTION_EXIT } option_result_t;
+
+/* One command-line option. OPTION_BAD: said why; OPTION_EXIT: --help or
+ * --version printed, nothing more to do. */
+static option_result_t apply_option(cmdline_t *cl, int opt, const char *arg) {
+  bool ok = true;
+  switch (opt) {
+  case 'h':
+    usage(stdout);
+    return OPTION_EXIT;
+  case 'V':
+    printf("dynconfd %s\n", PACKAGE_VERSION);
+    return OPTION_EXIT;
+  case 'v':
+    cl->st.verbose = true;
+    break;
+  case O_CONFIG:
+    ok = load_config_file(&cl->st, arg);
+    break;
+  case O_UNKNOWN:
+    cl->st.allow_unknown = true;
+    break;
+  case O_HISTORY:
+    cl->history = true;
+    break;
+  case O_EXPORT:
+    cl->export_to = arg;
+    break;
+  case O_IMPORT:
+    cl->import_from = arg;
+    break;
+  case O_STORE_RO:
+    cl->st.store_read_only = true;
+    break;
+  case O_ENTITY:
+    cl->entity = arg;
+    break;
+  case O_ADD_USER:
+    cl->new_user = arg;
+    break;
+  case O_ITER: {
+    int64_t it;
+    ok = parse_num("--iterations", arg, 4096, 1000000, &it);
+    cl->iterations = (int)it;
+    break;
+  }
+  case '?':
+    ok = false;
+    break;
+  default:
+    ok = apply_setting(&cl->st, option_keys[opt - 256], arg);
+  }
+  return ok ? OPTION_OK : OPTION_BAD;
+}
+
+/* Fills cl from argv. False when the run ends here, with *exit_code: 0
+ * after --help or --version, EXIT_USAGE after a bad option (said). */
+static bool parse_command_line(cmdline_t *cl, int argc, char **argv,
+                               int *exit_code) {
+  int opt;
+  while ((opt = getopt_long(argc, argv, "vhV", longopts, NULL)) != -1) {
+    option_result_t r = apply_option(cl, opt, optarg);
+    if (r == OPTION_EXIT) {
+      *exit_code = 0;
+      return false;
+    }
+    if (r == OPTION_BAD) {
+      fprintf(stderr, "dynconfd: see --help\n");
+      *exit_code = EXIT_USAGE;
+      return false;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "dynconfd: unexpected argument '%s'; see --help\n",
+            argv[optind]);
+    *exit_code = EXIT_USAGE;
+    return false;
+  }
+  if (!cl->st.data_dir)
+    cl->st.data_dir = strdup("dynconfd-data");
+  return true;
+}
+
+/* --history: from the data directory, or with --store kafka the history
+ * topic. */
+static int run_history(const settings_t *st, const char *entity) {
+  return st->store && !strcmp(st->store, "kafka")
+             ? print_kafka_history(st, entity)
+             : print_history(st->data_dir, entity);
+}
+
+/* The mode the command line asks for; serving when none of the modes
+ * that run once. */
+static int run_mode(cmdline_t *cl) {
+  if (cl->history)
+    return run_history(&cl->st, cl->entity);
+  if (cl->export_to)
+    return export_store(cl->st.data_dir, cl->export_to);
+  if (cl->import_from)
+    return import_store(&cl->st, cl->import_from);
+  if (cl->new_user)
+    return add_user(cl->st.credentials, cl->new_user, cl->iterations);
+  return serve(&cl->st);
+}
+
+int main(int argc, char **argv) {
+  cmdline_t cl;
+  cmdline_init(&cl);
+  int rc;
+  if (parse_command_line(&cl, argc, argv, &rc))
+    rc = run_mode(&cl);
+  settings_free(&cl.st);
   return rc;
 }

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,71 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- queues (caller holds dc->lock) ----------------------------------- */
-
-void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev) {
-  if (dc->evq_len >= DC_AGENT_MAX_QUEUED) {
-    /* The application is not polling: drop the oldest, count it. */
-    dynconf_event_t *old = dc->evq_head;
-    dc->evq_head = old->next;
-    if (!dc->evq_head)
-      dc->evq_tail = NULL;
-    dc->evq_len--;
-    dc->n_dropped++;
-    dc_event_free(old);
-  }
-  ev->next = NULL;
-  if (dc->evq_tail)
-    dc->evq_tail->next = ev;
-  else
-    dc->evq_head = ev;
-  dc->evq_tail = ev;
-  dc->evq_len++;
-  pthread_cond_broadcast(&dc->ready);
-}
-
-static void vlog_locked(dynconf_t *dc, int level, const char *fac,
-                        const char *fmt, va_list ap) {
-  if (level > dc->conf.log_level || dc->logq_len >= DC_AGENT_MAX_QUEUED)
-    return; /* bounded: an unpolled agent must not grow */
-  char msg[512];
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  dc_logmsg_t *m = calloc(1, sizeof(*m));
-  if (!m || !(m->fac = strdup(fac)) || !(m->msg = strdup(msg))) {
-    if (m)
-      free(m->fac);
-    free(m);
-    return;
-  }
-  m->level = level;
-  if (dc->logq_tail)
-    dc->logq_tail->next = m;
-  else
-    dc->logq_head = m;
-  dc->logq_tail = m;
-  dc->logq_len++;
-  pthread_cond_broadcast(&dc->ready);
-}
-
-static void log_locked(dynconf_t *dc, int level, const char *fac,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void log_locked(dynconf_t *dc, int level, const char *fac,
-                       const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vlog_locked(dc, level, fac, fmt, ap);
-  va_end(ap);
-}
-
-void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
-                  ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  pthread_mutex_lock(&dc->lock);
-  vlog_locked(dc, level, fac, fmt, ap);
-  pthread_mutex_unlock(&dc->lock);
-  va_end(ap);
-}
+/* ---- error events -------------------------------------------------------- */
 
 static dynconf_event_t *error_event(dynconf_event_type_t type,
                                     dynconf_err_t err, const char *msg) {
@@ -217,12 +152,13 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
   dc->generation = ev->generation;
   for (size_t i = 0; i < ev->n; i++) {
     const dc_event_entry_t *e = &ev->entries[i];
-    log_locked(dc, e->outcome == DYNCONF_OUTCOME_REJECTED ? 4 : 6, "CHANGE",
-               "%s: %s -> %s (%s) %s%s%s", e->key,
-               e->old_value ? e->old_value : "(app)",
-               e->new_value ? e->new_value : "(app)",
-               dynconf_source_name(e->source), dynconf_outcome_name(e->outcome),
-               e->reason ? ": " : "", e->reason ? e->reason : "");
+    dc_agent_log_locked(
+        dc, e->outcome == DYNCONF_OUTCOME_REJECTED ? 4 : 6, "CHANGE",
+        "%s: %s -> %s (%s) %s%s%s", e->key,
+        e->old_value ? e->old_value : "(app)",
+        e->new_value ? e->new_value : "(app)", dynconf_source_name(e->source),
+        dynconf_outcome_name(e->outcome), e->reason ? ": " : "",
+        e->reason ? e->reason : "");
   }
   if (ev->accepted) {
     dc_effective_t old = dc->eff;
@@ -257,12 +193,14 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
     dc->last_ok_ms = dc_wall_ms();
     if (dc->state == DYNCONF_STATE_DEGRADED ||
         dc->state == DYNCONF_STATE_UNSUPPORTED)
-      log_locked(dc, 6, "FETCH", "dynamic configs for client.id '%s' are "
-                 "reachable again at %s", dc->client_id, dc->bootstrap);
+      dc_agent_log_locked(dc, 6, "FETCH", "dynamic configs for client.id "
+                          "'%s' are reachable again at %s", dc->client_id,
+                          dc->bootstrap);
     dc->state = DYNCONF_STATE_UP;
     dc->failures = 0;
     if (j->rc) {
-      log_locked(dc, 3, "FETCH", "out of memory applying a change set");
+      dc_agent_log_locked(dc, 3, "FETCH",
+                          "out of memory applying a change set");
     } else {
       dc_fetched_set_t old = dc->fetched;
       dc->fetched = *set;
@@ -281,10 +219,11 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
     dc->n_fetch_unsupported++;
     dc->failures = 0;
     if (dc->state != DYNCONF_STATE_UNSUPPORTED) {
-      log_locked(dc, 4, "UNSUPPORTED",
-                 "%s does not serve dynamic client configs (%s); using the "
-                 "application's own configuration, re-probing every %d s",
-                 dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
+      dc_agent_log_locked(
+          dc, 4, "UNSUPPORTED",
+          "%s does not serve dynamic client configs (%s); using the "
+          "application's own configuration, re-probing every %d s",
+          dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
       dynconf_event_t *ev = error_event(DYNCONF_EVENT_UNSUPPORTED, err, errstr);
       if (ev)
         dc_agent_enqueue_locked(dc, ev);
@@ -295,15 +234,15 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   }
   dc->n_fetch_err++;
   if (dc->failures == 0) {
-    log_locked(dc, 4, "FETCH", "cannot fetch dynamic configs for client.id "
-               "'%s': %s; keeping the last good configuration", dc->client_id,
-               errstr);
+    dc_agent_log_locked(dc, 4, "FETCH", "cannot fetch dynamic configs for "
+                        "client.id '%s': %s; keeping the last good "
+                        "configuration", dc->client_id, errstr);
     dynconf_event_t *ev = error_event(DYNCONF_EVENT_ERROR, err, errstr);
     if (ev)
       dc_agent_enqueue_locked(dc, ev);
   } else {
-    log_locked(dc, 7, "FETCH", "fetch failed again (%d in a row): %s",
-               dc->failures + 1, errstr);
+    dc_agent_log_locked(dc, 7, "FETCH", "fetch failed again (%d in a row): %s",
+                        dc->failures + 1, errstr);
   }
   if (dc->state != DYNCONF_STATE_UNSUPPORTED)
     dc->state = DYNCONF_STATE_DEGRADED;
@@ -381,18 +320,7 @@ static void agent_free(dynconf_t *dc) {
     free(dc->app.values[i]);
   dc_fetched_set_free(&dc->fetched);
   dc_effective_free(&dc->eff);
-  while (dc->evq_head) {
-    dynconf_event_t *n = dc->evq_head->next;
-    dc_event_free(dc->evq_head);
-    dc->evq_head = n;
-  }
-  while (dc->logq_head) {
-    dc_logmsg_t *n = dc->logq_head->next;
-    free(dc->logq_head->fac);
-    free(dc->logq_head->msg);
-    free(dc->logq_head);
-    dc->logq_head = n;
-  }
+  dc_agent_queues_free(dc);
   dc_event_free(dc->last_rejected);
   dc_certwatch_free(&dc->cw);
   free(dc->client_id);
@@ -532,9 +460,7 @@ static void serve_logs(dynconf_t *dc) {
     dc_logmsg_t *n = m->next;
     (dc->conf.log_cb ? dc->conf.log_cb : default_log)(dc, m->level, m->fac,
                                                       m->msg);
-    free(m->fac);
-    free(m->msg);
-    free(m);
+    dc_logmsg_free(m);
     m = n;
   }
 }
@@ -584,8 +510,8 @@ rd_kafka_conf_t *dynconf_effective_conf(dynconf_t *dc) {
     char e[256];
     if (rd_kafka_conf_set(c, dc->allow.keys[i], dc->eff.value[i], e,
                           sizeof(e)) != RD_KAFKA_CONF_OK)
-      log_locked(dc, 3, "CONF", "librdkafka refused %s=%s: %s",
-                 dc->allow.keys[i], dc->eff.value[i], e);
+      dc_agent_log_locked(dc, 3, "CONF", "librdkafka refused %s=%s: %s",
+                          dc->allow.keys[i], dc->eff.value[i], e);
   }
   pthread_mutex_unlock(&dc->lock);
   return c;

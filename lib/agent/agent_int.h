@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Agent internals shared by conf.c, resolve.c, agent.c, certwatch.c and
- * stats.c. */
+/* Agent internals shared by the files of lib/agent. */
 #ifndef DC_AGENT_INT_H
 #define DC_AGENT_INT_H
 #include "client/kclient.h"
@@ -265,8 +264,6 @@ int64_t dc_certwatch_next_ms(const dc_certwatch_t *cw);
  * unusable one keeps everything and reports it once. Agent thread, lock
  * not held. */
 void dc_certwatch_check(dynconf_t *dc);
-/* Appends ,"ssl":{...} to a statistics document. Caller holds dc->lock. */
-void dc_certwatch_stats_locked(dynconf_t *dc, dc_buf_t *b);
 
 
 /* ---- the agent ----------------------------------------------------------- */
@@ -337,13 +334,24 @@ struct dynconf_s {
   dc_certwatch_t cw; /* see the comments in its type */
 };
 
+/* ---- queue.c: the events and log lines dynconf_poll() serves ---------- */
+
 /* Queues a log line for the application's next poll. Any thread. */
 void dc_agent_log(dynconf_t *dc, int level, const char *fac, const char *fmt,
                   ...) __attribute__((format(printf, 4, 5)));
+/* The same, for a caller that holds dc->lock. */
+void dc_agent_log_locked(dynconf_t *dc, int level, const char *fac,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Queues an event for the application's next poll. Caller holds
  * dc->lock; the queue owns ev. */
 void dc_agent_enqueue_locked(dynconf_t *dc, dynconf_event_t *ev);
+
+/* Frees one log line taken off the queue. */
+void dc_logmsg_free(dc_logmsg_t *m);
+/* Frees whatever is still queued (dynconf_destroy(), no other thread). */
+void dc_agent_queues_free(dynconf_t *dc);
 
 /* ---- fetch.c: the agent's own connection and DescribeConfigs ---------- */
 
@@ -408,8 +416,9 @@ int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
 /* Frees (and wipes) the strings dc_agent_security_read() kept. */
 void dc_agent_security_free(char *store[DC_SEC_N]);
 
-/* stats.c: the statistics document (caller holds dc->lock). */
-char *dc_stats_json_locked(dynconf_t *dc);
+/* stats.c: the statistics document, the certificate watch's figures
+ * (dc->cw) included; caller holds dc->lock and frees the result. */
+char *dc_stats_json_locked(const dynconf_t *dc);
 
 /* ---- conf.c ------------------------------------------------------------ */
 int dc_conf_init_defaults(dynconf_conf_t *c);

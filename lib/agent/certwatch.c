@@ -10,10 +10,10 @@
  * reported once.
  *
  * Threading: the files' state (cw->f, next_check_ms, pending_id) belongs
- * to the agent thread; what the statistics show is under dc->lock.
+ * to the agent thread; what the statistics show is under dc->lock (stats.c
+ * reads it from dc->cw).
  */
 #include "agent/agent_int.h"
-#include "common/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -562,62 +562,4 @@ void dc_certwatch_check(dynconf_t *dc) {
   if (dc_agent_conn_rebuild(dc, errstr, sizeof(errstr)))
     dc_agent_log(dc, 3, "SSL", "the agent's own connection cannot use the "
                  "new files: %s", errstr);
-}
-
-static void certinfo_json(dc_buf_t *b, const char *name,
-                          const dc_cw_certinfo_t *ci) {
-  dc_buf_printf(b, ",\"%s\":", name);
-  if (!ci->valid) {
-    dc_buf_printf(b, "null");
-    return;
-  }
-  dc_buf_printf(b, "{\"subject\":");
-  dc_json_str(b, ci->subject);
-  dc_buf_printf(b, ",\"issuer\":");
-  dc_json_str(b, ci->issuer);
-  dc_buf_printf(b, ",\"not_after\":");
-  dc_json_str(b, ci->not_after);
-  dc_buf_printf(b, ",\"fingerprint_sha256\":");
-  dc_json_str(b, ci->fingerprint);
-  dc_buf_printf(b, "}");
-}
-
-void dc_certwatch_stats_locked(dynconf_t *dc, dc_buf_t *b) {
-  const dc_certwatch_t *cw = &dc->cw;
-  dc_buf_printf(b,
-                ",\"ssl\":{\"watching\":%s,\"check_interval_ms\":%d,"
-                "\"checks\":%lld,\"rotations\":%lld,\"rejected\":%lld",
-                cw->enabled ? "true" : "false", cw->interval_ms,
-                (long long)cw->checks, (long long)cw->rotations,
-                (long long)cw->rejected);
-  if (!cw->enabled) {
-    dc_buf_printf(b, "}");
-    return;
-  }
-  if (cw->last_rotation_ms)
-    dc_buf_printf(b, ",\"last_rotation_ts\":%lld",
-                  (long long)cw->last_rotation_ms);
-  else
-    dc_buf_printf(b, ",\"last_rotation_ts\":null");
-  dc_buf_printf(b, ",\"files\":{");
-  for (int i = 0, n = 0; i < 3; i++)
-    if (cw->f[i].path) { /* set once before the thread starts */
-      dc_buf_printf(b, "%s\"%s\":", n++ ? "," : "", cw_props[i]);
-      dc_json_str(b, cw->f[i].path);
-    }
-  dc_buf_printf(b, "}");
-  certinfo_json(b, "certificate", &cw->cert);
-  dc_buf_printf(b, ",\"key\":");
-  dc_json_str(b, *cw->key ? cw->key : NULL);
-  certinfo_json(b, "ca", &cw->ca);
-  if (cw->pending[0]) {
-    dc_buf_printf(b, ",\"pending\":{\"reason\":");
-    dc_json_str(b, cw->pending);
-    dc_buf_printf(b, ",\"since\":%lld,\"checks\":%d,\"waiting\":%s}",
-                  (long long)cw->pending_since_ms, cw->pending_checks,
-                  cw->pending_waiting ? "true" : "false");
-  } else {
-    dc_buf_printf(b, ",\"pending\":null");
-  }
-  dc_buf_printf(b, "}");
 }

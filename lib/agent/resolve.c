@@ -308,6 +308,126 @@ static bool acks_pinned(const dc_app_settings_t *app, const char *key,
          strcmp(value, "all") && strcmp(value, "-1");
 }
 
+/* One resolution: its inputs, the candidate built from them and the
+ * verdict on it. */
+typedef struct resolution {
+  const dc_app_settings_t *app;
+  const dc_allow_t *allow;
+  const dc_fetched_set_t *prev, *fetched;
+  const dc_effective_t *eff; /* what the client runs with now */
+  dc_effective_t cand;
+  bool ok;
+  const char *bad_key; /* set when !ok */
+  char why[256];
+} resolution_t;
+
+/* The candidate: every allowed key that concerns this client, from the
+ * complete fetched set (not just the difference), so a set rejected
+ * earlier is judged whole again once the server changes. -1 on OOM (the
+ * candidate is freed). */
+static int build_candidate(resolution_t *rs) {
+  const dc_allow_t *allow = rs->allow;
+  for (size_t i = 0; i < allow->n; i++) {
+    const dc_fetched_t *f = dc_fetched_find(rs->fetched, allow->keys[i]);
+    if (!f || !applies(rs->app, allow->keys[i]) ||
+        acks_pinned(rs->app, allow->keys[i], f->value))
+      continue;
+    if (!(rs->cand.value[i] = strdup(f->value))) {
+      dc_effective_free(&rs->cand);
+      return -1;
+    }
+    rs->cand.source[i] = f->source;
+  }
+  return 0;
+}
+
+/* The keys the event reports, sorted and each once, into keys (room for
+ * prev->n + fetched->n + allow->n + 1): every key the server changed,
+ * every allowed key whose effective value or source moves, and the key a
+ * rejection blames. Sets *value_moves when the value the client runs
+ * with changes for some key. Returns how many. */
+static size_t event_keys(const resolution_t *rs, const char **keys,
+                         bool *value_moves) {
+  const dc_allow_t *allow = rs->allow;
+  const dc_effective_t *cand = &rs->cand, *eff = rs->eff;
+  char *const *app_values = rs->app->values;
+  size_t nk = changed_keys(rs->prev, rs->fetched, keys);
+  *value_moves = false;
+  for (size_t i = 0; i < allow->n; i++) {
+    bool v = !same(cand->value[i], eff->value[i]);
+    /* What the client runs with: a dynamic value equal to the app's own
+     * is no reason to rebuild. */
+    *value_moves |= !same(cand->value[i] ? cand->value[i] : app_values[i],
+                          eff->value[i] ? eff->value[i] : app_values[i]);
+    if (v || (cand->value[i] && cand->source[i] != eff->source[i]))
+      keys[nk++] = allow->keys[i];
+  }
+  if (!rs->ok)
+    keys[nk++] = rs->bad_key;
+  return sort_unique(keys, nk);
+}
+
+/* Fills en for one reported key: its outcome, values and reason.
+ * Applied keys report the effective value before and after; ignored
+ * keys never took effect, so they report the server's values. -1 on OOM
+ * (en's strings so far are its own, for dc_event_free). */
+static int judge_key(const resolution_t *rs, const char *key,
+                     dc_event_entry_t *en) {
+  const dc_app_settings_t *app = rs->app;
+  const dc_fetched_t *f = dc_fetched_find(rs->fetched, key);
+  const dc_fetched_t *p = dc_fetched_find(rs->prev, key);
+  int i = dc_allow_index(rs->allow, key);
+  char reason[400] = "";
+  const char *oldv = p ? p->value : NULL, *newv = f ? f->value : NULL;
+  en->source = f ? f->source : DYNCONF_SOURCE_APP;
+  if (i < 0) {
+    en->outcome = DYNCONF_OUTCOME_IGNORED;
+    snprintf(reason, sizeof(reason), "not in dynconf.allow.keys");
+  } else if (inapplicable(app, key, reason, sizeof(reason))) {
+    en->outcome = DYNCONF_OUTCOME_IGNORED;
+  } else if (!rs->ok) {
+    en->outcome = DYNCONF_OUTCOME_REJECTED;
+    snprintf(reason, sizeof(reason), "%s%s",
+             strcmp(key, rs->bad_key) ? "change set rejected: " : "",
+             rs->why);
+    oldv = rs->eff->value[i];
+  } else if (f && acks_pinned(app, key, f->value)) {
+    en->outcome = DYNCONF_OUTCOME_PINNED;
+    snprintf(reason, sizeof(reason), "acks stays all: the application sets %s",
+             app->transactional ? "transactional.id"
+                                : "enable.idempotence=true");
+    oldv = rs->eff->value[i];
+    newv = NULL; /* the application's own (all) */
+  } else {
+    en->outcome = DYNCONF_OUTCOME_APPLIED;
+    oldv = rs->eff->value[i];
+    newv = rs->cand.value[i];
+    en->source = rs->cand.value[i] ? rs->cand.source[i] : DYNCONF_SOURCE_APP;
+  }
+  if (!(en->key = strdup(key)) || (oldv && !(en->old_value = strdup(oldv))) ||
+      (newv && !(en->new_value = strdup(newv))) ||
+      (*reason && !(en->reason = strdup(reason))))
+    return -1;
+  return 0;
+}
+
+/* Fills ev's entries, one per reported key. -1 on OOM. */
+static int fill_event(const resolution_t *rs, dynconf_event_t *ev,
+                      bool *value_moves) {
+  const char **keys = malloc(
+      (rs->prev->n + rs->fetched->n + rs->allow->n + 1) * sizeof(*keys));
+  if (!keys)
+    return -1;
+  size_t nk = event_keys(rs, keys, value_moves);
+  ev->type = DYNCONF_EVENT_CHANGE;
+  ev->entries = calloc(nk ? nk : 1, sizeof(*ev->entries));
+  int rc = ev->entries ? 0 : -1;
+  for (size_t k = 0; k < nk && !rc; k++)
+    rc = judge_key(rs, keys[k], &ev->entries[ev->n++]);
+  free(keys);
+  return rc;
+}
+
 int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
                const dc_fetched_set_t *prev, const dc_fetched_set_t *fetched,
                dc_effective_t *eff, int64_t generation,
@@ -316,110 +436,30 @@ int dc_resolve(const dc_app_settings_t *app, const dc_allow_t *allow,
   /* Nothing differs from the previous fetch: nothing to say. */
   if (sets_equal(prev, fetched))
     return 0;
-
-  /* The candidate: every allowed key that concerns this client, from the
-   * complete fetched set (not just the difference), so a set rejected
-   * earlier is judged whole again once the server changes. */
-  dc_effective_t cand = {0};
-  for (size_t i = 0; i < allow->n; i++) {
-    const dc_fetched_t *f = dc_fetched_find(fetched, allow->keys[i]);
-    if (!f || !applies(app, allow->keys[i]) ||
-        acks_pinned(app, allow->keys[i], f->value))
-      continue;
-    if (!(cand.value[i] = strdup(f->value))) {
-      dc_effective_free(&cand);
-      return -1;
-    }
-    cand.source[i] = f->source;
-  }
-  char why[256] = "";
-  const char *bad_key = NULL;
-  bool ok = validate(app, allow, &cand, &bad_key, why, sizeof(why));
-
-  /* Entries: every key the server changed, every allowed key whose
-   * effective value or source moves, and the key a rejection blames. */
-  size_t nk = 0;
-  const char **keys =
-      malloc((prev->n + fetched->n + allow->n + 1) * sizeof(*keys));
-  dynconf_event_t *ev = calloc(1, sizeof(*ev));
-  if (!keys || !ev)
-    goto oom;
-  nk = changed_keys(prev, fetched, keys);
+  resolution_t rs = {.app = app, .allow = allow, .prev = prev,
+                     .fetched = fetched, .eff = eff};
+  if (build_candidate(&rs))
+    return -1;
+  rs.ok = validate(app, allow, &rs.cand, &rs.bad_key, rs.why, sizeof(rs.why));
   bool value_moves = false;
-  for (size_t i = 0; i < allow->n; i++) {
-    bool v = !same(cand.value[i], eff->value[i]);
-    /* What the client runs with: a dynamic value equal to the app's own
-     * is no reason to rebuild. */
-    value_moves |= !same(cand.value[i] ? cand.value[i] : app->values[i],
-                         eff->value[i] ? eff->value[i] : app->values[i]);
-    if (v || (cand.value[i] && cand.source[i] != eff->source[i]))
-      keys[nk++] = allow->keys[i];
+  dynconf_event_t *ev = calloc(1, sizeof(*ev));
+  if (!ev || fill_event(&rs, ev, &value_moves)) {
+    dc_effective_free(&rs.cand);
+    dc_event_free(ev);
+    return -1;
   }
-  if (!ok)
-    keys[nk++] = bad_key;
-  nk = sort_unique(keys, nk);
-
-  ev->type = DYNCONF_EVENT_CHANGE;
-  ev->entries = calloc(nk ? nk : 1, sizeof(*ev->entries));
-  if (!ev->entries)
-    goto oom;
-  for (size_t k = 0; k < nk; k++) {
-    dc_event_entry_t *en = &ev->entries[ev->n++];
-    const dc_fetched_t *f = dc_fetched_find(fetched, keys[k]);
-    const dc_fetched_t *p = dc_fetched_find(prev, keys[k]);
-    int i = dc_allow_index(allow, keys[k]);
-    char reason[400] = "";
-    /* Applied keys report the effective value before and after; ignored
-     * keys never took effect, so they report the server's values. */
-    const char *oldv = p ? p->value : NULL, *newv = f ? f->value : NULL;
-    en->source = f ? f->source : DYNCONF_SOURCE_APP;
-    if (i < 0) {
-      en->outcome = DYNCONF_OUTCOME_IGNORED;
-      snprintf(reason, sizeof(reason), "not in dynconf.allow.keys");
-    } else if (inapplicable(app, keys[k], reason, sizeof(reason))) {
-      en->outcome = DYNCONF_OUTCOME_IGNORED;
-    } else if (!ok) {
-      en->outcome = DYNCONF_OUTCOME_REJECTED;
-      snprintf(reason, sizeof(reason), "%s%s",
-               strcmp(keys[k], bad_key) ? "change set rejected: " : "", why);
-      oldv = eff->value[i];
-    } else if (f && acks_pinned(app, keys[k], f->value)) {
-      en->outcome = DYNCONF_OUTCOME_PINNED;
-      snprintf(reason, sizeof(reason), "acks stays all: the application sets %s",
-               app->transactional ? "transactional.id"
-                                  : "enable.idempotence=true");
-      oldv = eff->value[i];
-      newv = NULL; /* the application's own (all) */
-    } else {
-      en->outcome = DYNCONF_OUTCOME_APPLIED;
-      oldv = eff->value[i];
-      newv = cand.value[i];
-      en->source = cand.value[i] ? cand.source[i] : DYNCONF_SOURCE_APP;
-    }
-    if (!(en->key = strdup(keys[k])) ||
-        (oldv && !(en->old_value = strdup(oldv))) ||
-        (newv && !(en->new_value = strdup(newv))) ||
-        (*reason && !(en->reason = strdup(reason))))
-      goto oom;
-  }
-  ev->accepted = ok;
+  ev->accepted = rs.ok;
   ev->generation = generation;
-  if (ok) {
+  if (rs.ok) {
     /* Sources may move without values; only a value moves the
      * generation (what a managed client rebuilds for). */
     dc_effective_free(eff);
-    *eff = cand;
-    memset(&cand, 0, sizeof(cand));
+    *eff = rs.cand;
+    memset(&rs.cand, 0, sizeof(rs.cand));
     if (value_moves)
       ev->generation = generation + 1;
   }
-  dc_effective_free(&cand);
-  free(keys);
+  dc_effective_free(&rs.cand);
   *evp = ev;
   return 0;
-oom:
-  dc_effective_free(&cand);
-  dc_event_free(ev);
-  free(keys);
-  return -1;
 }

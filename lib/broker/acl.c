@@ -13,7 +13,6 @@
 #include <strings.h>
 
 #define ACL_FILE_MAX (16 << 20) /* a sanity bound, not a design limit */
-#define DEFAULT_NAME "<default>"
 #define ANONYMOUS "User:ANONYMOUS"
 
 enum { OP_ALL = DC_ACL_DESCRIBE | DC_ACL_ALTER };
@@ -142,12 +141,12 @@ static int parse_resource(parser_t *p, const char *t, rule_t *r) {
   const char *star = strchr(name, '*');
   if (star && star != name + nl - 1)
     return perr(p, "'*' may only end a resource name (a prefix): '%s'", t);
-  if (r->kinds == K_USER && !strcmp(name, DEFAULT_NAME))
+  if (r->kinds == K_USER && dc_entity_is_default(name))
     return perr(p, "there is no default user entity; 'user:<default>' "
                    "matches nothing (use client:<default>)");
   r->prefix = star != NULL;
-  if (r->prefix && nl - 1 == strlen(DEFAULT_NAME) &&
-      !strncmp(name, DEFAULT_NAME, nl - 1))
+  if (r->prefix && nl - 1 == strlen(DC_ENTITY_DEFAULT) &&
+      !strncmp(name, DC_ENTITY_DEFAULT, nl - 1))
     return perr(p, "'%s' is not a prefix pattern", t);
   r->name = strndup(name, r->prefix ? nl - 1 : nl);
   if (!r->name)
@@ -330,7 +329,7 @@ static bool name_matches(const rule_t *r, const char *name) {
   if (!r->prefix)
     return !strcmp(r->name, name);
   /* Prefixes never reach <default>: it affects every client. */
-  return strcmp(name, DEFAULT_NAME) &&
+  return !dc_entity_is_default(name) &&
          !strncmp(name, r->name, strlen(r->name));
 }
 

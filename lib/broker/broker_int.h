@@ -90,6 +90,4 @@ void dc_broker_security_free(dc_broker_t *b);
 bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           const char *resource_name, char *why,
                           size_t why_size);
-
-#define DC_DEFAULT_ENTITY "<default>"
 #endif

@@ -18,7 +18,13 @@
 #include <string.h>
 
 static const char *type_error(int8_t type) {
-  (void)type;
+  /* librdkafka 2.10 and later write every type but TOPIC, BROKER and
+   * GROUP as 0 in their admin API, so 0 usually means such a client. */
+  if (type == 0)
+    return "resource type 0 (UNKNOWN): dynconfd serves only CLIENT (9), "
+           "USER (10) and BROKER (4) config resources; librdkafka 2.10 and "
+           "later send 0 for CLIENT and USER from their admin API (use "
+           "dynconf-configs, or librdkafka 2.9 or older)";
   return "dynconfd serves only CLIENT (9), USER (10) and BROKER (4) config "
          "resources";
 }
@@ -637,6 +643,98 @@ static bool snapshot(dc_arena_t *a, const dc_entity_t *e, int8_t type,
   return true;
 }
 
+/* A resource's new override set, built in arena memory and not yet
+ * applied: s indexes it, keys/values hold its n live pairs. */
+typedef struct staged {
+  kvset_t s;
+  size_t n;
+  const char **keys, **values;
+} staged_t;
+
+/* Copies the entity's current set into cur, then builds the new set in
+ * st: from the copy when incremental (else from nothing), with the
+ * request's operations applied. The copy comes first because the new
+ * set, its audit rows and an undo all point into it, and it outlives the
+ * entity's replacement. 0, 1 with res set, or a negative error. */
+static int stage_alter(dc_req_t *r, const dc_alter_resource_t *ar,
+                       const dc_scope_ent_t *ent, bool incremental,
+                       dc_entity_t *cur, staged_t *st, alter_result_t *res) {
+  int8_t t = ar->resource_type;
+  if (!snapshot(r->arena, dc_configdb_get(r->b->db, t, ent->name), t,
+                ent->name, cur))
+    return DC_ERR__NOMEM;
+  size_t ncur = cur->n, cap = ncur + (size_t)ar->n_configs;
+  st->keys = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*st->keys));
+  st->values = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*st->values));
+  if (!st->keys || !st->values || kv_init(&st->s, r->arena, cap))
+    return DC_ERR__NOMEM;
+  if (incremental)
+    for (size_t i = 0; i < ncur; i++)
+      kv_put(&st->s, cur->keys[i], cur->values[i]);
+  int rc = apply_ops(r, ar, ent, &st->s, res);
+  if (rc)
+    return rc;
+  st->n = kv_live(&st->s, st->keys, st->values);
+  return 0;
+}
+
+/* Counts rows against the request's store-write budget (which bounds
+ * the single commit every resource shares); refuses the resource, with
+ * res set, when they do not fit. */
+static bool within_write_budget(dc_req_t *r, size_t rows, size_t *writes,
+                                alter_result_t *res) {
+  size_t max = (size_t)r->b->opts.max_request_writes;
+  if (*writes + rows > max) {
+    fail(res, DC_ERR_INVALID_REQUEST,
+         "this change would take the request past the %zu store writes it "
+         "may make (max.request.writes); send it in a request of its own or "
+         "with fewer resources",
+         max);
+    return false;
+  }
+  *writes += rows;
+  return true;
+}
+
+/* Replaces the entity in memory with the staged set and describes the
+ * store commit that will record it in p (p->old is the set before). A
+ * resource that changes nothing commits nothing. 0 (refusals go to res)
+ * or a negative error. */
+static int apply_staged(dc_req_t *r, const dc_alter_resource_t *ar,
+                        const dc_strset_t *names, bool incremental,
+                        const staged_t *st, pending_t *p, size_t *writes,
+                        alter_result_t *res) {
+  const dc_entity_t *cur = &p->old;
+  int8_t t = ar->resource_type;
+  size_t nch;
+  dc_store_change_t *ch = changes(r, ar, names, cur, &st->s, st->n, st->keys,
+                                  st->values, &nch);
+  if (!ch)
+    return DC_ERR__NOMEM;
+  if (nch == 0 ||
+      !within_write_budget(r, cur->n + st->n + nch, writes, res))
+    return 0;
+  if (dc_configdb_replace(r->b->db, t, cur->name, st->n, st->keys,
+                          st->values)) {
+    fail(res, DC_ERR_UNKNOWN_SERVER_ERROR,
+         "out of memory applying the change; nothing was changed");
+    return 0;
+  }
+  p->commit = (dc_store_commit_t){
+      .resource_type = t,
+      .entity = cur->name,
+      .principal = r->conn->principal ? r->conn->principal : "User:ANONYMOUS",
+      .peer = r->conn->peer ? r->conn->peer : "",
+      .api = incremental ? "IncrementalAlterConfigs" : "AlterConfigs",
+      .n_configs = st->n,
+      .keys = st->keys,
+      .values = st->values,
+      .n_changes = nch,
+      .changes = ch,
+  };
+  return 0;
+}
+
 /* Computes and validates one resource; unless validate_only, applies it
  * in memory and describes its commit in *p (p->index stays -1 when there
  * is nothing to commit). */
@@ -645,67 +743,18 @@ static int alter_one(dc_req_t *r, const dc_alter_resource_t *ar,
                      alter_result_t *res, pending_t *p, size_t *writes) {
   dc_scope_ent_t ent;
   dc_strset_t names;
+  staged_t st;
   int rc = admit(r, ar, &ent, res);
   if (!rc)
     rc = check_configs(r, ar, &names, res);
+  if (!rc)
+    rc = stage_alter(r, ar, &ent, incremental, &p->old, &st, res);
   if (rc)
     return rc < 0 ? rc : 0;
-
-  /* The current set is copied first: the new set, its audit rows and an
-   * undo point into the copy, which outlives the entity's replacement. */
-  int8_t t = ar->resource_type;
-  dc_entity_t *cur = &p->old;
-  if (!snapshot(r->arena, dc_configdb_get(r->b->db, t, ent.name), t, ent.name,
-                cur))
-    return DC_ERR__NOMEM;
-  size_t ncur = cur->n, cap = ncur + (size_t)ar->n_configs;
-  kvset_t s;
-  const char **keys = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*keys));
-  const char **values = dc_arena_alloc(r->arena, (cap + 1) * sizeof(*values));
-  if (!keys || !values || kv_init(&s, r->arena, cap))
-    return DC_ERR__NOMEM;
-  if (incremental)
-    for (size_t i = 0; i < ncur; i++)
-      kv_put(&s, cur->keys[i], cur->values[i]);
-  if ((rc = apply_ops(r, ar, &ent, &s, res)))
-    return rc < 0 ? rc : 0;
-  size_t n = kv_live(&s, keys, values);
-  if (validate(r, &ent, &s, n, keys, values, ar, res) || validate_only)
+  if (validate(r, &ent, &st.s, st.n, st.keys, st.values, ar, res) ||
+      validate_only)
     return 0;
-  size_t nch;
-  dc_store_change_t *ch = changes(r, ar, &names, cur, &s, n, keys, values, &nch);
-  if (!ch)
-    return DC_ERR__NOMEM;
-  if (nch == 0)
-    return 0;
-  size_t rows = cur->n + n + nch, max = (size_t)r->b->opts.max_request_writes;
-  if (*writes + rows > max) {
-    fail(res, DC_ERR_INVALID_REQUEST,
-         "this change would take the request past the %zu store writes it "
-         "may make (max.request.writes); send it in a request of its own or "
-         "with fewer resources",
-         max);
-    return 0;
-  }
-  *writes += rows;
-  if (dc_configdb_replace(r->b->db, t, p->old.name, n, keys, values)) {
-    fail(res, DC_ERR_UNKNOWN_SERVER_ERROR,
-         "out of memory applying the change; nothing was changed");
-    return 0;
-  }
-  p->commit = (dc_store_commit_t){
-      .resource_type = t,
-      .entity = p->old.name,
-      .principal = r->conn->principal ? r->conn->principal : "User:ANONYMOUS",
-      .peer = r->conn->peer ? r->conn->peer : "",
-      .api = incremental ? "IncrementalAlterConfigs" : "AlterConfigs",
-      .n_configs = n,
-      .keys = keys,
-      .values = values,
-      .n_changes = nch,
-      .changes = ch,
-  };
-  return 0;
+  return apply_staged(r, ar, &names, incremental, &st, p, writes, res);
 }
 
 /* Stores every applied alter of the request in one commit. If the store

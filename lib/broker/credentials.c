@@ -4,6 +4,7 @@
  * add/replace a user by rewriting the file atomically.
  */
 #include "broker/credentials.h"
+#include "common/entity.h"
 #include "common/text.h"
 
 #include <openssl/crypto.h>
@@ -377,8 +378,9 @@ static void sync_dir(const char *path) {
 
 int dc_credentials_add(const char *path, const char *user, const char *password,
                        int iterations, char *errstr, size_t errstr_size) {
-  if (!user || !*user || strlen(user) > 255) {
-    dc_seterr(errstr, errstr_size, "the user name must be 1..255 bytes");
+  if (!user || !*user || strlen(user) > DC_ENTITY_PART_MAX) {
+    dc_seterr(errstr, errstr_size, "the user name must be 1..%d bytes",
+              DC_ENTITY_PART_MAX);
     return -1;
   }
   if (!password || !*password) {

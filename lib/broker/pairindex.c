@@ -289,7 +289,7 @@ static dc_pairidx_node_t *node_new(dc_pairidx_t *ix, int g, const char *name,
 /* The group an entity belongs to, or -1 (<default>, other types). */
 static int group_of(const dc_entity_t *e) {
   if (e->type == DC_RES_CLIENT)
-    return strcmp(e->name, DC_DEFAULT_ENTITY) ? DC_PIX_CLIENTS : -1;
+    return dc_entity_is_default(e->name) ? -1 : DC_PIX_CLIENTS;
   if (e->type == DC_RES_USER)
     return strchr(e->name, '/') ? DC_PIX_USER_CLIENTS : DC_PIX_USERS;
   return -1;

@@ -15,6 +15,7 @@
 #define DC_SASL_SERVER_H
 
 #include "broker/credentials.h"
+#include "common/entity.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +28,7 @@ enum {
 };
 
 /* Longest user name accepted (bytes); longer ones fail authentication. */
-#define DC_SASL_MAX_USER 255
+#define DC_SASL_MAX_USER DC_ENTITY_PART_MAX
 /* Longest client token accepted. */
 #define DC_SASL_MAX_TOKEN 8192
 

@@ -100,14 +100,9 @@ int dc_scope_ent_init(dc_scope_ent_t *e, int8_t type, const char *name,
   memset(e, 0, sizeof(*e));
   e->type = type;
   if (type == DC_RES_CLIENT) {
-    size_t n = strlen(name);
-    if (n == 0 || n > DC_ENTITY_PART_MAX) {
-      snprintf(errstr, errstr_size,
-               "client-id must be 1 to %d bytes (use <default> for the "
-               "default entity)",
-               DC_ENTITY_PART_MAX);
+    if (dc_entity_client_check(name, errstr, errstr_size))
       return -1;
-    }
+    size_t n = strlen(name);
     memcpy(e->name, name, n + 1);
     memcpy(e->parts.client, name, n + 1);
     return 0;
@@ -120,20 +115,8 @@ int dc_scope_ent_init(dc_scope_ent_t *e, int8_t type, const char *name,
              why);
     return -1;
   }
-  if (!strcmp(e->parts.user, DC_DEFAULT_ENTITY)) {
-    snprintf(errstr, errstr_size,
-             "there is no default user entity; use CLIENT '<default>' for "
-             "defaults every client inherits");
-    return -1;
-  }
-  if (!strcmp(e->parts.client, DC_DEFAULT_ENTITY)) {
-    snprintf(errstr, errstr_size,
-             "'%.300s/<default>' is not an entity: the user entity '%.300s' "
-             "already applies to all of that user's client-ids",
-             e->parts.user, e->parts.user);
-    return -1;
-  }
-  return 0;
+  return dc_entity_user_check(e->parts.user, e->parts.client, errstr,
+                              errstr_size);
 }
 
 static const char *user_of(const char *principal) {
@@ -153,8 +136,8 @@ int dc_scope_levels(const dc_configdb_t *db, const dc_scope_ent_t *e,
   }
   const char *client = e->parts.client;
   const dc_entity_t *def =
-      dc_configdb_get(db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
-  if (!strcmp(client, DC_DEFAULT_ENTITY)) {
+      dc_configdb_get(db, DC_RES_CLIENT, DC_ENTITY_DEFAULT);
+  if (dc_entity_is_default(client)) {
     out[n++] = (dc_scope_level_t){def, DC_SRC_DYNAMIC_DEFAULT, false};
     return n;
   }
@@ -179,10 +162,9 @@ int dc_scope_levels(const dc_configdb_t *db, const dc_scope_ent_t *e,
 const char *dc_scope_inherited(const dc_configdb_t *db,
                                const dc_scope_ent_t *e, const char *key) {
   const dc_entity_t *def =
-      dc_configdb_get(db, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+      dc_configdb_get(db, DC_RES_CLIENT, DC_ENTITY_DEFAULT);
   if (e->type == DC_RES_CLIENT)
-    return strcmp(e->name, DC_DEFAULT_ENTITY) ? dc_entity_value(def, key)
-                                              : NULL;
+    return dc_entity_is_default(e->name) ? NULL : dc_entity_value(def, key);
   if (!*e->parts.client)
     return dc_entity_value(def, key);
   const char *slash = strchr(e->name, '/');
@@ -232,7 +214,7 @@ static void describe_combo(const char *uenc, const char *client, char *buf,
     dc_entity_user_parse(uenc, &ue, NULL, 0); /* canonical: cannot fail */
   if (!uenc)
     snprintf(buf, size, "client-id '%.300s'",
-             client ? client : DC_DEFAULT_ENTITY);
+             client ? client : DC_ENTITY_DEFAULT);
   else if (!client)
     snprintf(buf, size, "user '%.300s'", ue.user);
   else
@@ -256,7 +238,7 @@ static bool check(const view_t *v, const char *uenc, const char *client) {
     lv[n++] = get_pair(v, DC_RES_USER, uenc);
   if (client)
     lv[n++] = get_pair(v, DC_RES_CLIENT, client);
-  lv[n++] = get_pair(v, DC_RES_CLIENT, DC_DEFAULT_ENTITY);
+  lv[n++] = get_pair(v, DC_RES_CLIENT, DC_ENTITY_DEFAULT);
   const char *hb = NULL, *st = NULL;
   for (int i = 0; i < n; i++) {
     if (!hb)
@@ -274,7 +256,7 @@ static bool check(const view_t *v, const char *uenc, const char *client) {
   bool is_self;
   if (e->type == DC_RES_CLIENT) {
     is_self = !uenc && (client ? !strcmp(client, e->name)
-                               : !strcmp(e->name, DC_DEFAULT_ENTITY));
+                               : dc_entity_is_default(e->name));
     snprintf(self, sizeof(self), "client-id '%.300s'", e->name);
   } else {
     const char *slash = strchr(e->name, '/');
@@ -385,7 +367,7 @@ bool dc_scope_check_pair(const dc_configdb_t *db, const dc_scope_ent_t *e,
   }
   if (e->type == DC_RES_USER)
     return check(&v, e->name, NULL) && check_user(&v);
-  if (!strcmp(e->name, DC_DEFAULT_ENTITY))
+  if (dc_entity_is_default(e->name))
     return check(&v, NULL, NULL) && check_default(&v);
   return check(&v, NULL, e->name) && check_client(&v);
 }

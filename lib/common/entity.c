@@ -1,10 +1,47 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Percent-encoding of type-10 entity names (see entity.h for the rules). */
+/* Config entity names: the CLIENT and user entity rules and the
+ * percent-encoding of type-10 names (see entity.h). */
 #include "common/entity.h"
 #include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
+
+bool dc_entity_is_default(const char *name) {
+  return !strcmp(name, DC_ENTITY_DEFAULT);
+}
+
+int dc_entity_client_check(const char *name, char *errstr,
+                           size_t errstr_size) {
+  size_t n = strlen(name);
+  if (n == 0 || n > DC_ENTITY_PART_MAX) {
+    dc_seterr(errstr, errstr_size,
+              "client-id must be 1 to %d bytes (use %s for the default "
+              "entity)",
+              DC_ENTITY_PART_MAX, DC_ENTITY_DEFAULT);
+    return -1;
+  }
+  return 0;
+}
+
+int dc_entity_user_check(const char *user, const char *client, char *errstr,
+                         size_t errstr_size) {
+  if (dc_entity_is_default(user)) {
+    dc_seterr(errstr, errstr_size,
+              "there is no default user entity; use CLIENT '%s' for "
+              "defaults every client inherits",
+              DC_ENTITY_DEFAULT);
+    return -1;
+  }
+  if (client && dc_entity_is_default(client)) {
+    dc_seterr(errstr, errstr_size,
+              "'%.300s/%s' is not an entity: the user entity '%.300s' "
+              "already applies to all of that user's client-ids",
+              user, DC_ENTITY_DEFAULT, user);
+    return -1;
+  }
+  return 0;
+}
 
 static bool must_encode(unsigned char c) {
   return c == '%' || c == '/' || c < 0x21 || c > 0x7e;

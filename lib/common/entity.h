@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
+ * Config entity names, the one place their rules live.
+ *
+ * CLIENT entities (ConfigResource type 9) are named by a client-id of
+ * 1..DC_ENTITY_PART_MAX bytes, or DC_ENTITY_DEFAULT for the values every
+ * client inherits. There is no default user entity, and "USER/<default>"
+ * names nothing: the user entity itself covers all that user's client-ids.
+ *
  * Names of principal-scoped config entities (ConfigResource type 10,
  * DC_RES_USER): "USER" for a user's own overrides, "USER/CLIENT" for that
  * user's overrides of one client-id. Each part is percent-encoded so the
@@ -24,6 +31,8 @@
 #include <stddef.h>
 
 #define DC_ENTITY_PART_MAX 255
+/* The CLIENT entity every client inherits from. */
+#define DC_ENTITY_DEFAULT "<default>"
 /* Longest encoded part, and longest encoded "USER/CLIENT" (+ NUL). */
 #define DC_ENTITY_ENC_PART_MAX (3 * DC_ENTITY_PART_MAX)
 #define DC_ENTITY_ENC_NAME_SIZE (2 * DC_ENTITY_ENC_PART_MAX + 2)
@@ -33,6 +42,18 @@ typedef struct dc_user_entity {
   char user[DC_ENTITY_PART_MAX + 1];
   char client[DC_ENTITY_PART_MAX + 1];
 } dc_user_entity_t;
+
+/* Whether name is DC_ENTITY_DEFAULT. */
+bool dc_entity_is_default(const char *name);
+
+/* A CLIENT entity name (a client-id, or DC_ENTITY_DEFAULT): 1..
+ * DC_ENTITY_PART_MAX bytes. 0, or -1 with errstr. */
+int dc_entity_client_check(const char *name, char *errstr, size_t errstr_size);
+
+/* A user entity's decoded parts (client NULL or "" = the user entity
+ * itself): neither part is DC_ENTITY_DEFAULT. 0, or -1 with errstr. */
+int dc_entity_user_check(const char *user, const char *client, char *errstr,
+                         size_t errstr_size);
 
 /* Percent-encodes part (NUL-terminated) into out. Returns the encoded
  * length, or -1 (out set to "" when out_size > 0) when part is empty,

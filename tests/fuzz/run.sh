@@ -75,7 +75,7 @@ build() {
 build fuzz_request $SOURCES
 # The agent's reading of a server's answer: pure, so only what it needs.
 build fuzz_answer "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c \
-  "$SRC/lib/agent/answer.c" "$SRC/lib/agent/resolve.c" "$SRC/lib/agent/errors.c"
+  "$SRC/lib/agent/answer.c" "$SRC/lib/agent/resolve.c" "$SRC/lib/agent/public_errors.c"
 
 for name in fuzz_request fuzz_answer; do
   rm -rf "$WORK/seeds-$name"
