@@ -3,11 +3,12 @@
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
 # `make check` (every test under prove), the replicated store's long fault
 # run (`make check-ha`), the Debian packages (built, installed, run and
-# purged), `make check` again under ASan+UBSan, the agent's
+# purged), the agent's tests on a newer librdkafka (2.15, built from
+# source), `make check` again under ASan+UBSan, the agent's
 # tests under TSan, a short libFuzzer run over request decoding and
 # dispatch, and `make distcheck`.
 #   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1,
-#   SKIP_DEBIAN=1
+#   SKIP_DEBIAN=1, SKIP_RDKAFKA_NEWER=1
 set -eo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 "$src/scripts/install-deps.sh"
@@ -24,6 +25,14 @@ if [ "${SKIP_DEBIAN:-0}" != 1 ]; then
   echo "== Debian packages: build, lintian, install, run, purge"
   DC_SRCDIR="$src" DC_BUILDDIR="$src/build" prove --exec '' \
     "$src/tests/test_debian.sh"
+fi
+
+if [ "${SKIP_RDKAFKA_NEWER:-0}" != 1 ]; then
+  echo "== the agent and managed clients on a newer librdkafka"
+  "$src/scripts/build-librdkafka.sh" "$src/build/librdkafka-newer"
+  DC_SRCDIR="$src" DC_BUILDDIR="$src/build" \
+    DC_RDKAFKA_DIR="$src/build/librdkafka-newer" prove --exec '' \
+    "$src/tests/test_librdkafka_newer.sh"
 fi
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then

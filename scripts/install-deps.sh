@@ -7,7 +7,7 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
       libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
       debhelper dpkg-dev fakeroot lintian man-db groff-base
-      libssl-dev openssl
+      libssl-dev openssl curl zlib1g-dev
       python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
 missing=""
 for p in $PKGS; do

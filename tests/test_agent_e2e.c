@@ -932,6 +932,45 @@ static void test_allow_keys(void) {
   rec_unregister(&rec);
 }
 
+/* group.protocol=consumer (KIP-848) read from the application's own conf:
+ * librdkafka 2.4 and later know the property, and then the broker owns
+ * the session and heartbeat timeouts (reported ignored, no rebuild);
+ * older versions refuse the property and the classic rules apply. */
+static void test_group_protocol(void) {
+  const char *cid = "e2e-kip848";
+  char e[256];
+  bool known = rd_kafka_version() >= 0x020400ff;
+  rec_t rec;
+  rec_register(&rec, cid);
+  is_int(alter(cid, "session.timeout.ms=20000,heartbeat.interval.ms=4000"), 0,
+         "session.timeout.ms=20000, heartbeat.interval.ms=4000 for %s", cid);
+  rd_kafka_conf_t *app = app_conf(cid, "group.id", "g-kip848", NULL);
+  rd_kafka_conf_res_t r =
+      rd_kafka_conf_set(app, "group.protocol", "consumer", e, sizeof(e));
+  is_int(r, known ? RD_KAFKA_CONF_OK : RD_KAFKA_CONF_UNKNOWN,
+         "librdkafka %s %s group.protocol", rd_kafka_version_str(),
+         known ? "knows" : "does not know");
+  dynconf_t *dc = agent_new(RD_KAFKA_CONSUMER, app, &rec, NULL);
+  rd_kafka_conf_destroy(app);
+  if (ok(dc, "consumer agent %s", cid)) {
+    ok(wait_events(dc, &rec, 1), "one event");
+    rec_event_t *ev = &rec.ev[0];
+    dynconf_outcome_t outcome =
+        known ? DYNCONF_OUTCOME_IGNORED : DYNCONF_OUTCOME_APPLIED;
+    const char *why = known ? "KIP-848" : NULL;
+    is_int(ev->n, 2, "two entries");
+    is_entry(ev, 0, "heartbeat.interval.ms", NULL, "4000",
+             DYNCONF_SOURCE_CLIENT, outcome, why, "group.protocol");
+    is_entry(ev, 1, "session.timeout.ms", NULL, "20000",
+             DYNCONF_SOURCE_CLIENT, outcome, why, "group.protocol");
+    is_int(dynconf_generation(dc), known ? 0 : 1,
+           known ? "nothing to rebuild: generation 0"
+                 : "classic protocol: both applied, generation 1");
+    dynconf_destroy(dc);
+  }
+  rec_unregister(&rec);
+}
+
 int main(void) {
   g_main = pthread_self();
   char dir[256], errstr[512];
@@ -962,6 +1001,7 @@ int main(void) {
   test_rejections();
   test_rejection_across_entities();
   test_allow_keys();
+  test_group_protocol();
 
   ok(g_cb_calls > 10, "callbacks ran (%d)", g_cb_calls);
   is_int(g_cb_wrong_thread, 0,
