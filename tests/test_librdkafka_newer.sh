@@ -26,18 +26,21 @@ make -s -C "$DC_BUILDDIR" $(for p in $PROGRAMS; do echo "tests/$p"; done) \
   dynconfd dynconf-configs examples/mock_cluster >"$DC_TMP/make.log" 2>&1 ||
   tap_bail "building the test programs failed: $(tail -5 "$DC_TMP/make.log")"
 
-# A program passes when it exits 0 and printed no failed test.
-passes() { [ "$1" = 0 ] && ! grep -q '^not ok' "$2"; }
+# run_tap NAME PROGRAM: runs a TAP program on the newer librdkafka into
+# $DC_TMP/NAME.tap; it passes when it exits 0 and printed no failed test.
+run_tap() {
+  LD_LIBRARY_PATH="$dir" "$2" >"$DC_TMP/$1.tap" 2>&1
+  local rc=$?
+  [ $rc = 0 ] && ! grep -q '^not ok' "$DC_TMP/$1.tap"
+  tap_ok $? "$1 passes on librdkafka $want (exit $rc)" ||
+    tap_diag "$(grep -A3 '^not ok' "$DC_TMP/$1.tap" | head -20)"
+}
 
 for p in $PROGRAMS; do
   exe="$DC_BUILDDIR/tests/$p"
   loaded=$(LD_LIBRARY_PATH="$dir" ldd "$exe" | sed -n 's/.*librdkafka\.so\.1 => \([^ ]*\).*/\1/p')
   tap_is "$loaded" "$dir/librdkafka.so.1" "$p loads the newer librdkafka"
-  LD_LIBRARY_PATH="$dir" "$exe" >"$DC_TMP/$p.tap" 2>&1
-  rc=$?
-  passes $rc "$DC_TMP/$p.tap"
-  tap_ok $? "$p passes on librdkafka $want (exit $rc)" ||
-    tap_diag "$(grep -A3 '^not ok' "$DC_TMP/$p.tap" | head -20)"
+  run_tap "$p" "$exe"
 done
 
 # The version test_agent_e2e saw is the one it ran on, and on it
@@ -49,11 +52,8 @@ grep -q "^ok [0-9]* - group.protocol: outcome of session.timeout.ms is ignored" 
   "$DC_TMP/test_agent_e2e.tap"
 tap_ok $? "  and with group.protocol=consumer it left session.timeout.ms to the broker"
 
+# dynconfd's Kafka store and the agents, all on the newer librdkafka.
 for s in $SCRIPTS; do
-  LD_LIBRARY_PATH="$dir" "$DC_SRCDIR/tests/$s" >"$DC_TMP/$s.tap" 2>&1
-  rc=$?
-  passes $rc "$DC_TMP/$s.tap"
-  tap_ok $? "$s passes with dynconfd and the agents on librdkafka $want (exit $rc)" ||
-    tap_diag "$(grep -A3 '^not ok' "$DC_TMP/$s.tap" | head -20)"
+  run_tap "$s" "$DC_SRCDIR/tests/$s"
 done
 tap_done

@@ -6,8 +6,10 @@
  */
 #include "configs.h"
 
-#include "common/json.h"
 #include "common/errors.h"
+#include "common/json.h"
+#include "common/kvfile.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -78,9 +80,18 @@ static bool set_string_prop(dc_kclient_security_t *sec, const char *key,
   return false;
 }
 
-/* One KEY=VALUE; 0, or -1 after a usage error. */
-static int set_prop(opts_t *o, const char *path, int lineno, const char *key,
-                    char *val) {
+/* One KEY=VALUE of --command-config (a dc_kvfile_cb_t; opaque is the
+ * opts_t). The value is copied into the options' arena, which outlives
+ * the connection. 0, or -1 with the sentence in why. */
+static int set_prop(void *opaque, const char *key, const char *value,
+                    int lineno, char *why, size_t why_size) {
+  (void)lineno;
+  opts_t *o = opaque;
+  char *val = dc_arena_strdup(&o->arena, value);
+  if (!val) {
+    dc_seterr(why, why_size, "out of memory");
+    return -1;
+  }
   if (set_string_prop(&o->sec, key, val))
     return 0;
   if (!strcmp(key, "enable.ssl.certificate.verification") &&
@@ -95,8 +106,7 @@ static int set_prop(opts_t *o, const char *path, int lineno, const char *key,
   }
   if (!strcmp(key, "enable.ssl.certificate.verification") ||
       !strcmp(key, "ssl.endpoint.identification.algorithm")) {
-    cli_usage_error("%s line %d: bad value '%s' for %s", path, lineno, val,
-                    key);
+    dc_seterr(why, why_size, "bad value '%s' for %s", val, key);
     return -1;
   }
   char known[1024] = "";
@@ -106,10 +116,11 @@ static int set_prop(opts_t *o, const char *path, int lineno, const char *key,
     if (n < sizeof(known))
       n += (size_t)snprintf(known + n, sizeof(known) - n, "%s, ",
                             string_props[i].key);
-  cli_usage_error("%s line %d: unknown property '%s' (known: %s"
-                  "enable.ssl.certificate.verification, "
-                  "ssl.endpoint.identification.algorithm)",
-                  path, lineno, key, known);
+  dc_seterr(why, why_size,
+            "unknown property '%s' (known: %s"
+            "enable.ssl.certificate.verification, "
+            "ssl.endpoint.identification.algorithm)",
+            key, known);
   return -1;
 }
 
@@ -119,42 +130,12 @@ int cli_load_command_config(opts_t *o, const char *path) {
     return -1;
   }
   o->command_config = path;
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    cli_usage_error("cannot read --command-config file %s: %s", path,
-                    strerror(errno));
+  char err[1600];
+  if (dc_kvfile_read(path, set_prop, o, err, sizeof(err))) {
+    cli_usage_error("--command-config: %s", err);
     return -1;
   }
-  char *line = NULL;
-  size_t cap = 0;
-  int lineno = 0, rc = 0;
-  while (rc == 0 && getline(&line, &cap, f) != -1) {
-    lineno++;
-    line[strcspn(line, "\r\n")] = '\0';
-    char *t = cli_trim(line);
-    if (!*t || *t == '#' || *t == '!')
-      continue;
-    char *eq = strchr(t, '=');
-    if (!eq) {
-      cli_usage_error("%s line %d: expected KEY=VALUE", path, lineno);
-      rc = -1;
-      break;
-    }
-    *eq = '\0';
-    char *key = cli_trim(t);
-    char *val = dc_arena_strdup(&o->arena, cli_trim(eq + 1));
-    if (!val) {
-      cli_fail("out of memory");
-      rc = -1;
-      break;
-    }
-    rc = set_prop(o, path, lineno, key, val);
-  }
-  if (line)
-    explicit_bzero(line, cap); /* it may have held a password or key */
-  free(line);
-  fclose(f);
-  return rc;
+  return 0;
 }
 
 /* ---- --reload-keystore ------------------------------------------------ */

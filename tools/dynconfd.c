@@ -16,6 +16,8 @@
 #include "common/log.h"
 #include "common/schema.h"
 #include "common/errors.h"
+#include "common/kvfile.h"
+#include "common/text.h"
 
 #include <systemd/sd-daemon.h>
 
@@ -484,40 +486,25 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
   return false;
 }
 
+/* One setting of the --config file (a dc_kvfile_cb_t; opaque is the
+ * settings). apply_setting() has said what is wrong on stderr. */
+static int config_file_setting(void *opaque, const char *key,
+                               const char *value, int lineno, char *why,
+                               size_t why_size) {
+  (void)lineno;
+  if (apply_setting(opaque, key, value))
+    return 0;
+  dc_seterr(why, why_size, "the setting '%s' was refused (see above)", key);
+  return -1;
+}
+
 static bool load_config_file(settings_t *st, const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "dynconfd: cannot read config file %s: %s\n", path,
-            strerror(errno));
+  char err[1600];
+  if (dc_kvfile_read(path, config_file_setting, st, err, sizeof(err))) {
+    fprintf(stderr, "dynconfd: %s\n", err);
     return false;
   }
-  char line[4096];
-  int lineno = 0;
-  bool ok = true;
-  while (ok && fgets(line, sizeof(line), f)) {
-    lineno++;
-    char *p = line + strspn(line, " \t");
-    p[strcspn(p, "\r\n")] = '\0';
-    if (!*p || *p == '#')
-      continue;
-    char *eq = strchr(p, '=');
-    if (!eq) {
-      fprintf(stderr, "dynconfd: %s:%d: expected key=value\n", path, lineno);
-      ok = false;
-      break;
-    }
-    *eq = '\0';
-    char *k = p, *v = eq + 1;
-    for (char *e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t');)
-      *--e = '\0';
-    v += strspn(v, " \t");
-    if (!apply_setting(st, k, v)) {
-      fprintf(stderr, "dynconfd: in %s line %d\n", path, lineno);
-      ok = false;
-    }
-  }
-  fclose(f);
-  return ok;
+  return true;
 }
 
 static const char *op_name(int8_t op) {
@@ -570,7 +557,7 @@ static void on_store_event(void *opaque) { dc_broker_store_poll(opaque); }
 static int kafka_opts(const settings_t *st, dc_kafka_store_opts_t *o,
                       char *errstr, size_t errstr_size) {
   if (!st->store_bootstrap) {
-    snprintf(errstr, errstr_size, "--store kafka needs --store-bootstrap "
+    dc_seterr(errstr, errstr_size, "--store kafka needs --store-bootstrap "
              "HOST:PORT,...");
     return -1;
   }
@@ -843,7 +830,7 @@ static int start_metrics(const settings_t *st, char *errstr,
   char host[256], bound[300];
   int port;
   if (!split_hostport(st->metrics_listen, host, sizeof(host), &port)) {
-    snprintf(errstr, errstr_size, "--metrics-listen must be HOST:PORT, not "
+    dc_seterr(errstr, errstr_size, "--metrics-listen must be HOST:PORT, not "
              "'%s'", st->metrics_listen);
     return -1;
   }
@@ -868,7 +855,7 @@ static int advertise_to_store(dc_store_t *store, const settings_t *st,
                                             sizeof(name))
                            : bound[i];
     if (!addr || !split_hostport(addr, host[i], sizeof(host[i]), &port)) {
-      snprintf(errstr, errstr_size, "cannot tell the store listener %s's "
+      dc_seterr(errstr, errstr_size, "cannot tell the store listener %s's "
                "address", names[i]);
       return -1;
     }

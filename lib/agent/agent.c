@@ -8,6 +8,7 @@
 #include "agent/agent_int.h"
 #include "common/clock.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -338,12 +339,12 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
                        dynconf_conf_t *conf, char *errstr,
                        size_t errstr_size) {
   if (!app_conf) {
-    snprintf(errstr, errstr_size, "app_conf must not be NULL");
+    dc_seterr(errstr, errstr_size, "app_conf must not be NULL");
     return NULL;
   }
   dynconf_t *dc = calloc(1, sizeof(*dc));
   if (!dc) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   dc->conn.cancel[0] = dc->conn.cancel[1] = -1; /* none yet */
@@ -358,7 +359,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   /* Work on a copy of conf so that on failure the caller still owns it. */
   dynconf_conf_t *copy = conf ? dynconf_conf_dup(conf) : dynconf_conf_new();
   if (!copy) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     agent_free(dc);
     return NULL;
   }
@@ -380,7 +381,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
                                          : conf_get(dc->app_conf, "bootstrap.servers");
   if (!bs || !*bs) {
     free(bs);
-    snprintf(errstr, errstr_size, "no config server: set bootstrap.servers in "
+    dc_seterr(errstr, errstr_size, "no config server: set bootstrap.servers in "
              "the application's configuration or dynconf.bootstrap.servers");
     goto fail;
   }
@@ -395,7 +396,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   read_app_settings(dc);
   /* The baseline of the ssl.* files is what the connection loads. */
   if (dc_certwatch_init(dc)) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     goto fail;
   }
   if (dc_agent_conn_init(dc, errstr, errstr_size))
@@ -408,7 +409,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   pthread_mutex_lock(&dc->lock);
   dynconf_state_t st = dc->state;
   if (st != DYNCONF_STATE_UP && dc->conf.startup_required) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "dynconf.startup.required=true and the first fetch for "
              "client.id '%s' failed: %s",
              dc->client_id, dc->last_errstr);
@@ -417,7 +418,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   }
   pthread_mutex_unlock(&dc->lock);
   if (pthread_create(&dc->thread, NULL, agent_thread, dc)) {
-    snprintf(errstr, errstr_size, "cannot start the agent thread: %s",
+    dc_seterr(errstr, errstr_size, "cannot start the agent thread: %s",
              strerror(errno));
     goto fail;
   }

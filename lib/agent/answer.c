@@ -6,6 +6,7 @@
  */
 #include "agent/agent_int.h"
 #include "codec/proto.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,10 @@
 static bool entry_malformed(const dc_describe_configs_entry_t *e,
                             char *errstr, size_t errstr_size) {
   if (!e->name)
-    snprintf(errstr, errstr_size, "server answered a config without a name");
+    dc_seterr(errstr, errstr_size, "server answered a config without a name");
   else if (e->config_source < DC_SRC_UNKNOWN ||
            e->config_source > DC_SRC_DYNAMIC_USER_CLIENT)
-    snprintf(errstr, errstr_size, "server answered config '%.100s' with "
+    dc_seterr(errstr, errstr_size, "server answered config '%.100s' with "
              "source %d, which no DescribeConfigs version defines", e->name,
              e->config_source);
   else
@@ -59,7 +60,7 @@ static dc_fetch_res_t copy_entries(const dc_describe_configs_result_t *r,
                              !out->v[out->n - 1].value))) {
     dc_fetched_set_free(out);
     *errp = DYNCONF_ERR__NOMEM;
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return FETCH_ERROR;
   }
   if (dc_fetched_set_normalize(out, DC_AGENT_MAX_ENTRIES, errstr,
@@ -79,14 +80,14 @@ static dc_fetch_res_t judge_answer(const dc_agent_answer_t *want,
   const char *peer = want->peer;
   if (resp->n_results != 1) {
     *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "%s answered %d resources, not 1", peer,
+    dc_seterr(errstr, errstr_size, "%s answered %d resources, not 1", peer,
              (int)resp->n_results);
     return FETCH_ERROR;
   }
   const dc_describe_configs_result_t *r = &resp->results[0];
   if (r->error_code) {
     *errp = (dynconf_err_t)r->error_code;
-    snprintf(errstr, errstr_size, "%s: %s", dynconf_err_name(*errp),
+    dc_seterr(errstr, errstr_size, "%s: %s", dynconf_err_name(*errp),
              r->error_message && *r->error_message
                  ? r->error_message
                  : dynconf_err_str(*errp));
@@ -99,7 +100,7 @@ static dc_fetch_res_t judge_answer(const dc_agent_answer_t *want,
   if (r->resource_type != want->resource_type || !r->resource_name ||
       strcmp(r->resource_name, want->resource_name)) {
     *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "%s answered for resource %d '%.100s', not "
+    dc_seterr(errstr, errstr_size, "%s answered for resource %d '%.100s', not "
              "%d '%.100s'", peer, r->resource_type,
              r->resource_name ? r->resource_name : "(null)",
              want->resource_type, want->resource_name);
@@ -118,7 +119,7 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
   if (dc_describe_configs_resp_decode(rd, want->version, &resp)) {
     *undecodable = true;
     *errp = DYNCONF_ERR__BAD_RESPONSE;
-    snprintf(errstr, errstr_size, "malformed DescribeConfigs v%d response "
+    dc_seterr(errstr, errstr_size, "malformed DescribeConfigs v%d response "
              "from %s: %s", want->version, want->peer,
              dynconf_err_str((dynconf_err_t)rd->err));
     return FETCH_ERROR;

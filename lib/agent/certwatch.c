@@ -14,6 +14,7 @@
  * reads it from dc->cw).
  */
 #include "agent/agent_int.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,18 +275,18 @@ static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *wait,
   memset(c, 0, sizeof(*c));
   for (int i = 0; i < 3; i++)
     if (cw->f[i].path && !cw->f[i].seen_ok) {
-      snprintf(why, why_size, "%s", cw->f[i].seen_err);
+      dc_seterr(why, why_size, "%s", cw->f[i].seen_err);
       *wait = cw->f[i].seen_missing;
       return -1;
     }
   ERR_clear_error();
   if (fc->path && !(x = pem_cert(fc->data, fc->len))) {
-    snprintf(why, why_size, "%s %s holds no PEM certificate (%s)", fc->prop,
+    dc_seterr(why, why_size, "%s %s holds no PEM certificate (%s)", fc->prop,
              fc->path, last_ssl_error(ossl, sizeof(ossl)));
     goto out;
   }
   if (fk->path && !(k = pem_key(fk->data, fk->len, cw->key_password))) {
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "%s %s holds no PEM private key that opens%s (%s)", fk->prop,
              fk->path, cw->key_password ? " with ssl.key.password" : "",
              last_ssl_error(ossl, sizeof(ossl)));
@@ -293,19 +294,19 @@ static int validate(dc_certwatch_t *cw, cw_candidate_t *c, bool *wait,
   }
   describe_cert(x, &c->cert);
   if (x && X509_cmp_current_time(X509_get0_notAfter(x)) < 0) {
-    snprintf(why, why_size, "the certificate in %s (%.100s) expired on %.31s",
+    dc_seterr(why, why_size, "the certificate in %s (%.100s) expired on %.31s",
              fc->path, c->cert.subject, c->cert.not_after);
     goto out;
   }
   if (x && k && X509_check_private_key(x, k) != 1) {
     *wait = true;
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "the certificate in %s (%.100s) and the key in %s do not match",
              fc->path, c->cert.subject, fk->path);
     goto out;
   }
   if (fa->path && pem_count(fa->data, fa->len, &cax) == 0) {
-    snprintf(why, why_size, "%s %s holds no PEM certificate", fa->prop,
+    dc_seterr(why, why_size, "%s %s holds no PEM certificate", fa->prop,
              fa->path);
     goto out;
   }

@@ -2,6 +2,7 @@
 /* The agent's configuration: one table of dynconf.* properties. */
 #include "agent/agent_int.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ static dynconf_conf_res_t set_prop(dynconf_conf_t *c, const struct prop *p,
     }
     char *d = strdup(value);
     if (!d) {
-      snprintf(errstr, errstr_size, "out of memory");
+      dc_seterr(errstr, errstr_size, "out of memory");
       return DYNCONF_CONF_INVALID;
     }
     free(*(char **)field);
@@ -102,7 +103,7 @@ static dynconf_conf_res_t set_prop(dynconf_conf_t *c, const struct prop *p,
   }
   case P_INT:
     if (!dc_parse_int64(value, &v) || v < p->min || v > p->max) {
-      snprintf(errstr, errstr_size, "%s must be an integer in %d..%d, not \"%s\"",
+      dc_seterr(errstr, errstr_size, "%s must be an integer in %d..%d, not \"%s\"",
                p->name, p->min, p->max, value);
       return DYNCONF_CONF_INVALID;
     }
@@ -110,7 +111,7 @@ static dynconf_conf_res_t set_prop(dynconf_conf_t *c, const struct prop *p,
     return DYNCONF_CONF_OK;
   case P_BOOL:
     if (strcmp(value, "true") && strcmp(value, "false")) {
-      snprintf(errstr, errstr_size, "%s must be true or false, not \"%s\"",
+      dc_seterr(errstr, errstr_size, "%s must be true or false, not \"%s\"",
                p->name, value);
       return DYNCONF_CONF_INVALID;
     }
@@ -179,12 +180,12 @@ dynconf_conf_res_t dynconf_conf_set(dynconf_conf_t *c, const char *name,
                                     size_t errstr_size) {
   const struct prop *p = find(name);
   if (!p) {
-    snprintf(errstr, errstr_size, "No such configuration property: \"%s\"",
+    dc_seterr(errstr, errstr_size, "No such configuration property: \"%s\"",
              name);
     return DYNCONF_CONF_UNKNOWN;
   }
   if (!value) {
-    snprintf(errstr, errstr_size, "%s: value must not be NULL", name);
+    dc_seterr(errstr, errstr_size, "%s: value must not be NULL", name);
     return DYNCONF_CONF_INVALID;
   }
   return set_prop(c, p, value, errstr, errstr_size);

@@ -8,6 +8,7 @@
  * Threading: like a librdkafka consumer, used from one application thread.
  */
 #include "agent/agent_int.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ static rd_kafka_t *new_handle(dynconf_consumer_t *c, char *errstr,
                               size_t errstr_size) {
   rd_kafka_conf_t *conf = dynconf_effective_conf(c->dc);
   if (!conf) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
@@ -40,13 +41,13 @@ static rd_kafka_t *new_handle(dynconf_consumer_t *c, char *errstr,
 dynconf_consumer_t *dynconf_consumer_new(dynconf_t *dc, char *errstr,
                                          size_t errstr_size) {
   if (dc->type != RD_KAFKA_CONSUMER) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "the agent was created for a producer, not a consumer");
     return NULL;
   }
   dynconf_consumer_t *c = calloc(1, sizeof(*c));
   if (!c) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   c->dc = dc;

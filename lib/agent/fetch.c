@@ -13,6 +13,7 @@
 #include "agent/agent_int.h"
 #include "codec/proto.h"
 #include "common/arena.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,14 +49,14 @@ int dc_agent_conn_init(dynconf_t *dc, char *errstr, size_t errstr_size) {
   c->cancel[0] = c->cancel[1] = -1;
   c->version = -1;
   if (pipe2(c->cancel, O_CLOEXEC | O_NONBLOCK)) {
-    snprintf(errstr, errstr_size, "cannot make the agent's wake-up pipe: %s",
+    dc_seterr(errstr, errstr_size, "cannot make the agent's wake-up pipe: %s",
              strerror(errno));
     return -1;
   }
   c->kc = dc_kclient_new(dc->client_id);
   if (!c->kc || dc_kclient_set_software(c->kc, "dynconf-agent",
                                         PACKAGE_VERSION)) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   dc_kclient_set_cancel_fd(c->kc, c->cancel[0]);
@@ -84,7 +85,7 @@ int dc_agent_conn_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size) {
   secure(dc);
   dc_kclient_close(dc->conn.kc);
   if (!dc->conn.secured) {
-    snprintf(errstr, errstr_size, "%s", dc->conn.sec_err);
+    dc_seterr(errstr, errstr_size, "%s", dc->conn.sec_err);
     return -1;
   }
   return 0;
@@ -120,7 +121,7 @@ static dc_err_t connect_server(dynconf_t *dc, int64_t deadline, char *errstr,
   dc_agent_conn_t *c = &dc->conn;
   char *list = rotated(dc->bootstrap, c->next_entry);
   if (!list) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return DC_ERR__NOMEM;
   }
   int left = (int)(deadline - dc_mono_ms());
@@ -154,7 +155,7 @@ static dc_fetch_res_t pick_version(dynconf_t *dc, dynconf_err_t *errp,
   int16_t lo, hi;
   if (!dc_kclient_api_range(kc, DC_API_DESCRIBE_CONFIGS, &lo, &hi)) {
     *errp = DYNCONF_ERR__UNSUPPORTED_API;
-    snprintf(errstr, errstr_size, "%s does not offer DescribeConfigs (its "
+    dc_seterr(errstr, errstr_size, "%s does not offer DescribeConfigs (its "
              "ApiVersions answer lists no API key 32)", dc_kclient_peer(kc));
     return FETCH_UNSUPPORTED;
   }
@@ -163,7 +164,7 @@ static dc_fetch_res_t pick_version(dynconf_t *dc, dynconf_err_t *errp,
    * value from a broker's. */
   if (v < 1) {
     *errp = DYNCONF_ERR_UNSUPPORTED_VERSION;
-    snprintf(errstr, errstr_size, "%s offers DescribeConfigs v%d-%d; the "
+    dc_seterr(errstr, errstr_size, "%s offers DescribeConfigs v%d-%d; the "
              "agent needs v1-4", dc_kclient_peer(kc), lo, hi);
     return FETCH_UNSUPPORTED;
   }
@@ -219,7 +220,7 @@ dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
     secure(dc); /* a file may have appeared, an override been fixed */
   if (!c->secured) {
     *errp = DYNCONF_ERR__INVALID_ARG;
-    snprintf(errstr, errstr_size, "%s", c->sec_err);
+    dc_seterr(errstr, errstr_size, "%s", c->sec_err);
     return FETCH_ERROR;
   }
   int64_t deadline = dc_mono_ms() + timeout_ms;

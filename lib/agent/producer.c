@@ -11,6 +11,7 @@
 #include "agent/agent_int.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ static rd_kafka_t *new_handle(dynconf_producer_t *p, char *errstr,
                               size_t errstr_size) {
   rd_kafka_conf_t *conf = dynconf_effective_conf(p->dc);
   if (!conf) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
@@ -64,7 +65,7 @@ static rd_kafka_t *new_handle(dynconf_producer_t *p, char *errstr,
     rd_kafka_error_t *e = rd_kafka_init_transactions(
         rk, p->dc->conf.producer_close_timeout_ms);
     if (e) {
-      snprintf(errstr, errstr_size, "init_transactions: %s",
+      dc_seterr(errstr, errstr_size, "init_transactions: %s",
                rd_kafka_error_string(e));
       rd_kafka_error_destroy(e);
       rd_kafka_destroy(rk);
@@ -78,13 +79,13 @@ dynconf_producer_t *dynconf_producer_new(dynconf_t *dc,
                                          dynconf_switch_policy_t policy,
                                          char *errstr, size_t errstr_size) {
   if (dc->type != RD_KAFKA_PRODUCER) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "the agent was created for a consumer, not a producer");
     return NULL;
   }
   dynconf_producer_t *p = calloc(1, sizeof(*p));
   if (!p) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   p->dc = dc;

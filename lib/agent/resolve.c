@@ -4,6 +4,7 @@
 #include "agent/agent_int.h"
 #include "codec/proto.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ int dc_fetched_count_check(size_t n, size_t max, char *errstr,
                            size_t errstr_size) {
   if (n <= max)
     return 0;
-  snprintf(errstr, errstr_size,
+  dc_seterr(errstr, errstr_size,
            "server answered %zu config entries; the agent accepts at most %zu",
            n, max);
   return -1;
@@ -58,7 +59,7 @@ int dc_fetched_set_normalize(dc_fetched_set_t *s, size_t max, char *errstr,
   /* Sorted: a key named twice sits next to itself. */
   for (size_t i = 1; i < s->n; i++) {
     if (!strcmp(s->v[i - 1].key, s->v[i].key)) {
-      snprintf(errstr, errstr_size, "server answered config '%.100s' twice",
+      dc_seterr(errstr, errstr_size, "server answered config '%.100s' twice",
                s->v[i].key);
       return -1;
     }
@@ -128,7 +129,7 @@ int dc_allow_parse(const char *list, dc_allow_t *out, char *errstr,
       snprintf(key, sizeof(key), "%.*s", (int)n, p);
       const dc_schema_entry_t *e = dc_schema_find(key);
       if (!e) {
-        snprintf(errstr, errstr_size,
+        dc_seterr(errstr, errstr_size,
                  "dynconf.allow.keys: \"%s\" is not a dynamic client config "
                  "dynconf knows",
                  key);
@@ -136,7 +137,7 @@ int dc_allow_parse(const char *list, dc_allow_t *out, char *errstr,
       }
       if (dc_allow_index(out, e->name) < 0) {
         if (out->n == DC_AGENT_MAX_KEYS) {
-          snprintf(errstr, errstr_size, "dynconf.allow.keys: too many keys");
+          dc_seterr(errstr, errstr_size, "dynconf.allow.keys: too many keys");
           return -1;
         }
         out->keys[out->n++] = e->name;
@@ -208,7 +209,7 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
    * is always one the server sent. */
   if ((h_dyn || s_dyn) && hb >= session) {
     *bad_key = h_dyn ? "heartbeat.interval.ms" : "session.timeout.ms";
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "heartbeat.interval.ms (%lld) must be lower than "
              "session.timeout.ms (%lld)",
              (long long)hb, (long long)session);
@@ -216,7 +217,7 @@ static bool validate(const dc_app_settings_t *app, const dc_allow_t *a,
   }
   if ((s_dyn || m_dyn) && session > maxpoll) {
     *bad_key = s_dyn ? "session.timeout.ms" : "max.poll.interval.ms";
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "session.timeout.ms (%lld) must not exceed max.poll.interval.ms "
              "(%lld); librdkafka refuses that configuration",
              (long long)session, (long long)maxpoll);
@@ -282,12 +283,12 @@ static const char *inapplicable(const dc_app_settings_t *app, const char *key,
   const dc_schema_entry_t *e = dc_schema_find(key);
   if (!e || !(e->applies & (app->consumer ? DC_APPLIES_CONSUMER
                                           : DC_APPLIES_PRODUCER))) {
-    snprintf(why, why_size, "%s does not apply to a %s", key,
+    dc_seterr(why, why_size, "%s does not apply to a %s", key,
              app->consumer ? "consumer" : "producer");
     return why;
   }
   if (app->broker_owns_timeouts && group_timeout(key)) {
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "with group.protocol=consumer (KIP-848) the broker sets %s; "
              "librdkafka refuses it from the client",
              key);

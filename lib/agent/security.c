@@ -7,6 +7,7 @@
  */
 #include "agent/agent_int.h"
 #include "common/scram.h"
+#include "common/text.h"
 
 #include <openssl/crypto.h>
 
@@ -75,7 +76,7 @@ static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_N],
   const char *proto = store[DC_SEC_PROTOCOL] ? store[DC_SEC_PROTOCOL]
                                              : "PLAINTEXT";
   if (!protocol_known(proto)) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "%s '%s' is not one the dynconf agent speaks (PLAINTEXT, SSL, "
              "SASL_PLAINTEXT, SASL_SSL); set dynconf.security.protocol for "
              "the config server",
@@ -88,7 +89,7 @@ static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_N],
                          ? store[DC_SEC_SASL_MECHANISMS]
                          : "GSSAPI"; /* librdkafka's default */
   if (!mechanism_spoken(mech)) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "the dynconf agent cannot authenticate with SASL mechanism %s "
              "(%s; it speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512): set "
              "dynconf.sasl.mechanisms, dynconf.sasl.username and "

@@ -3,6 +3,7 @@
 #include "broker/acl.h"
 #include "codec/proto.h"
 #include "common/entity.h"
+#include "common/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -243,7 +244,7 @@ fail:
 dc_acl_t *dc_acl_load(const char *path, char *errstr, size_t errstr_size) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(errstr, errstr_size, "cannot open ACL file %s: %s", path,
+    dc_seterr(errstr, errstr_size, "cannot open ACL file %s: %s", path,
              strerror(errno));
     return NULL;
   }
@@ -252,7 +253,7 @@ dc_acl_t *dc_acl_load(const char *path, char *errstr, size_t errstr_size) {
   while (buf) {
     if (len == cap) {
       if (cap >= ACL_FILE_MAX) {
-        snprintf(errstr, errstr_size, "ACL file %s is larger than %d bytes",
+        dc_seterr(errstr, errstr_size, "ACL file %s is larger than %d bytes",
                  path, ACL_FILE_MAX);
         free(buf);
         fclose(f);
@@ -273,7 +274,7 @@ dc_acl_t *dc_acl_load(const char *path, char *errstr, size_t errstr_size) {
       break;
   }
   if (!buf || ferror(f)) {
-    snprintf(errstr, errstr_size, "cannot read ACL file %s: %s", path,
+    dc_seterr(errstr, errstr_size, "cannot read ACL file %s: %s", path,
              buf ? strerror(errno) : "out of memory");
     free(buf);
     fclose(f);
@@ -347,7 +348,7 @@ static int check_one(const dc_acl_t *acl, const char *principal,
     if (!(r->kinds & kind) || !name_matches(r, name))
       continue;
     if (!r->allow && (r->ops & op)) {
-      snprintf(why, why_size, "denied by ACL rule at line %d", r->line);
+      dc_seterr(why, why_size, "denied by ACL rule at line %d", r->line);
       return DENIED_BY_RULE;
     }
     /* An allow of alter implies describe. */
@@ -356,19 +357,19 @@ static int check_one(const dc_acl_t *acl, const char *principal,
       allow = r;
   }
   if (allow) {
-    snprintf(why, why_size, "allowed by ACL rule at line %d", allow->line);
+    dc_seterr(why, why_size, "allowed by ACL rule at line %d", allow->line);
     return ALLOWED;
   }
   if (op == DC_ACL_DESCRIBE && kind == K_CLIENT && client_id &&
       !strcmp(name, client_id)) {
-    snprintf(why, why_size, "its own client-id (default rule)");
+    dc_seterr(why, why_size, "its own client-id (default rule)");
     return ALLOWED;
   }
   if (op == DC_ACL_DESCRIBE && kind == K_USER && !strcmp(name, user)) {
-    snprintf(why, why_size, "its own user (default rule)");
+    dc_seterr(why, why_size, "its own user (default rule)");
     return ALLOWED;
   }
-  snprintf(why, why_size, "no ACL rule allows it");
+  dc_seterr(why, why_size, "no ACL rule allows it");
   return NOT_ALLOWED;
 }
 
@@ -386,11 +387,11 @@ bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
   if (!resource_name)
     resource_name = "";
   if (!acl) {
-    snprintf(why, why_size, "no authorizer");
+    dc_seterr(why, why_size, "no authorizer");
     return true;
   }
   if (dc_acl_is_super_user(super_users, principal)) {
-    snprintf(why, why_size, "super user");
+    dc_seterr(why, why_size, "super user");
     return true;
   }
   /* The caller's user: the principal without its "User:" type. */
@@ -417,7 +418,7 @@ bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
   } else if (resource_type == DC_RES_USER &&
              dc_entity_user_parse(resource_name, &ue, perr_msg,
                                   sizeof(perr_msg))) {
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "principal %s is not authorized to %s user entity '%s' (bad "
              "name: %s)",
              principal, op_name(op), resource_name, perr_msg);
@@ -436,7 +437,7 @@ bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
       snprintf(what, sizeof(what), "user '%s'", ue.user);
     }
   } else {
-    snprintf(why, why_size,
+    dc_seterr(why, why_size,
              "principal %s is not authorized to %s resource type %d '%s' "
              "(not a resource dynconfd authorizes)",
              principal, op_name(op), resource_type, resource_name);
@@ -450,14 +451,14 @@ bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
     if (rc == ALLOWED)
       continue;
     if (i > 0) /* name the part that failed */
-      snprintf(why, why_size,
+      dc_seterr(why, why_size,
                "principal %s is not authorized to %s %s (%s on client '%s')",
                principal, op_name(op), what, reason, need[i].name);
     else
-      snprintf(why, why_size, "principal %s is not authorized to %s %s (%s)",
+      dc_seterr(why, why_size, "principal %s is not authorized to %s %s (%s)",
                principal, op_name(op), what, reason);
     return false;
   }
-  snprintf(why, why_size, "%s", reason);
+  dc_seterr(why, why_size, "%s", reason);
   return true;
 }

@@ -5,6 +5,7 @@
 #include "broker/forwarder.h"
 #include "common/arena.h"
 #include "common/log.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,7 +147,7 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
                                  size_t errstr_size) {
   dc_forwarder_t *f = calloc(1, sizeof(*f));
   if (!f) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   f->todo_tail = &f->todo;
@@ -156,7 +157,7 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
   f->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (f->done_fd < 0 || pipe2(f->cancel, O_CLOEXEC | O_NONBLOCK) ||
       !(f->kc = dc_kclient_new(client_id))) {
-    snprintf(errstr, errstr_size, "cannot set up forwarding: %s",
+    dc_seterr(errstr, errstr_size, "cannot set up forwarding: %s",
              f->kc ? strerror(errno) : "out of memory");
     goto fail;
   }
@@ -166,7 +167,7 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
   pthread_mutex_init(&f->lock, NULL);
   pthread_cond_init(&f->cond, NULL);
   if (pthread_create(&f->thread, NULL, run, f)) {
-    snprintf(errstr, errstr_size, "cannot start the forwarding thread");
+    dc_seterr(errstr, errstr_size, "cannot start the forwarding thread");
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     goto fail;

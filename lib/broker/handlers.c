@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     errstr[0] = '\0';
   dc_broker_t *b = calloc(1, sizeof(*b));
   if (!b) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   b->opts = *opts;
@@ -75,7 +76,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
   b->store = store;
   snprintf(b->node_name, sizeof(b->node_name), "%d", (int)opts->node_id);
   if (!b->cluster_id || !b->db) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     dc_broker_destroy(b);
     return NULL;
   }
@@ -83,7 +84,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     int r = dc_store_load(store, load_cb, b->db, errstr, errstr_size);
     if (r) {
       if (!*errstr) /* our callback failed */
-        snprintf(errstr, errstr_size, "out of memory loading the store");
+        dc_seterr(errstr, errstr_size, "out of memory loading the store");
       dc_broker_destroy(b);
       return NULL;
     }
@@ -326,7 +327,7 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
   dc_rd_init(&rd, payload, len, arena);
   dc_req_header_t hdr = {0};
   if (dc_req_header_decode(&rd, &hdr)) {
-    snprintf(errstr, errstr_size, "malformed request header: %s",
+    dc_seterr(errstr, errstr_size, "malformed request header: %s",
              dc_err_str(rd.err));
     return DC_HANDLE_CLOSE;
   }
@@ -338,14 +339,14 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
    * range. Kafka closes the connection for anything it cannot parse. */
   if (!fn || (hdr.api_key != DC_API_API_VERSIONS &&
               !dc_api_supported(hdr.api_key, hdr.api_version))) {
-    snprintf(errstr, errstr_size, "unsupported API key %d version %d",
+    dc_seterr(errstr, errstr_size, "unsupported API key %d version %d",
              hdr.api_key, hdr.api_version);
     return DC_HANDLE_CLOSE;
   }
   if (auth_state != DC_AUTH_NONE && auth_state != DC_AUTH_DONE &&
       !allowed_before_auth(auth_state, hdr.api_key)) {
     const dc_api_info_t *ai = dc_api_info(hdr.api_key);
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "%s request before SASL authentication completed",
              ai ? ai->name : "unknown");
     return DC_HANDLE_CLOSE;
@@ -375,14 +376,14 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
       err = out->err;
     out->err = 0;
     const dc_api_info_t *ai = dc_api_info(hdr.api_key);
-    snprintf(errstr, errstr_size, "cannot process %s v%d request: %s",
+    dc_seterr(errstr, errstr_size, "cannot process %s v%d request: %s",
              ai ? ai->name : "?", hdr.api_version,
              r.why[0] ? r.why : dc_err_str(err));
     return DC_HANDLE_CLOSE;
   }
   dc_wr_frame_end(out, frame);
   if (r.close_after) {
-    snprintf(errstr, errstr_size, "%s", r.why);
+    dc_seterr(errstr, errstr_size, "%s", r.why);
     return DC_HANDLE_CLOSE;
   }
   return DC_HANDLE_OK;

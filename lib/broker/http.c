@@ -4,6 +4,7 @@
  */
 #include "broker/http.h"
 #include "common/log.h"
+#include "common/text.h"
 
 #include <microhttpd.h>
 
@@ -86,7 +87,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *ss,
   snprintf(ps, sizeof(ps), "%d", port);
   int e = getaddrinfo(*host ? host : NULL, ps, &hints, &ai);
   if (e || !ai) {
-    snprintf(errstr, errstr_size, "metrics listener %s:%d: %s", host, port,
+    dc_seterr(errstr, errstr_size, "metrics listener %s:%d: %s", host, port,
              e ? gai_strerror(e) : "no address");
     return -1;
   }
@@ -105,7 +106,7 @@ dc_http_t *dc_http_new(const char *host, int port, dc_http_handler_fn *fn,
     return NULL;
   dc_http_t *h = calloc(1, sizeof(*h));
   if (!h) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   h->fn = fn;
@@ -123,7 +124,7 @@ dc_http_t *dc_http_new(const char *host, int port, dc_http_handler_fn *fn,
   const union MHD_DaemonInfo *port_info =
       h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
   if (!port_info) {
-    snprintf(errstr, errstr_size, "cannot listen for metrics on %s:%d",
+    dc_seterr(errstr, errstr_size, "cannot listen for metrics on %s:%d",
              host, port);
     dc_http_destroy(h);
     return NULL;

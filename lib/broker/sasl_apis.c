@@ -22,6 +22,7 @@
 #include "broker/acl.h"
 #include "broker/sasl_server.h"
 #include "common/log.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,13 +102,13 @@ static int take_principal(dc_conn_auth_t *a, char *why, size_t why_size) {
   const char *user = dc_sasl_server_user(a->sasl);
   size_t n = 5 + strlen(user);
   if (n > DC_PRINCIPAL_MAX) {
-    snprintf(why, why_size, "Authentication failed: the principal User:NAME "
+    dc_seterr(why, why_size, "Authentication failed: the principal User:NAME "
              "would be %zu bytes, over the limit of %d", n, DC_PRINCIPAL_MAX);
     return -1;
   }
   char *p = malloc(n + 1);
   if (!p) {
-    snprintf(why, why_size, "Authentication failed: out of memory");
+    dc_seterr(why, why_size, "Authentication failed: out of memory");
     return -1;
   }
   memcpy(p, "User:", 5);
@@ -195,7 +196,7 @@ int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
   int rc = auth_step(b, conn, payload, len, &tok, &toklen, why, sizeof(why));
   if (rc == DC_SASL_FAILED) {
     free(tok);
-    snprintf(errstr, errstr_size, "SASL authentication failed: %s", why);
+    dc_seterr(errstr, errstr_size, "SASL authentication failed: %s", why);
     return DC_HANDLE_CLOSE;
   }
   /* A reply token is a bare size-prefixed frame (an empty one for PLAIN,
@@ -206,7 +207,7 @@ int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
   dc_wr_frame_end(out, frame);
   free(tok);
   if (out->err) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return DC_HANDLE_CLOSE;
   }
   return DC_HANDLE_OK;

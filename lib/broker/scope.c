@@ -84,6 +84,7 @@
 #include "broker/broker_int.h"
 #include "broker/pairindex.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -111,7 +112,7 @@ int dc_scope_ent_init(dc_scope_ent_t *e, int8_t type, const char *name,
   if (dc_entity_user_parse(name, &e->parts, why, sizeof(why)) ||
       dc_entity_user_name(e->parts.user, e->parts.client, e->name,
                           sizeof(e->name), why, sizeof(why))) {
-    snprintf(errstr, errstr_size, "bad user entity name '%.300s': %s", name,
+    dc_seterr(errstr, errstr_size, "bad user entity name '%.300s': %s", name,
              why);
     return -1;
   }

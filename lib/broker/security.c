@@ -9,6 +9,7 @@
 #include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/credentials.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +47,7 @@ int dc_broker_reload_security(dc_broker_t *b, char *errstr,
   char why[512];
   if (b->opts.acl_path &&
       !(acl = dc_acl_load(b->opts.acl_path, why, sizeof(why)))) {
-    snprintf(errstr, errstr_size, "ACL file not reloaded, old rules kept: %s",
+    dc_seterr(errstr, errstr_size, "ACL file not reloaded, old rules kept: %s",
              why);
     return -1;
   }
@@ -54,7 +55,7 @@ int dc_broker_reload_security(dc_broker_t *b, char *errstr,
       !(creds = dc_credentials_load(b->opts.credentials_path, why,
                                     sizeof(why)))) {
     dc_acl_destroy(acl);
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "credentials not reloaded, old ones kept (ACL file not reloaded "
              "either): %s",
              why);

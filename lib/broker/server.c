@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/errors.h"
+#include "common/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -137,7 +138,7 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
                            char *errstr, size_t errstr_size) {
   dc_server_t *s = calloc(1, sizeof(*s));
   if (!s) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   s->broker = broker;
@@ -149,7 +150,7 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   dc_arena_init(&s->arena);
   if (s->epfd < 0 || s->wake.fd < 0) {
-    snprintf(errstr, errstr_size, "cannot create event loop: %s",
+    dc_seterr(errstr, errstr_size, "cannot create event loop: %s",
              strerror(errno));
     dc_server_destroy(s);
     return NULL;
@@ -160,7 +161,7 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   s->watch.fd = opts->on_watch ? opts->watch_fd : -1;
   struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &s->watch};
   if (s->watch.fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->watch.fd, &wev)) {
-    snprintf(errstr, errstr_size, "cannot watch fd %d: %s", s->watch.fd,
+    dc_seterr(errstr, errstr_size, "cannot watch fd %d: %s", s->watch.fd,
              strerror(errno));
     dc_server_destroy(s);
     return NULL;
@@ -170,7 +171,7 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   struct epoll_event aev = {.events = EPOLLIN, .data.ptr = &s->answers};
   if (s->answers.fd >= 0 &&
       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) {
-    snprintf(errstr, errstr_size, "cannot watch forwarded answers: %s",
+    dc_seterr(errstr, errstr_size, "cannot watch forwarded answers: %s",
              strerror(errno));
     dc_server_destroy(s);
     return NULL;
@@ -317,13 +318,13 @@ int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
   int adv_port = lc->adv_port;
   bool tls = lc->protocol == DC_SEC_SSL || lc->protocol == DC_SEC_SASL_SSL;
   if (tls && !lc->tls) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "listener %s (%s) needs TLS settings (--ssl-cert, --ssl-key)",
              lc->name, dc_sec_protocol_name(lc->protocol));
     return -1;
   }
   if (s->n_listeners == MAX_LISTENERS) {
-    snprintf(errstr, errstr_size, "at most %d listeners", MAX_LISTENERS);
+    dc_seterr(errstr, errstr_size, "at most %d listeners", MAX_LISTENERS);
     return -1;
   }
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
@@ -333,7 +334,7 @@ int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
   snprintf(portstr, sizeof(portstr), "%d", port);
   int gai = getaddrinfo(*host ? host : NULL, portstr, &hints, &ai);
   if (gai) {
-    snprintf(errstr, errstr_size, "cannot resolve listen address %s: %s",
+    dc_seterr(errstr, errstr_size, "cannot resolve listen address %s: %s",
              host, gai_strerror(gai));
     return -1;
   }
@@ -343,7 +344,7 @@ int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) ||
       listen(fd, 4096)) {
-    snprintf(errstr, errstr_size, "cannot listen on %s:%d: %s", host, port,
+    dc_seterr(errstr, errstr_size, "cannot listen on %s:%d: %s", host, port,
              strerror(errno));
     if (fd >= 0)
       close(fd);
@@ -804,7 +805,7 @@ int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
                           char *bound, size_t bound_size, char *errstr,
                           size_t errstr_size) {
   if (s->metrics) {
-    snprintf(errstr, errstr_size, "one metrics listener only");
+    dc_seterr(errstr, errstr_size, "one metrics listener only");
     return -1;
   }
   s->metrics = dc_http_new(host, port, http_answer, s, bound, bound_size,
@@ -815,7 +816,7 @@ int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
   s->http.fd = dc_http_fd(s->metrics);
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->http};
   if (s->http.fd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->http.fd, &ev)) {
-    snprintf(errstr, errstr_size, "cannot watch the metrics listener: %s",
+    dc_seterr(errstr, errstr_size, "cannot watch the metrics listener: %s",
              strerror(errno));
     dc_http_destroy(s->metrics);
     s->metrics = NULL;

@@ -5,6 +5,7 @@
  * callers. Backends own their state; dc_store_close() releases it all.
  */
 #include "store.h"
+#include "common/text.h"
 
 #include <stdio.h>
 
@@ -12,7 +13,7 @@
  * it instead of crashing (the store never aborts). */
 static int no_store(char *errstr, size_t errstr_size) {
   if (errstr && errstr_size)
-    snprintf(errstr, errstr_size, "store is not open");
+    dc_seterr(errstr, errstr_size, "store is not open");
   return -1;
 }
 

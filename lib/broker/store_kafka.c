@@ -11,6 +11,8 @@
 #include "broker/scope.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/kvfile.h"
+#include "common/text.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -25,36 +27,15 @@
 /* ---- configuration ----------------------------------------------------- */
 
 /* Applies the key=value lines of path to conf. 0, or -1 with errstr. */
-static int conf_from_file(rd_kafka_conf_t *conf, const char *path,
-                          char *errstr, size_t errstr_size) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(errstr, errstr_size, "cannot read %s: %s", path, strerror(errno));
-    return -1;
-  }
-  char line[4096], why[256];
-  int n = 0, rc = 0;
-  while (!rc && fgets(line, sizeof(line), f)) {
-    n++;
-    line[strcspn(line, "\r\n")] = '\0';
-    char *s = line + strspn(line, " \t");
-    if (!*s || *s == '#')
-      continue;
-    char *eq = strchr(s, '=');
-    if (!eq) {
-      snprintf(errstr, errstr_size, "%s:%d: expected key=value", path, n);
-      rc = -1;
-      break;
-    }
-    *eq = '\0';
-    if (rd_kafka_conf_set(conf, s, eq + 1, why, sizeof(why)) !=
-        RD_KAFKA_CONF_OK) {
-      snprintf(errstr, errstr_size, "%s:%d: %s", path, n, why);
-      rc = -1;
-    }
-  }
-  fclose(f);
-  return rc;
+/* One librdkafka property of the store's config file (a dc_kvfile_cb_t;
+ * opaque is the rd_kafka_conf_t). */
+static int set_conf_prop(void *opaque, const char *key, const char *value,
+                         int lineno, char *why, size_t why_size) {
+  (void)lineno;
+  return rd_kafka_conf_set(opaque, key, value, why, why_size) ==
+                 RD_KAFKA_CONF_OK
+             ? 0
+             : -1;
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
@@ -82,7 +63,7 @@ rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
   if (type == RD_KAFKA_CONSUMER &&
       rd_kafka_conf_set(c, "fetch.wait.max.ms", "100", errstr, errstr_size))
     goto fail;
-  if (o->config_file && conf_from_file(c, o->config_file, errstr, errstr_size))
+  if (o->config_file && dc_kvfile_read(o->config_file, set_conf_prop, c, errstr, errstr_size))
     goto fail;
   const char *const common[][2] = {{"bootstrap.servers", o->bootstrap},
                                    {"client.id", cid}};
@@ -269,7 +250,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
     return 1;
   }
   if (m->err) {
-    snprintf(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
+    dc_seterr(errstr, errstr_size, "reading topic %s at %s: %s", k->topic,
              k->bootstrap, rd_kafka_message_errstr(m));
     return -1;
   }
@@ -323,7 +304,7 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
   while (a.next < until && !a.stopped) {
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
-      snprintf(errstr, errstr_size, "reading topic %s at %s: offset %lld "
+      dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
                "not reached within %d ms", k->topic, k->bootstrap,
                (long long)until, k->timeout_ms);
       applying_drop(&a);
@@ -428,7 +409,7 @@ static int create_topic(kafka_store_t *k, const char *topic, int brokers,
   else
     rc = 0;
   if (rc)
-    snprintf(errstr, errstr_size, "store topic %s does not exist at %s and "
+    dc_seterr(errstr, errstr_size, "store topic %s does not exist at %s and "
              "cannot be created (%s); create it with one partition and "
              "cleanup.policy=%s", topic, k->bootstrap, why, config[1]);
   else
@@ -487,11 +468,11 @@ static int cleanup_policy(kafka_store_t *k, const char *topic, char *buf,
   int rc = -1;
   buf[0] = '\0';
   if (!ev)
-    snprintf(why, why_size, "no answer");
+    dc_seterr(why, why_size, "no answer");
   else if (rd_kafka_event_error(ev))
-    snprintf(why, why_size, "%s", rd_kafka_event_error_string(ev));
+    dc_seterr(why, why_size, "%s", rd_kafka_event_error_string(ev));
   else if (n != 1 || rd_kafka_ConfigResource_error(rs[0]))
-    snprintf(why, why_size, "%s",
+    dc_seterr(why, why_size, "%s",
              n == 1 ? rd_kafka_ConfigResource_error_string(rs[0])
                     : "no result");
   else
@@ -522,13 +503,13 @@ static int check_policy(kafka_store_t *k, const rd_kafka_metadata_t *md,
     return 0;
   }
   if (cleanup_policy(k, k->topic, policy, sizeof(policy), why, sizeof(why))) {
-    snprintf(errstr, errstr_size, "cannot read the configuration of store "
+    dc_seterr(errstr, errstr_size, "cannot read the configuration of store "
              "topic %s at %s: %s", k->topic, k->bootstrap, why);
     return -1;
   }
   if (!strcmp(policy, "compact"))
     return 0;
-  snprintf(errstr, errstr_size, "store topic %s at %s has cleanup.policy=%s; "
+  dc_seterr(errstr, errstr_size, "store topic %s at %s has cleanup.policy=%s; "
            "the config log needs cleanup.policy=compact (or retention would "
            "delete entities' only records): kafka-configs.sh --alter "
            "--entity-type topics --entity-name %s --add-config "
@@ -546,7 +527,7 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   rd_kafka_resp_err_t e =
       rd_kafka_metadata(k->consumer, 1, NULL, &md, k->timeout_ms);
   if (e) {
-    snprintf(errstr, errstr_size, "cannot reach the Kafka cluster at %s "
+    dc_seterr(errstr, errstr_size, "cannot reach the Kafka cluster at %s "
              "within %d ms: %s", k->bootstrap, k->timeout_ms,
              rd_kafka_err2str(e));
     return -1;
@@ -560,13 +541,13 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   if (policy)
     return -1;
   if (parts < 0 && k->read_only) {
-    snprintf(errstr, errstr_size, "store topic %s does not exist at %s (a "
+    dc_seterr(errstr, errstr_size, "store topic %s does not exist at %s (a "
              "read replica does not create it; start the writer first)",
              k->topic, k->bootstrap);
     return -1;
   }
   if (parts > 1) {
-    snprintf(errstr, errstr_size, "store topic %s at %s has %d partitions; "
+    dc_seterr(errstr, errstr_size, "store topic %s at %s has %d partitions; "
              "the store needs exactly one (the log's order is the order of "
              "changes)", k->topic, k->bootstrap, parts);
     return -1;
@@ -594,12 +575,12 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
   rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
       k->consumer, k->topic, 0, &lo, &hi, k->timeout_ms);
   if (e) {
-    snprintf(errstr, errstr_size, "cannot read the offsets of %s at %s: %s",
+    dc_seterr(errstr, errstr_size, "cannot read the offsets of %s at %s: %s",
              k->topic, k->bootstrap, rd_kafka_err2str(e));
     return -1;
   }
   if (lo > off) {
-    snprintf(errstr, errstr_size, "topic %s at %s starts at offset %lld, "
+    dc_seterr(errstr, errstr_size, "topic %s at %s starts at offset %lld, "
              "past this cache's %lld: records were deleted (retention or "
              "DeleteRecords) before they were applied here, so the state "
              "cannot be rebuilt whole; the topic must keep every record "
@@ -608,7 +589,7 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   if (off > hi) {
-    snprintf(errstr, errstr_size, "this cache has applied topic %s up to "
+    dc_seterr(errstr, errstr_size, "this cache has applied topic %s up to "
              "offset %lld but the topic at %s ends at %lld: it is another "
              "topic or was recreated; start from an empty data directory",
              k->topic, (long long)off, k->bootstrap, (long long)hi);
@@ -624,7 +605,7 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
   e = rd_kafka_assign(k->consumer, a);
   rd_kafka_topic_partition_list_destroy(a);
   if (e) {
-    snprintf(errstr, errstr_size, "cannot read %s: %s", k->topic,
+    dc_seterr(errstr, errstr_size, "cannot read %s: %s", k->topic,
              rd_kafka_err2str(e));
     return -1;
   }
@@ -673,7 +654,7 @@ int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
                          size_t errstr_size) {
   delivery_t *d = *dp = calloc(1, sizeof(*d));
   if (!d) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   char node[16], epoch[24];
@@ -688,7 +669,7 @@ int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
       RD_KAFKA_V_HEADER(DC_LOG_HDR_EPOCH, epoch, -1), RD_KAFKA_V_OPAQUE(d),
       RD_KAFKA_V_END);
   if (e) {
-    snprintf(errstr, errstr_size, "cannot queue the record %s: %s", key,
+    dc_seterr(errstr, errstr_size, "cannot queue the record %s: %s", key,
              rd_kafka_err2str(e));
     free(d);
     *dp = NULL;
@@ -708,7 +689,7 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
     char *val = key ? dc_log_record_value(&c[i], now) : NULL;
     int r = -1;
     if (!val)
-      snprintf(errstr, errstr_size, "cannot write %s '%.200s' to the log: "
+      dc_seterr(errstr, errstr_size, "cannot write %s '%.200s' to the log: "
                "%s", dc_scope_type_name(c[i].resource_type), c[i].entity,
                key ? "a key or value is not valid UTF-8 (JSON cannot carry "
                      "it), or out of memory" : "out of memory");
@@ -741,7 +722,7 @@ int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
   }
   for (size_t i = 0; i < n; i++)
     if (!d[i]->done || d[i]->err) {
-      snprintf(errstr, errstr_size, "the Kafka store (topic %s at %s) did "
+      dc_seterr(errstr, errstr_size, "the Kafka store (topic %s at %s) did "
                "not take the change within %d ms: %s", k->topic, k->bootstrap,
                k->timeout_ms,
                d[i]->done ? rd_kafka_err2str(d[i]->err)
@@ -769,7 +750,7 @@ static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                      char *errstr, size_t errstr_size) {
   dc_store_commit_t *cc = malloc(n * sizeof(*cc));
   if (!cc) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   /* d[] holds each commit's record, then a tombstone when it emptied
@@ -795,11 +776,11 @@ static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
 static void not_leading(const kafka_store_t *k, char *errstr,
                         size_t errstr_size) {
   if (k->epoch_node >= 0 && k->epoch > 0)
-    snprintf(errstr, errstr_size, "this dynconfd (node %d) does not write "
+    dc_seterr(errstr, errstr_size, "this dynconfd (node %d) does not write "
              "topic %s: node %d does (epoch %lld); alter there", (int)k->node_id,
              k->topic, (int)k->epoch_node, (long long)k->epoch);
   else
-    snprintf(errstr, errstr_size, "this dynconfd (node %d) does not write "
+    dc_seterr(errstr, errstr_size, "this dynconfd (node %d) does not write "
              "topic %s, and no server does yet", (int)k->node_id, k->topic);
 }
 
@@ -807,7 +788,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                         char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
   if (k->read_only) {
-    snprintf(errstr, errstr_size, "this dynconfd is a read replica of topic "
+    dc_seterr(errstr, errstr_size, "this dynconfd is a read replica of topic "
              "%s (--store-read-only); alter on the dynconfd that writes it",
              k->topic);
     return -1;
@@ -817,7 +798,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     return -1;
   }
   if (k->stale[0]) {
-    snprintf(errstr, errstr_size, "the Kafka store refuses writes: %s",
+    dc_seterr(errstr, errstr_size, "the Kafka store refuses writes: %s",
              k->stale);
     return -1;
   }
@@ -830,7 +811,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   int64_t deadline = dc_mono_ms() + k->timeout_ms;
   int rc = -1;
   if (!d || !offsets) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     goto out;
   }
   int64_t now = dc_wall_ms();
@@ -839,7 +820,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   int aw = dc_kstore_await(k, d, queued, deadline, why, sizeof(why));
   if (pr || aw) {
     if (!pr)
-      snprintf(errstr, errstr_size, "%s", why);
+      dc_seterr(errstr, errstr_size, "%s", why);
     if (queued) { /* some may land later: the memory would not know them */
       snprintf(k->stale, sizeof(k->stale), "a change that failed may still "
                "be written (%s); writes resume once Kafka answers and shows "
@@ -878,7 +859,7 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     long long epoch = k->held ? (long long)header_int(k->held,
                                                       DC_LOG_HDR_EPOCH, 0)
                               : (long long)k->epoch;
-    snprintf(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
+    dc_seterr(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
              "node %d claimed it (epoch %lld) before the change was written, "
              "so nobody applies it; alter on node %d", k->topic, node, epoch,
              node);
@@ -962,7 +943,7 @@ static const dc_store_ops_t kafka_ops = {
 static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
   if (pipe2(k->event_pipe, O_CLOEXEC | O_NONBLOCK) ||
       !(k->cq = rd_kafka_queue_get_consumer(k->consumer))) {
-    snprintf(errstr, errstr_size, "cannot watch the store's consumer: %s",
+    dc_seterr(errstr, errstr_size, "cannot watch the store's consumer: %s",
              strerror(errno));
     return -1;
   }
@@ -984,7 +965,7 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
       free(k->bootstrap);
     }
     free(k);
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
   k->mirrored = k->mirror_sent = -1;
@@ -1001,7 +982,7 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   /* Heard of before it advertises listeners (dc_store_advertise). */
   if (!k->read_only &&
       !(k->heartbeat = dc_log_heartbeat_value(k->node_id, NULL, 0, false))) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     kafka_close(&k->base);
     return -1;
   }

@@ -13,6 +13,7 @@
 #include "broker/store_kafka_int.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,7 +266,7 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
   rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
       c, topic, 0, &lo, &hi, o->timeout_ms);
   if (e) {
-    snprintf(errstr, errstr_size, "cannot read history topic %s at %s: %s",
+    dc_seterr(errstr, errstr_size, "cannot read history topic %s at %s: %s",
              topic, o->bootstrap, rd_kafka_err2str(e));
     goto out;
   }
@@ -277,7 +278,7 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
   while (!e && pos < hi) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, o->timeout_ms);
     if (!m) {
-      snprintf(errstr, errstr_size, "reading history topic %s at %s: "
+      dc_seterr(errstr, errstr_size, "reading history topic %s at %s: "
                "nothing within %d ms at offset %lld of %lld", topic,
                o->bootstrap, o->timeout_ms, (long long)pos, (long long)hi);
       goto out;
@@ -287,21 +288,21 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
     } else if (m->err) {
       snprintf(why, sizeof(why), "%s", rd_kafka_message_errstr(m));
       rd_kafka_message_destroy(m);
-      snprintf(errstr, errstr_size, "reading history topic %s at %s: %s",
+      dc_seterr(errstr, errstr_size, "reading history topic %s at %s: %s",
                topic, o->bootstrap, why);
       goto out;
     } else {
       pos = m->offset + 1;
       if (take_history(&rs, m, topic)) {
         rd_kafka_message_destroy(m);
-        snprintf(errstr, errstr_size, "out of memory reading history");
+        dc_seterr(errstr, errstr_size, "out of memory reading history");
         goto out;
       }
     }
     rd_kafka_message_destroy(m);
   }
   if (e) {
-    snprintf(errstr, errstr_size, "cannot read history topic %s: %s", topic,
+    dc_seterr(errstr, errstr_size, "cannot read history topic %s: %s", topic,
              rd_kafka_err2str(e));
     goto out;
   }

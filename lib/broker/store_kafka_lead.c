@@ -17,6 +17,7 @@
 #include "broker/store_kafka_int.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,7 +64,7 @@ int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
   int64_t at = d->offset;
   dc_kstore_release(&d, 1);
   if (r) {
-    snprintf(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
+    dc_seterr(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
     return -1;
   }
   if (dc_kstore_catch_up(k, at + 1, &at, 1, NULL, nt, false,
@@ -266,7 +267,7 @@ int dc_kstore_events_open(kafka_store_t *k, char *errstr, size_t errstr_size) {
       timerfd_settime(k->timer_fd, 0, &its, NULL) ||
       epoll_ctl(k->event_fd, EPOLL_CTL_ADD, k->event_pipe[0], &pe) ||
       epoll_ctl(k->event_fd, EPOLL_CTL_ADD, k->timer_fd, &te)) {
-    snprintf(errstr, errstr_size, "cannot set up the store's timer: %s",
+    dc_seterr(errstr, errstr_size, "cannot set up the store's timer: %s",
              strerror(errno));
     return -1;
   }
@@ -330,7 +331,7 @@ int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
     return 0; /* not listed: it takes no writes */
   char *v = dc_log_heartbeat_value(k->node_id, l, n, false);
   if (!v) {
-    snprintf(errstr, errstr_size, "cannot advertise %zu listeners (at most "
+    dc_seterr(errstr, errstr_size, "cannot advertise %zu listeners (at most "
              "%d, names up to %d bytes, hosts up to %d)", n,
              DC_LOG_MAX_LISTENERS, DC_LOG_LISTENER_NAME_MAX, DC_LOG_HOST_MAX);
     return -1;

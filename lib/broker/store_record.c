@@ -7,6 +7,7 @@
 #include "broker/scope.h"
 #include "codec/proto.h"
 #include "common/schema.h"
+#include "common/text.h"
 
 #include <jansson.h>
 
@@ -98,7 +99,7 @@ static int parse_tombstone(const void *key, size_t key_len,
   const char *k = key;
   const char *colon = k ? memchr(k, ':', key_len) : NULL;
   if (!colon) {
-    snprintf(why, why_size, "a tombstone without a \"type:name\" key");
+    dc_seterr(why, why_size, "a tombstone without a \"type:name\" key");
     return -1;
   }
   size_t tl = (size_t)(colon - k);
@@ -107,7 +108,7 @@ static int parse_tombstone(const void *key, size_t key_len,
                                                 : 0;
   p->name = strndup(colon + 1, key_len - tl - 1);
   if (!t || !p->name) {
-    snprintf(why, why_size, "a tombstone for an unknown entity type");
+    dc_seterr(why, why_size, "a tombstone for an unknown entity type");
     return -1;
   }
   p->c = (dc_store_commit_t){.resource_type = t, .entity = p->name};
@@ -122,7 +123,7 @@ static int parse_lists(json_t *cfg, json_t *ch, dc_log_record_t *p, char *why,
   p->values = calloc(n ? n : 1, sizeof(char *));
   p->changes = calloc(m ? m : 1, sizeof(*p->changes));
   if (!p->keys || !p->values || !p->changes) {
-    snprintf(why, why_size, "out of memory");
+    dc_seterr(why, why_size, "out of memory");
     return -1;
   }
   const char *k;
@@ -130,13 +131,13 @@ static int parse_lists(json_t *cfg, json_t *ch, dc_log_record_t *p, char *why,
   json_object_foreach(cfg, k, v) {
     char bad[200];
     if (!json_is_string(v)) {
-      snprintf(why, why_size, "config '%.100s' is not a string", k);
+      dc_seterr(why, why_size, "config '%.100s' is not a string", k);
       return -1;
     }
     if (!*k || strlen(k) > DC_CONFIG_NAME_MAX ||
         !dc_schema_validate(dc_schema_find(k), json_string_value(v), bad,
                             sizeof(bad))) {
-      snprintf(why, why_size, "config '%.100s': %s", k,
+      dc_seterr(why, why_size, "config '%.100s': %s", k,
                *k && strlen(k) <= DC_CONFIG_NAME_MAX ? bad : "bad key");
       return -1;
     }
@@ -151,7 +152,7 @@ static int parse_lists(json_t *cfg, json_t *ch, dc_log_record_t *p, char *why,
                     &old, "new", &new_) ||
         (!json_is_null(old) && !json_is_string(old)) ||
         (!json_is_null(new_) && !json_is_string(new_))) {
-      snprintf(why, why_size, "change %zu is malformed", i);
+      dc_seterr(why, why_size, "change %zu is malformed", i);
       return -1;
     }
     p->changes[i] = (dc_store_change_t){.key = key, .op = (int8_t)op,
@@ -177,14 +178,14 @@ static int parse_heartbeat(const void *value, size_t value_len,
   if (!p->root || json_unpack(p->root, "{s:i,s:o,s:b}", "node", &node,
                               "listeners", &ls, "leaving", &leaving) ||
       !json_is_array(ls) || node != p->node || node < 0) {
-    snprintf(why, why_size, "a heartbeat that is not node %d's own",
+    dc_seterr(why, why_size, "a heartbeat that is not node %d's own",
              (int)p->node);
     return -1;
   }
   size_t n = json_array_size(ls);
   if (n > DC_LOG_MAX_LISTENERS ||
       !(p->listeners = calloc(n ? n : 1, sizeof(*p->listeners)))) {
-    snprintf(why, why_size, "a heartbeat with %zu listeners (at most %d)", n,
+    dc_seterr(why, why_size, "a heartbeat with %zu listeners (at most %d)", n,
              DC_LOG_MAX_LISTENERS);
     return -1;
   }
@@ -194,7 +195,7 @@ static int parse_heartbeat(const void *value, size_t value_len,
     if (json_unpack(json_array_get(ls, i), "{s:s,s:s,s:I}", "name", &name,
                     "host", &host, "port", &port) ||
         !listener_ok(name, host, port)) {
-      snprintf(why, why_size, "node %d's listener %zu is malformed",
+      dc_seterr(why, why_size, "node %d's listener %zu is malformed",
                (int)node, i);
       return -1;
     }
@@ -216,7 +217,7 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
     p->claim = true;
     if (p->epoch > 0 && p->node >= 0)
       return 0;
-    snprintf(why, why_size, "a claim without its epoch and node");
+    dc_seterr(why, why_size, "a claim without its epoch and node");
     return -1;
   }
   size_t np = strlen(DC_LOG_NODE_PREFIX);
@@ -225,7 +226,7 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
     int wn = snprintf(want, sizeof(want), DC_LOG_NODE_PREFIX "%d", (int)node);
     if ((size_t)wn != key_len || memcmp(key, want, key_len)) {
       p->heartbeat = true;
-      snprintf(why, why_size, "a heartbeat keyed for another node than its "
+      dc_seterr(why, why_size, "a heartbeat keyed for another node than its "
                "writer %d", (int)node);
       return -1;
     }
@@ -239,7 +240,7 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
   json_t *cfg = NULL, *ch = NULL, *princ = NULL, *peer = NULL, *api = NULL;
   json_int_t time_ms = 0;
   if (!p->root) {
-    snprintf(why, why_size, "not JSON (%s)", je.text);
+    dc_seterr(why, why_size, "not JSON (%s)", je.text);
     return -1;
   }
   if (json_unpack(p->root, "{s:s,s:s,s:o,s:I,s?o,s?o,s?o,s:o}", "type", &t,
@@ -247,7 +248,7 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
                   "principal", &princ, "peer", &peer, "api", &api, "changes",
                   &ch) ||
       !json_is_object(cfg) || !json_is_array(ch)) {
-    snprintf(why, why_size, "not a dynconf record");
+    dc_seterr(why, why_size, "not a dynconf record");
     return -1;
   }
   int8_t rt = !strcmp(t, "client") ? DC_RES_CLIENT
@@ -256,7 +257,7 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
   char ewhy[300];
   if (!rt || dc_scope_ent_init(&se, rt, name, ewhy, sizeof(ewhy)) ||
       strcmp(se.name, name)) {
-    snprintf(why, why_size, "entity %.20s '%.100s' is not valid", t, name);
+    dc_seterr(why, why_size, "entity %.20s '%.100s' is not valid", t, name);
     return -1;
   }
   p->c = (dc_store_commit_t){.resource_type = rt, .entity = name,
@@ -328,7 +329,7 @@ int dc_log_history_parse(const void *value, size_t len, json_t **root,
                   "principal", &princ, "peer", &peer, "api", &api,
                   "changes", &ch) ||
       !type_of(t) || !json_is_array(ch)) {
-    snprintf(why, why_size, "not a dynconf history record");
+    dc_seterr(why, why_size, "not a dynconf history record");
     return -1;
   }
   for (size_t i = 0; i < json_array_size(ch); i++) {
@@ -337,7 +338,7 @@ int dc_log_history_parse(const void *value, size_t len, json_t **root,
     int op;
     if (json_unpack(json_array_get(ch, i), "{s:s,s:i,s:o,s:o}", "key", &key,
                     "op", &op, "old", &old, "new", &new_)) {
-      snprintf(why, why_size, "change %zu is malformed", i);
+      dc_seterr(why, why_size, "change %zu is malformed", i);
       return -1;
     }
     dc_audit_row_t row = {.seq = (int64_t)off, .time_ms = (int64_t)time_ms,

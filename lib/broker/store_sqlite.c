@@ -12,6 +12,7 @@
  * are valid during the call only.
  */
 #include "store.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,11 +130,9 @@ typedef struct sqlite_store {
 __attribute__((format(printf, 3, 4))) static int
 set_err(char *errstr, size_t errstr_size, const char *fmt, ...) {
   va_list ap;
-  if (errstr && errstr_size) {
-    va_start(ap, fmt);
-    vsnprintf(errstr, errstr_size, fmt, ap);
-    va_end(ap);
-  }
+  va_start(ap, fmt);
+  dc_vseterr(errstr, errstr_size, fmt, ap);
+  va_end(ap);
   return -1;
 }
 

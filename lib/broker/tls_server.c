@@ -2,6 +2,7 @@
 /* TLS contexts for dynconfd's listeners; see tls_server.h. */
 #include "broker/tls_server.h"
 #include "broker/handlers.h"
+#include "common/text.h"
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -105,13 +106,13 @@ static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
   char why[256];
   pthread_once(&idx_once, idx_init);
   if (principal_idx < 0 || overlong_idx < 0) {
-    snprintf(errstr, n, "cannot create a TLS context (no ex_data index)");
+    dc_seterr(errstr, n, "cannot create a TLS context (no ex_data index)");
     return NULL;
   }
   ERR_clear_error();
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) {
-    snprintf(errstr, n, "cannot create a TLS context");
+    dc_seterr(errstr, n, "cannot create a TLS context");
     return NULL;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -121,24 +122,24 @@ static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
     openssl_reason(why, sizeof(why));
-    snprintf(errstr, n, "cannot load certificate %s: %s", t->cert, why);
+    dc_seterr(errstr, n, "cannot load certificate %s: %s", t->cert, why);
     goto fail;
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
     openssl_reason(why, sizeof(why));
-    snprintf(errstr, n, "cannot load private key %s: %s", t->key, why);
+    dc_seterr(errstr, n, "cannot load private key %s: %s", t->key, why);
     goto fail;
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     ERR_clear_error();
-    snprintf(errstr, n, "private key %s does not match certificate %s",
+    dc_seterr(errstr, n, "private key %s does not match certificate %s",
              t->key, t->cert);
     goto fail;
   }
   if (t->ca && *t->ca) {
     if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
       openssl_reason(why, sizeof(why));
-      snprintf(errstr, n, "cannot load CA file %s: %s", t->ca, why);
+      dc_seterr(errstr, n, "cannot load CA file %s: %s", t->ca, why);
       goto fail;
     }
     /* Tell clients which CAs we accept (librdkafka picks its cert by it). */
@@ -171,18 +172,18 @@ dc_tls_ctx_t *dc_tls_ctx_new(const char *cert, const char *key, const char *ca,
                              dc_tls_client_auth_t client_auth, char *errstr,
                              size_t errstr_size) {
   if (!cert || !*cert || !key || !*key) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "a TLS listener needs a certificate and a key (--ssl-cert, --ssl-key)");
     return NULL;
   }
   if (client_auth != DC_TLS_CLIENT_AUTH_NONE && (!ca || !*ca)) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "client certificate authentication needs a CA file (--ssl-ca)");
     return NULL;
   }
   dc_tls_ctx_t *t = calloc(1, sizeof(*t));
   if (!t) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
   t->cert = strdup(cert);
@@ -190,7 +191,7 @@ dc_tls_ctx_t *dc_tls_ctx_new(const char *cert, const char *key, const char *ca,
   t->ca = dup_or_null(ca);
   t->client_auth = client_auth;
   if (!t->cert || !t->key || (ca && *ca && !t->ca)) {
-    snprintf(errstr, errstr_size, "out of memory");
+    dc_seterr(errstr, errstr_size, "out of memory");
     dc_tls_ctx_destroy(t);
     return NULL;
   }

@@ -9,6 +9,7 @@
 #include "common/arena.h"
 #include "common/schema.h"
 #include "common/strset.h"
+#include "common/text.h"
 
 #include <jansson.h>
 
@@ -106,7 +107,7 @@ int dc_transfer_export(dc_store_t *st, FILE *f, char *errstr,
   if (r)
     return -1;
   if (fputs("\n]}\n", f) < 0 || fflush(f) || ferror(f)) {
-    snprintf(errstr, errstr_size, "cannot write: %s", strerror(errno));
+    dc_seterr(errstr, errstr_size, "cannot write: %s", strerror(errno));
     return -1;
   }
   return 0;
@@ -288,14 +289,14 @@ int dc_transfer_import(dc_store_t *st, const char *path,
   if (dc_store_load(st, count_row, &rows, errstr, errstr_size) < 0)
     goto out;
   if (rows) {
-    snprintf(errstr, errstr_size, "the store already holds entities; an "
+    dc_seterr(errstr, errstr_size, "the store already holds entities; an "
              "import fills an empty store (export what is there first, or "
              "import into a new data directory)");
     goto out;
   }
   root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
-    snprintf(errstr, errstr_size, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+    dc_seterr(errstr, errstr_size, "%s:%d:%d: %s", path, jerr.line, jerr.column,
              jerr.text);
     goto out;
   }

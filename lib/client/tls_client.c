@@ -169,9 +169,9 @@ static STACK_OF(X509) *read_pem_certs(BIO *b, char *why, size_t size) {
     return sk;
   }
   if (!sk || x)
-    snprintf(why, size, "out of memory");
+    dc_seterr(why, size, "out of memory");
   else if (sk_X509_num(sk) == 0 && pem_at_end())
-    snprintf(why, size, "no PEM certificate found");
+    dc_seterr(why, size, "no PEM certificate found");
   else
     ssl_first_reason(why, size, "unreadable");
   ERR_clear_error();

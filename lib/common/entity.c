@@ -84,7 +84,7 @@ int dc_entity_user_name(const char *user, const char *client, char *out,
       break;
     size_t n = strlen(parts[i]);
     if (n == 0 || n > DC_ENTITY_PART_MAX) {
-      snprintf(errstr, errstr_size, "%s must be 1 to %d bytes", what[i],
+      dc_seterr(errstr, errstr_size, "%s must be 1 to %d bytes", what[i],
                DC_ENTITY_PART_MAX);
       return -1;
     }
@@ -102,7 +102,7 @@ int dc_entity_user_name(const char *user, const char *client, char *out,
 small:
   if (out_size)
     out[0] = '\0';
-  snprintf(errstr, errstr_size, "entity name buffer too small");
+  dc_seterr(errstr, errstr_size, "entity name buffer too small");
   return -1;
 }
 
@@ -112,7 +112,7 @@ static int decode_part(const char *p, const char *end, char *out,
                        const char *what, char *errstr, size_t errstr_size) {
   size_t len = 0;
   if (p == end) {
-    snprintf(errstr, errstr_size, "the %s part of the name is empty", what);
+    dc_seterr(errstr, errstr_size, "the %s part of the name is empty", what);
     return -1;
   }
   while (p < end) {
@@ -121,7 +121,7 @@ static int decode_part(const char *p, const char *end, char *out,
       int hi = p < end ? dc_hexval(p[0]) : -1;
       int lo = p + 1 < end ? dc_hexval(p[1]) : -1;
       if (hi < 0 || lo < 0) {
-        snprintf(errstr, errstr_size,
+        dc_seterr(errstr, errstr_size,
                  "bad escape in the %s part: '%%' must be followed by two "
                  "hex digits (write '%%' itself as %%25)",
                  what);
@@ -129,13 +129,13 @@ static int decode_part(const char *p, const char *end, char *out,
       }
       c = (unsigned char)(hi << 4 | lo);
       if (!c) {
-        snprintf(errstr, errstr_size, "the %s part contains %%00", what);
+        dc_seterr(errstr, errstr_size, "the %s part contains %%00", what);
         return -1;
       }
       p += 2;
     }
     if (len == DC_ENTITY_PART_MAX) {
-      snprintf(errstr, errstr_size, "the %s part is longer than %d bytes",
+      dc_seterr(errstr, errstr_size, "the %s part is longer than %d bytes",
                what, DC_ENTITY_PART_MAX);
       return -1;
     }
@@ -150,7 +150,7 @@ int dc_entity_user_parse(const char *name, dc_user_entity_t *out,
   out->user[0] = out->client[0] = '\0';
   const char *slash = strchr(name, '/');
   if (slash && strchr(slash + 1, '/')) {
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "a user entity name is USER or USER/CLIENT; percent-encode a "
              "'/' inside a part as %%2F");
     return -1;

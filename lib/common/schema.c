@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "schema.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -180,12 +181,12 @@ static bool validate_int(const dc_schema_entry_t *e, const char *value,
   int64_t v;
   if (!dc_parse_int64(value, &v)) {
     /* The sentence other components match; the rules are in schema.h. */
-    snprintf(errstr, errstr_size, "%s must be an integer, not \"%s\"",
+    dc_seterr(errstr, errstr_size, "%s must be an integer, not \"%s\"",
              e->name, value);
     return false;
   }
   if (v < e->min || v > e->max) {
-    snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
+    dc_seterr(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
              e->name, value, (long long)e->min, (long long)e->max);
     return false;
   }
@@ -197,13 +198,13 @@ static bool validate_double(const dc_schema_entry_t *e, const char *value,
   bool neg, frac;
   uint64_t ip;
   if (!parse_decimal(value, &neg, &ip, &frac)) {
-    snprintf(errstr, errstr_size, "%s must be a number, not \"%s\"",
+    dc_seterr(errstr, errstr_size, "%s must be a number, not \"%s\"",
              e->name, value);
     return false;
   }
   if (cmp_decimal(neg, ip, frac, e->min) < 0 ||
       cmp_decimal(neg, ip, frac, e->max) > 0) {
-    snprintf(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
+    dc_seterr(errstr, errstr_size, "%s=%s is outside the range %lld..%lld",
              e->name, value, (long long)e->min, (long long)e->max);
     return false;
   }
@@ -213,7 +214,7 @@ static bool validate_double(const dc_schema_entry_t *e, const char *value,
 static bool validate_list(const dc_schema_entry_t *e, const char *value,
                           char *errstr, size_t errstr_size) {
   if (!*value) {
-    snprintf(errstr, errstr_size, "%s must not be empty", e->name);
+    dc_seterr(errstr, errstr_size, "%s must not be empty", e->name);
     return false;
   }
   size_t items = 0;
@@ -221,18 +222,18 @@ static bool validate_list(const dc_schema_entry_t *e, const char *value,
     const char *comma = strchr(p, ',');
     size_t n = comma ? (size_t)(comma - p) : strlen(p);
     if (++items > DC_LIST_ITEMS_MAX) {
-      snprintf(errstr, errstr_size, "%s has more than %d items", e->name,
+      dc_seterr(errstr, errstr_size, "%s has more than %d items", e->name,
                DC_LIST_ITEMS_MAX);
       return false;
     }
     if (n > DC_LIST_ITEM_MAX) {
-      snprintf(errstr, errstr_size,
+      dc_seterr(errstr, errstr_size,
                "%s: item %zu is %zu bytes; at most %d are accepted", e->name,
                items, n, DC_LIST_ITEM_MAX);
       return false;
     }
     if (n == 0 || (e->allowed && !in_list(e->allowed, p, n))) {
-      snprintf(errstr, errstr_size, "%s: \"%.*s\" is not an allowed item",
+      dc_seterr(errstr, errstr_size, "%s: \"%.*s\" is not an allowed item",
                e->name, (int)n, p);
       return false;
     }
@@ -250,11 +251,11 @@ static bool check_length(const dc_schema_entry_t *e, const char *value,
   if (n <= max)
     return true;
   if (e)
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "%s value is %zu bytes; at most %zu are accepted", e->name, n,
              max);
   else
-    snprintf(errstr, errstr_size,
+    dc_seterr(errstr, errstr_size,
              "value is %zu bytes; at most %zu are accepted for a key outside "
              "the schema",
              n, max);
@@ -275,7 +276,7 @@ bool dc_schema_validate(const dc_schema_entry_t *e, const char *value,
     return validate_double(e, value, errstr, errstr_size);
   case DC_TYPE_STRING:
     if (e->allowed && !in_list(e->allowed, value, strlen(value))) {
-      snprintf(errstr, errstr_size, "%s=%s is not one of the allowed values",
+      dc_seterr(errstr, errstr_size, "%s=%s is not one of the allowed values",
                e->name, value);
       return false;
     }
@@ -284,11 +285,11 @@ bool dc_schema_validate(const dc_schema_entry_t *e, const char *value,
     return validate_list(e, value, errstr, errstr_size);
   case DC_TYPE_BOOLEAN:
     if (strcmp(value, "true") && strcmp(value, "false")) {
-      snprintf(errstr, errstr_size, "%s must be true or false", e->name);
+      dc_seterr(errstr, errstr_size, "%s must be true or false", e->name);
       return false;
     }
     return true;
   }
-  snprintf(errstr, errstr_size, "%s has an unknown type", e->name);
+  dc_seterr(errstr, errstr_size, "%s has an unknown type", e->name);
   return false;
 }

@@ -5,11 +5,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+void dc_vseterr(char *errstr, size_t size, const char *fmt, va_list ap) {
+  if (errstr && size)
+    vsnprintf(errstr, size, fmt, ap);
+}
+
 void dc_seterr(char *errstr, size_t size, const char *fmt, ...) {
-  if (!errstr || size == 0)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(errstr, size, fmt, ap);
+  dc_vseterr(errstr, size, fmt, ap);
   va_end(ap);
 }
