@@ -8,7 +8,8 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
       debhelper dpkg-dev fakeroot lintian man-db groff-base
       libssl-dev openssl curl zlib1g-dev
-      python3 python3-kafka kcat clang libclang-rt-14-dev valgrind"
+      python3 python3-kafka python3-jwt python3-cryptography kcat clang
+      libclang-rt-14-dev valgrind"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -739,6 +739,137 @@ static void test_credentials_file(void) {
      "find on NULL credentials");
 }
 
+/* ---- OAUTHBEARER (RFC 7628) with unsecured tokens --------------------- */
+
+/* base64url of s without padding, into out. */
+static void b64url(const char *s, char *out, size_t size) {
+  static const char a[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t n = strlen(s), o = 0;
+  for (size_t i = 0; i < n && o + 5 < size; i += 3) {
+    uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+    if (i + 1 < n)
+      v |= (uint32_t)(unsigned char)s[i + 1] << 8;
+    if (i + 2 < n)
+      v |= (unsigned char)s[i + 2];
+    out[o++] = a[v >> 18];
+    out[o++] = a[(v >> 12) & 63];
+    if (i + 1 < n)
+      out[o++] = a[(v >> 6) & 63];
+    if (i + 2 < n)
+      out[o++] = a[v & 63];
+  }
+  out[o] = '\0';
+}
+
+/* An unsigned token for sub, expiring at exp. */
+static void unsecured_token(const char *sub, long long exp, char *out,
+                            size_t size) {
+  char claims[256], h[64], c[400];
+  snprintf(claims, sizeof(claims), "{\"sub\":\"%s\",\"exp\":%lld}", sub,
+           exp);
+  b64url("{\"alg\":\"none\"}", h, sizeof(h));
+  b64url(claims, c, sizeof(c));
+  snprintf(out, size, "%s.%s.", h, c);
+}
+
+/* One OAUTHBEARER step of a fresh exchange with msg; returns the result,
+ * the answer in *ans (caller frees) and the exchange in *sp. */
+static int oauth_first(const dc_jwt_policy_t *p, const char *msg, size_t len,
+                       dc_sasl_server_t **sp, uint8_t **ans, size_t *anslen,
+                       char *err, size_t err_size) {
+  *sp = dc_sasl_server_new("OAUTHBEARER");
+  dc_sasl_server_set_oauth(*sp, p);
+  err[0] = '\0';
+  return dc_sasl_server_step(*sp, NULL, (const uint8_t *)msg, len, ans,
+                             anslen, err, err_size);
+}
+
+static void test_oauthbearer(void) {
+  ok(dc_sasl_mechanism_known("OAUTHBEARER"), "OAUTHBEARER is a mechanism");
+  int64_t now = 1800000000;
+  dc_jwt_policy_t p = {.allow_unsecured = true, .now_s = now,
+                       .clock_skew_s = 30};
+  char tok[600], msg[800], err[512];
+  unsecured_token("alice", now + 60, tok, sizeof(tok));
+  int n = snprintf(msg, sizeof(msg), "n,,\001auth=Bearer %s\001\001", tok);
+  dc_sasl_server_t *s;
+  uint8_t *ans;
+  size_t anslen;
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_DONE, "a good token: DONE at once");
+  is_int((int)anslen, 0, "  with an empty answer");
+  is_str(dc_sasl_server_user(s), "alice", "  the user is the token's sub");
+  ok(dc_sasl_server_expires_s(s) == now + 60, "  its expiry is kept");
+  dc_sasl_server_destroy(s);
+
+  n = snprintf(msg, sizeof(msg),
+               "n,a=alice,\001host=h\001auth=bearer %s\001port=1\001\001",
+               tok);
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_DONE,
+         "an authzid equal to the principal, extensions, scheme any case");
+  dc_sasl_server_destroy(s);
+
+  /* A refused token: the status first, the reason after the %x01. */
+  unsecured_token("alice", now - 3600, tok, sizeof(tok));
+  n = snprintf(msg, sizeof(msg), "n,,\001auth=Bearer %s\001\001", tok);
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_CONTINUE, "an expired token: CONTINUE");
+  ok(anslen == 26 && !memcmp(ans, "{\"status\":\"invalid_token\"}", 26),
+     "  answered {\"status\":\"invalid_token\"}");
+  free(ans);
+  dc_sasl_server_set_oauth(s, &p);
+  is_int(dc_sasl_server_step(s, NULL, (const uint8_t *)"\001", 1, &ans,
+                             &anslen, err, sizeof(err)),
+         DC_SASL_FAILED, "  then the client's %%x01: FAILED");
+  ok(strstr(err, "expired"), "  saying why: %s", err);
+  ok(!dc_sasl_server_user(s), "  nobody authenticated");
+  dc_sasl_server_destroy(s);
+
+  unsecured_token("alice", now + 60, tok, sizeof(tok));
+  struct {
+    const char *fmt, *why, *what;
+  } bad[] = {
+      {"n,,auth=Bearer %s\001\001", "GS2", "no %x01 after the GS2 header"},
+      {"y,,\001auth=Bearer %s\001\001", "GS2", "channel binding flag y"},
+      {"n,,\001auth=Bearer %s\001", "%x01", "no final %x01"},
+      {"n,,\001auth=Bearer %s\001\001\001", "%x01", "one %x01 too many"},
+      {"n,,\001auth=Basic %s\001\001", "Bearer", "another scheme"},
+      {"n,,\001other=%s\001\001", "no auth", "no auth pair"},
+      {"n,,\001=x%s\001\001", "malformed", "an empty key"},
+      {"n,,\001auth%s\001\001", "malformed", "a pair without '='"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    n = snprintf(msg, sizeof(msg), bad[i].fmt, tok);
+    int rc = oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err,
+                         sizeof(err));
+    ok(rc == DC_SASL_FAILED && strstr(err, bad[i].why),
+       "%s: FAILED naming '%s' (%s)", bad[i].what, bad[i].why, err);
+    free(ans);
+    dc_sasl_server_destroy(s);
+  }
+  n = snprintf(msg, sizeof(msg), "n,a=bob,\001auth=Bearer %s\001\001", tok);
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_CONTINUE, "an authzid other than the token's principal is "
+                           "refused");
+  free(ans);
+  dc_sasl_server_step(s, NULL, (const uint8_t *)"\001", 1, &ans, &anslen, err,
+                      sizeof(err));
+  ok(strstr(err, "authorization id"), "  saying so: %s", err);
+  dc_sasl_server_destroy(s);
+  n = snprintf(msg, sizeof(msg), "n,,\001auth=Bearer %s\001\001", tok);
+  is_int(oauth_first(NULL, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_FAILED, "no policy (OAUTHBEARER not configured): FAILED");
+  ok(strstr(err, "not configured"), "  saying so: %s", err);
+  dc_sasl_server_destroy(s);
+  p.allow_unsecured = false;
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_CONTINUE, "an unsigned token where only signed ones pass");
+  free(ans);
+  dc_sasl_server_destroy(s);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof(tmpdir), "%s/test_sasl.XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -755,6 +886,7 @@ int main(void) {
   test_exchanges(path);
   test_fuzz(path);
   test_credentials_file();
+  test_oauthbearer();
 
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

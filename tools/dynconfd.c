@@ -46,6 +46,10 @@ typedef struct settings {
   char *ssl_cert, *ssl_key, *ssl_ca;
   int ssl_client_auth; /* dc_tls_client_auth_t */
   char *credentials, *sasl_mechanisms, *acl_file, *super_users;
+  /* OAUTHBEARER (Kafka's sasl.oauthbearer.* names where Kafka has one). */
+  char *oauth_jwks, *oauth_issuer, *oauth_audience, *oauth_claim;
+  bool oauth_unsecured;
+  int64_t oauth_skew_s;
   int32_t node_id;
   int64_t st_min, st_max;
   bool allow_unknown;
@@ -100,6 +104,17 @@ static void usage_listeners(FILE *f) {
 "                            certificate's subject becomes the principal\n"
 "  --credentials FILE        hashed SASL/SCRAM credentials (see --add-user)\n"
 "  --sasl-enabled-mechanisms LIST  default SCRAM-SHA-256,SCRAM-SHA-512,PLAIN\n"
+"                            (and OAUTHBEARER when it is configured)\n"
+"  --sasl-oauthbearer-jwks FILE  OAUTHBEARER: accept tokens (RS256, ES256)\n"
+"                            signed by a key of this JWKS file (reloaded on\n"
+"                            SIGHUP and ReloadSecurity)\n"
+"  --sasl-oauthbearer-unsecured  OAUTHBEARER: also accept unsigned tokens\n"
+"                            (alg none; for tests only)\n"
+"  --sasl-oauthbearer-expected-issuer ISS  required \"iss\" of tokens\n"
+"  --sasl-oauthbearer-expected-audience AUD  required in a token's \"aud\"\n"
+"  --sasl-oauthbearer-sub-claim-name NAME  the claim naming the principal\n"
+"                            (default sub)\n"
+"  --sasl-oauthbearer-clock-skew-seconds N  allowed clock skew (default 30)\n"
 "  --add-user NAME           with --credentials: store NAME with the password\n"
 "                            read from stdin's first line, then exit\n"
 "  --iterations N            SCRAM iterations for --add-user (default 8192)\n"
@@ -367,6 +382,26 @@ static bool apply_listener_setting(settings_t *st, const char *key,
   return false;
 }
 
+/* sasl.oauthbearer.*, as apply_listener_setting. */
+static bool apply_oauth_setting(settings_t *st, const char *key,
+                                const char *val, bool *known) {
+  *known = true;
+  if (!strcmp(key, "sasl.oauthbearer.jwks.file"))
+    return set_str(&st->oauth_jwks, val);
+  if (!strcmp(key, "sasl.oauthbearer.unsecured"))
+    return parse_choice(key, val, "false", "true", &st->oauth_unsecured);
+  if (!strcmp(key, "sasl.oauthbearer.expected.issuer"))
+    return set_str(&st->oauth_issuer, val);
+  if (!strcmp(key, "sasl.oauthbearer.expected.audience"))
+    return set_str(&st->oauth_audience, val);
+  if (!strcmp(key, "sasl.oauthbearer.sub.claim.name"))
+    return set_str(&st->oauth_claim, val);
+  if (!strcmp(key, "sasl.oauthbearer.clock.skew.seconds"))
+    return parse_num(key, val, 0, 3600, &st->oauth_skew_s);
+  *known = false;
+  return false;
+}
+
 /* The TLS, SASL and authorization settings, as apply_listener_setting. */
 static bool apply_security_setting(settings_t *st, const char *key,
                                    const char *val, bool *known) {
@@ -397,6 +432,8 @@ static bool apply_security_setting(settings_t *st, const char *key,
     return set_str(&st->sasl_mechanisms, val);
   if (!strcmp(key, "acl.file"))
     return set_str(&st->acl_file, val);
+  if (!strncmp(key, "sasl.oauthbearer.", 17))
+    return apply_oauth_setting(st, key, val, known);
   if (!strcmp(key, "super.users"))
     return set_str(&st->super_users, val);
   *known = false;
@@ -687,6 +724,10 @@ static void settings_free(settings_t *st) {
   free(st->ssl_ca);
   free(st->credentials);
   free(st->sasl_mechanisms);
+  free(st->oauth_jwks);
+  free(st->oauth_issuer);
+  free(st->oauth_audience);
+  free(st->oauth_claim);
   free(st->acl_file);
   free(st->super_users);
 }
@@ -981,9 +1022,9 @@ static int prepare_listeners(serve_ctx_t *s) {
       return EXIT_USAGE;
     }
   }
-  if (any_sasl && !st->credentials)
-    dc_log(DC_LOG_WARN, "SASL listener without --credentials: nobody can "
-                        "authenticate");
+  if (any_sasl && !st->credentials && !st->oauth_jwks && !st->oauth_unsecured)
+    dc_log(DC_LOG_WARN, "SASL listener without --credentials or "
+                        "OAUTHBEARER: nobody can authenticate");
   return 0;
 }
 
@@ -1051,6 +1092,12 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->super_users = st->super_users;
   bo->credentials_path = st->credentials;
   bo->sasl_enabled_mechanisms = st->sasl_mechanisms;
+  bo->oauth_jwks_path = st->oauth_jwks;
+  bo->oauth_unsecured = st->oauth_unsecured;
+  bo->oauth_issuer = st->oauth_issuer;
+  bo->oauth_audience = st->oauth_audience;
+  bo->oauth_principal_claim = st->oauth_claim;
+  bo->oauth_clock_skew_s = st->oauth_skew_s;
   bo->reload_tls = reload_tls;
   bo->reload_opaque = &s->rctx;
 }
@@ -1205,8 +1252,25 @@ static void stop_server(serve_ctx_t *s) {
 
 /* The server, until SIGTERM or SIGINT: 0 for a clean stop, 1 for a
  * runtime failure, EXIT_USAGE for bad settings. */
+/* OAUTHBEARER is offered by default once it is configured, and never
+ * offered unconfigured. False after a usage error. */
+static bool resolve_mechanisms(settings_t *st) {
+  bool oauth = st->oauth_jwks || st->oauth_unsecured;
+  if (!st->sasl_mechanisms && oauth)
+    return set_str(&st->sasl_mechanisms,
+                   DC_SASL_DEFAULT_MECHANISMS ",OAUTHBEARER");
+  if (st->sasl_mechanisms && !oauth &&
+      strstr(st->sasl_mechanisms, "OAUTHBEARER")) {
+    fprintf(stderr, "dynconfd: OAUTHBEARER is enabled but neither "
+                    "--sasl-oauthbearer-jwks nor --sasl-oauthbearer-unsecured "
+                    "is set\n");
+    return false;
+  }
+  return true;
+}
+
 static int serve(settings_t *st) {
-  if (!limits_consistent(st))
+  if (!limits_consistent(st) || !resolve_mechanisms(st))
     return EXIT_USAGE;
   if (st->n_listen == 0)
     st->listen[st->n_listen++] = strdup("127.0.0.1:9092");
@@ -1232,7 +1296,8 @@ enum long_option {
   O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
   O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
   O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
-  O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT
+  O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
+  O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW
 };
 
 static const struct option longopts[] = {
@@ -1270,6 +1335,16 @@ static const struct option longopts[] = {
     {"ssl-client-auth", required_argument, NULL, O_SSL_CAUTH},
     {"credentials", required_argument, NULL, O_CREDS},
     {"sasl-enabled-mechanisms", required_argument, NULL, O_MECHS},
+    {"sasl-oauthbearer-jwks", required_argument, NULL, O_OAUTH_JWKS},
+    {"sasl-oauthbearer-unsecured", no_argument, NULL, O_OAUTH_UNSECURED},
+    {"sasl-oauthbearer-expected-issuer", required_argument, NULL,
+     O_OAUTH_ISS},
+    {"sasl-oauthbearer-expected-audience", required_argument, NULL,
+     O_OAUTH_AUD},
+    {"sasl-oauthbearer-sub-claim-name", required_argument, NULL,
+     O_OAUTH_CLAIM},
+    {"sasl-oauthbearer-clock-skew-seconds", required_argument, NULL,
+     O_OAUTH_SKEW},
     {"acl-file", required_argument, NULL, O_ACL},
     {"super-users", required_argument, NULL, O_SUPER},
     {"add-user", required_argument, NULL, O_ADD_USER},
@@ -1324,6 +1399,11 @@ static const char *const option_keys[] = {
     [O_STORE_HISTORY - 256] = "store.history.topic",
     [O_METRICS - 256] = "metrics.listen",
     [O_LOG_FORMAT - 256] = "log.format",
+    [O_OAUTH_JWKS - 256] = "sasl.oauthbearer.jwks.file",
+    [O_OAUTH_ISS - 256] = "sasl.oauthbearer.expected.issuer",
+    [O_OAUTH_AUD - 256] = "sasl.oauthbearer.expected.audience",
+    [O_OAUTH_CLAIM - 256] = "sasl.oauthbearer.sub.claim.name",
+    [O_OAUTH_SKEW - 256] = "sasl.oauthbearer.clock.skew.seconds",
 };
 
 /* The command line: the settings, and what a mode that runs once and
@@ -1348,7 +1428,8 @@ static void cmdline_init(cmdline_t *cl) {
              .max_entities = DC_DEFAULT_MAX_ENTITIES,
              .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
              .store_timeout_ms = 10000,
-             .store_session_ms = DC_KAFKA_STORE_SESSION_MS},
+             .store_session_ms = DC_KAFKA_STORE_SESSION_MS,
+             .oauth_skew_s = 30},
       .iterations = 8192};
   dc_server_opts_init(&cl->st.srv);
 }
@@ -1386,6 +1467,9 @@ static option_result_t apply_option(cmdline_t *cl, int opt, const char *arg) {
     break;
   case O_STORE_RO:
     cl->st.store_read_only = true;
+    break;
+  case O_OAUTH_UNSECURED:
+    cl->st.oauth_unsecured = true;
     break;
   case O_ENTITY:
     cl->entity = arg;

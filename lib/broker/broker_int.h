@@ -15,6 +15,8 @@ struct dc_broker {
   dc_configdb_t *db;  /* owned snapshot */
   struct dc_acl *acl;           /* owned; NULL = no authorizer */
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
+  struct dc_jwks *jwks;         /* owned; NULL = no signed tokens */
+  bool oauth;                   /* OAUTHBEARER configured */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
   int32_t writer;               /* the store's writer at the last poll */
   size_t fwd_bytes;             /* requests held by forwards in flight */
@@ -87,6 +89,12 @@ void dc_broker_security_free(dc_broker_t *b);
  * do op (DC_ACL_DESCRIBE/ALTER, acl.h) on the config resource? Uses the
  * request header's client id for the default rule. why (may be NULL) gets
  * the reason; on denial a sentence for the client's error message. */
+struct dc_jwt_policy;
+/* The OAUTHBEARER policy as of now, for one SASL step; NULL when
+ * OAUTHBEARER is not configured. Valid until the broker's next reload. */
+const struct dc_jwt_policy *dc_broker_oauth_policy(dc_broker_t *b,
+                                                   struct dc_jwt_policy *p);
+
 bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           const char *resource_name, char *why,
                           size_t why_size);

@@ -67,6 +67,17 @@ typedef struct dc_broker_opts {
   const char *credentials_path;
   /* Comma list offered in SaslHandshake; NULL = DC_SASL_DEFAULT_MECHANISMS */
   const char *sasl_enabled_mechanisms;
+  /* OAUTHBEARER token checks (lib/broker/jwt.h), as Kafka's
+   * sasl.oauthbearer.* settings: tokens signed by a key of the JWKS file
+   * oauth_jwks_path (reloaded with the credentials), unsigned ones only
+   * with oauth_unsecured (tests); issuer and audience NULL = unchecked;
+   * the principal from the claim oauth_principal_claim (NULL = "sub"). */
+  const char *oauth_jwks_path;
+  bool oauth_unsecured;
+  const char *oauth_issuer;
+  const char *oauth_audience;
+  const char *oauth_principal_claim;
+  int64_t oauth_clock_skew_s; /* default 30 */
   /* ReloadSecurity (key 20000) and SIGHUP: reloads the TLS material of the
    * named listener (NULL = all) and fills up to max reports; returns the
    * number filled. Set by the program that owns the listeners. */

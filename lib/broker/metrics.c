@@ -23,13 +23,14 @@ void dc_histogram_observe(dc_histogram_t *h, double seconds) {
   h->sum += seconds;
 }
 
+const char *const dc_metrics_mech_names[DC_METRICS_MECHS] = {
+    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "other"};
+
 int dc_metrics_mech(const char *mechanism) {
-  static const char *const names[] = {"PLAIN", "SCRAM-SHA-256",
-                                      "SCRAM-SHA-512"};
-  for (int i = 0; mechanism && i < 3; i++)
-    if (!strcasecmp(mechanism, names[i]))
+  for (int i = 0; mechanism && i < DC_METRICS_MECHS - 1; i++)
+    if (!strcasecmp(mechanism, dc_metrics_mech_names[i]))
       return i;
-  return 3;
+  return DC_METRICS_MECHS - 1;
 }
 
 void dc_metrics_request(dc_metrics_t *m, int16_t api, int16_t version,
@@ -152,18 +153,16 @@ static void render_requests(const dc_metrics_t *m, dc_buf_t *out) {
 }
 
 static void render_security(const dc_metrics_t *m, dc_buf_t *out) {
-  static const char *const mechs[] = {"PLAIN", "SCRAM-SHA-256",
-                                      "SCRAM-SHA-512", "other"};
   dc_metrics_head(out, "dynconfd_authentications_total", "counter",
                   "SASL authentications, by mechanism and result.");
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < DC_METRICS_MECHS; i++) {
     char labels[96];
     snprintf(labels, sizeof(labels), "mechanism=\"%s\",result=\"success\"",
-             mechs[i]);
+             dc_metrics_mech_names[i]);
     sample(out, "dynconfd_authentications_total", labels,
            (double)m->auth_ok[i]);
     snprintf(labels, sizeof(labels), "mechanism=\"%s\",result=\"failure\"",
-             mechs[i]);
+             dc_metrics_mech_names[i]);
     sample(out, "dynconfd_authentications_total", labels,
            (double)m->auth_failed[i]);
   }

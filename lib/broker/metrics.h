@@ -34,6 +34,7 @@ typedef struct dc_request_series {
 
 /* Per API key: its handling time. */
 #define DC_METRICS_MAX_APIS 16
+#define DC_METRICS_MECHS 5 /* see dc_metrics_mech_names */
 
 typedef struct dc_metrics {
   dc_request_series_t series[DC_METRICS_MAX_SERIES];
@@ -46,12 +47,15 @@ typedef struct dc_metrics {
   size_t n_apis;
   uint64_t alters_applied, alters_refused; /* resources */
   uint64_t authz_denied;
-  uint64_t auth_ok[4], auth_failed[4]; /* by mechanism, see dc_metrics_mech */
+  uint64_t auth_ok[DC_METRICS_MECHS]; /* by mechanism, see dc_metrics_mech */
+  uint64_t auth_failed[DC_METRICS_MECHS];
   dc_histogram_t store_commit; /* seconds per store commit */
   uint64_t store_commit_failed;
 } dc_metrics_t;
 
-/* The mechanisms counted: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, other. */
+/* The mechanisms counted, by index: dc_metrics_mech_names (PLAIN,
+ * SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, other). */
+extern const char *const dc_metrics_mech_names[DC_METRICS_MECHS];
 int dc_metrics_mech(const char *mechanism);
 
 /* One request of api/version handled in seconds; error is the request's

@@ -123,6 +123,8 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
                      const uint8_t *in, size_t inlen, uint8_t **out,
                      size_t *outlen, char *why, size_t why_size) {
   dc_conn_auth_t *a = conn->auth;
+  dc_jwt_policy_t policy;
+  dc_sasl_server_set_oauth(a->sasl, dc_broker_oauth_policy(b, &policy));
   int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
                                why_size);
   if (rc == DC_SASL_DONE && take_principal(a, why, why_size)) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Server side of SASL PLAIN and SCRAM-SHA-256/512 (see sasl_server.h).
+ * Server side of SASL PLAIN and SCRAM-SHA-256/512 (see sasl_server.h);
+ * OAUTHBEARER's own exchange is in sasl_oauthbearer.c.
  *
  * SCRAM (RFC 5802 section 7 grammar, simplified to what we accept):
  *   client-first  = gs2-header client-first-bare
@@ -11,6 +12,7 @@
  *   server-final  = "v=" b64(ServerSignature)
  */
 #include "broker/sasl_server.h"
+#include "broker/sasl_oauthbearer.h"
 #include "common/text.h"
 
 #include <openssl/crypto.h>
@@ -25,7 +27,10 @@
 enum { S_START, S_FINAL, S_DONE, S_FAILED };
 
 struct dc_sasl_server {
-  bool plain;           /* PLAIN, else SCRAM with `hash` */
+  bool plain;           /* PLAIN, else SCRAM with `hash` (or OAUTHBEARER) */
+  bool oauth;           /* OAUTHBEARER */
+  dc_oauth_exchange_t ox;
+  const dc_jwt_policy_t *policy; /* for the next step only; not owned */
   dc_scram_hash_t hash;
   char mech[16];
   int state;
@@ -54,7 +59,8 @@ struct dc_sasl_server {
 
 bool dc_sasl_mechanism_known(const char *mech) {
   dc_scram_hash_t h;
-  return mech && (!strcmp(mech, "PLAIN") || dc_scram_hash_from_name(mech, &h));
+  return mech && (!strcmp(mech, "PLAIN") || !strcmp(mech, "OAUTHBEARER") ||
+                  dc_scram_hash_from_name(mech, &h));
 }
 
 dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
@@ -64,7 +70,8 @@ dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
   if (!s)
     return NULL;
   s->plain = !strcmp(mechanism, "PLAIN");
-  if (!s->plain)
+  s->oauth = !strcmp(mechanism, "OAUTHBEARER");
+  if (!s->plain && !s->oauth)
     dc_scram_hash_from_name(mechanism, &s->hash);
   snprintf(s->mech, sizeof(s->mech), "%s", mechanism);
   return s;
@@ -583,6 +590,29 @@ malformed:
   return DC_SASL_FAILED;
 }
 
+/* OAUTHBEARER: the token's principal becomes the user once it is good. */
+static int oauth_step(dc_sasl_server_t *s, const uint8_t *in, size_t inlen,
+                      uint8_t **out, size_t *outlen, char *errstr,
+                      size_t errstr_size) {
+  int rc = dc_oauth_step(&s->ox, s->policy, in, inlen, out, outlen, errstr,
+                         errstr_size);
+  s->policy = NULL;
+  if (rc == DC_SASL_DONE && !(s->user = strdup(s->ox.token.principal))) {
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    rc = DC_SASL_FAILED;
+  }
+  return rc;
+}
+
+void dc_sasl_server_set_oauth(dc_sasl_server_t *s,
+                              const dc_jwt_policy_t *policy) {
+  s->policy = policy;
+}
+
+int64_t dc_sasl_server_expires_s(const dc_sasl_server_t *s) {
+  return s->oauth && s->state == S_DONE ? s->ox.token.expires_s : 0;
+}
+
 int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
                         const uint8_t *in, size_t inlen, uint8_t **out,
                         size_t *outlen, char *errstr, size_t errstr_size) {
@@ -606,6 +636,8 @@ int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
   } else if (s->plain) {
     rc = plain_step(s, creds, in ? in : (const uint8_t *)"", inlen, errstr,
                     errstr_size);
+  } else if (s->oauth) {
+    rc = oauth_step(s, in, inlen, out, outlen, errstr, errstr_size);
   } else if (memchr(in ? in : (const uint8_t *)"", '\0', inlen)) {
     dc_seterr(errstr, errstr_size,
            "Authentication failed: NUL byte in %s message", s->mech);

@@ -2,7 +2,8 @@
 /*
  * One server-side SASL authentication exchange: PLAIN (RFC 4616) and
  * SCRAM-SHA-256/512 (RFC 5802/7677, no channel binding), checked against
- * the hashed credentials file (lib/broker/credentials.h). No I/O: the
+ * the hashed credentials file (lib/broker/credentials.h), and OAUTHBEARER
+ * (RFC 7628), checked by a token policy (lib/broker/jwt.h). No I/O: the
  * SaslAuthenticate handler feeds client tokens in and sends what comes out.
  *
  * Failure messages are fit to send to the client and never reveal whether
@@ -15,6 +16,7 @@
 #define DC_SASL_SERVER_H
 
 #include "broker/credentials.h"
+#include "broker/jwt.h"
 #include "common/entity.h"
 
 #include <stdbool.h>
@@ -32,7 +34,7 @@ enum {
 /* Longest client token accepted. */
 #define DC_SASL_MAX_TOKEN 8192
 
-/* PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (exact, case-sensitive). */
+/* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (exact). */
 bool dc_sasl_mechanism_known(const char *mech);
 
 typedef struct dc_sasl_server dc_sasl_server_t;
@@ -49,6 +51,16 @@ void dc_sasl_server_destroy(dc_sasl_server_t *s);
 int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
                         const uint8_t *in, size_t inlen, uint8_t **out,
                         size_t *outlen, char *errstr, size_t errstr_size);
+
+/* OAUTHBEARER: the token policy for the next step only (the caller's
+ * policy may change between steps, e.g. a reloaded key set). NULL: no
+ * token is accepted. */
+void dc_sasl_server_set_oauth(dc_sasl_server_t *s,
+                              const dc_jwt_policy_t *policy);
+
+/* OAUTHBEARER after DONE: the token's expiry (seconds since the epoch);
+ * 0 for other mechanisms. */
+int64_t dc_sasl_server_expires_s(const dc_sasl_server_t *s);
 
 /* Tests only: use nonce as the server nonce (for RFC test vectors) instead
  * of a random one. Call before the first step. Returns 0 or -1. */

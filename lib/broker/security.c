@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The broker's authorizer and SASL credentials: loading them when the
- * broker starts, swapping them on reload (ReloadSecurity, SIGHUP), and the
- * authorization check every handler uses. Rules: lib/broker/acl.h.
+ * The broker's authorizer, SASL credentials and OAUTHBEARER keys: loading
+ * them when the broker starts, swapping them on reload (ReloadSecurity,
+ * SIGHUP), and the authorization check every handler uses. Rules:
+ * lib/broker/acl.h.
  *
  * Threading: loop thread only, like the rest of dc_broker_t.
  */
 #include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/credentials.h"
+#include "broker/jwt.h"
 #include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   if (b->opts.acl_path) {
@@ -26,7 +29,28 @@ int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
     if (!b->creds)
       return -1;
   }
+  if (b->opts.oauth_jwks_path) {
+    b->jwks = dc_jwks_load(b->opts.oauth_jwks_path, errstr, errstr_size);
+    if (!b->jwks)
+      return -1;
+  }
+  b->oauth = b->jwks || b->opts.oauth_unsecured;
   return 0;
+}
+
+const dc_jwt_policy_t *dc_broker_oauth_policy(dc_broker_t *b,
+                                              dc_jwt_policy_t *p) {
+  if (!b->oauth)
+    return NULL;
+  *p = (dc_jwt_policy_t){
+      .jwks = b->jwks,
+      .allow_unsecured = b->opts.oauth_unsecured,
+      .issuer = b->opts.oauth_issuer,
+      .audience = b->opts.oauth_audience,
+      .principal_claim = b->opts.oauth_principal_claim,
+      .clock_skew_s = b->opts.oauth_clock_skew_s,
+      .now_s = (int64_t)time(NULL)};
+  return p;
 }
 
 void dc_broker_security_free(dc_broker_t *b) {
@@ -34,10 +58,12 @@ void dc_broker_security_free(dc_broker_t *b) {
   b->acl = NULL;
   dc_credentials_destroy(b->creds);
   b->creds = NULL;
+  dc_jwks_free(b->jwks);
+  b->jwks = NULL;
 }
 
-/* Both files are read before either is swapped in, so a bad one leaves
- * the broker exactly as it was (old rules and old credentials). */
+/* Every file is read before any is swapped in, so a bad one leaves the
+ * broker exactly as it was (old rules, credentials and keys). */
 int dc_broker_reload_security(dc_broker_t *b, char *errstr,
                               size_t errstr_size) {
   if (errstr_size)
@@ -60,6 +86,21 @@ int dc_broker_reload_security(dc_broker_t *b, char *errstr,
              "either): %s",
              why);
     return -1;
+  }
+  dc_jwks_t *jwks = NULL;
+  if (b->opts.oauth_jwks_path &&
+      !(jwks = dc_jwks_load(b->opts.oauth_jwks_path, why, sizeof(why)))) {
+    dc_acl_destroy(acl);
+    dc_credentials_destroy(creds);
+    dc_seterr(errstr, errstr_size,
+              "OAUTHBEARER keys not reloaded, old ones kept (ACL file and "
+              "credentials not reloaded either): %s",
+              why);
+    return -1;
+  }
+  if (b->opts.oauth_jwks_path) {
+    dc_jwks_free(b->jwks);
+    b->jwks = jwks;
   }
   if (b->opts.acl_path) {
     dc_acl_destroy(b->acl);

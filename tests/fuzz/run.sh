@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Build and run the fuzzers (libFuzzer + ASan + UBSan): fuzz_request
-# (dynconfd's request decoding and dispatch) and fuzz_answer (the agent's
-# reading of a config server's answer).
+# (dynconfd's request decoding and dispatch), fuzz_answer (the agent's
+# reading of a config server's answer) and fuzz_oauth (dynconfd's
+# OAUTHBEARER exchange and token checks).
 #
 #   tests/fuzz/run.sh [SECONDS] [WORKDIR]
 #
@@ -69,15 +70,18 @@ build() {
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I "$SRC/include" -I "$SRC/lib" -I "$WORK" \
     -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
-    -lsqlite3 -lssl -lcrypto -lpthread
+    -lsqlite3 -ljansson -lssl -lcrypto -lpthread
 }
 # shellcheck disable=SC2086 # SOURCES is a word list of paths without spaces
 build fuzz_request $SOURCES
 # The agent's reading of a server's answer: pure, so only what it needs.
 build fuzz_answer "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c \
   "$SRC/lib/agent/answer.c" "$SRC/lib/agent/resolve.c" "$SRC/lib/agent/public_errors.c"
+# dynconfd's OAUTHBEARER exchange and token checks.
+# shellcheck disable=SC2086
+build fuzz_oauth $SOURCES
 
-for name in fuzz_request fuzz_answer; do
+for name in fuzz_request fuzz_answer fuzz_oauth; do
   rm -rf "$WORK/seeds-$name"
   DC_FUZZ_WRITE_SEEDS="$WORK/seeds-$name" "$WORK/$name"
 done
@@ -116,6 +120,13 @@ cat >"$WORK/dict" <<'EOF'
 "\x00\x11"
 "\x00\x24"
 "\x4e\x20"
+"\x01"
+"n,,\x01auth=Bearer "
+"n,a="
+"eyJhbGciOiJub25lIn0."
+"eyJhbGciOiJSUzI1NiJ9."
+"\"exp\":"
+"\"sub\":"
 EOF
 
 # run NAME SECONDS: fuzzes one target; a finding fails the script.
@@ -148,6 +159,7 @@ run fuzz_request "$SECS"
 ASECS=$((SECS / 3))
 [ "$ASECS" -ge 5 ] || ASECS=5
 run fuzz_answer "$ASECS"
-echo "fuzz: no crashes in ${SECS}s + ${ASECS}s ($(find "$WORK"/corpus-* -type f | wc -l) new corpus units)"
+run fuzz_oauth "$ASECS"
+echo "fuzz: no crashes in ${SECS}s + 2 x ${ASECS}s ($(find "$WORK"/corpus-* -type f | wc -l) new corpus units)"
 [ "$KEEP" -eq 1 ] || rm -rf "$WORK"
 exit 0

@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""End-to-end: SASL OAUTHBEARER on dynconfd's SASL_PLAINTEXT listener.
+
+Keys (RSA-2048 and EC P-256) are made here with python3-cryptography, the
+JWKS file is written here, and tokens are signed here with PyJWT. Clients:
+kafka-python 2.0.2 (its token provider; SaslHandshake v0 and a raw token),
+a raw socket speaking SaslHandshake v1 + SaslAuthenticate v1 (to read the
+server's answers), and librdkafka through kcat with its own unsecured
+tokens (sasl.oauthbearer.config).
+
+Cases: RS256 and ES256 tokens authenticate and the principal (User:sub, or
+another claim) is what the audit history records; expired, not yet valid,
+wrong issuer, wrong audience, bad signature, unknown kid, a key not in the
+JWKS and alg none are refused with the reason after {"status":
+"invalid_token"}; a JWKS file replaced and reloaded by SIGHUP changes which
+key is trusted, a broken one keeps the old keys; unsigned tokens pass only
+on a server started with --sasl-oauthbearer-unsecured; an ACL file
+applies to OAUTHBEARER principals as to any other.
+
+Prints TAP. Every socket wait is bounded; a global alarm turns any hang
+into a failure.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dcpy  # noqa: E402  (re-execs under Debian's python3 for its packages)
+
+dcpy.require_kafka_python()
+import jwt  # noqa: E402  (python3-jwt)
+from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
+from kafka import KafkaAdminClient  # noqa: E402
+from kafka.admin import ConfigResource  # noqa: E402
+from kafka.oauth.abstract import AbstractTokenProvider  # noqa: E402
+
+t = dcpy.t
+CLIENT = 9
+ISS = "https://issuer.dynconf.test"
+AUD = "dynconf"
+TIMEOUT_MS = 5000
+
+
+def b64u(n_bytes):
+    return base64.urlsafe_b64encode(n_bytes).rstrip(b"=").decode()
+
+
+def int_bytes(i, size=None):
+    size = size or (i.bit_length() + 7) // 8
+    return i.to_bytes(size, "big")
+
+
+def jwk_rsa(key, kid):
+    pub = key.public_key().public_numbers()
+    return {"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
+            "n": b64u(int_bytes(pub.n)), "e": b64u(int_bytes(pub.e))}
+
+
+def jwk_ec(key, kid):
+    pub = key.public_key().public_numbers()
+    return {"kty": "EC", "kid": kid, "crv": "P-256", "use": "sig",
+            "x": b64u(int_bytes(pub.x, 32)), "y": b64u(int_bytes(pub.y, 32))}
+
+
+def write_jwks(path, keys):
+    with open(path + ".tmp", "w") as f:
+        json.dump({"keys": keys}, f)
+    os.replace(path + ".tmp", path)
+
+
+def claims(sub="alice", life=300, **extra):
+    now = int(time.time())
+    c = {"sub": sub, "iss": ISS, "aud": AUD, "iat": now, "exp": now + life}
+    c.update(extra)
+    return c
+
+
+def sign(key, kid, c, alg="RS256"):
+    return jwt.encode(c, key, algorithm=alg, headers={"kid": kid})
+
+
+class Token(AbstractTokenProvider):
+    def __init__(self, token):
+        super().__init__()
+        self._token = token
+
+    def token(self):
+        return self._token
+
+
+def admin(port, token, client_id="oauth-py"):
+    return KafkaAdminClient(
+        bootstrap_servers="127.0.0.1:%d" % port, client_id=client_id,
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=Token(token),
+        api_version_auto_timeout_ms=TIMEOUT_MS, request_timeout_ms=TIMEOUT_MS)
+
+
+def client_resource(name, configs=None):
+    r = ConfigResource("TOPIC", name, configs)
+    r.resource_type = CLIENT
+    return r
+
+
+def admin_alters(port, token, entity, configs):
+    """kafka-python authenticates with token and alters entity: the
+    result's error code, or the exception's name when it could not."""
+    try:
+        a = admin(port, token)
+    except Exception as e:  # what kafka-python raises varies by failure
+        return type(e).__name__
+    try:
+        res = a.alter_configs([client_resource(entity, configs)]).resources
+        return res[0][0]
+    finally:
+        a.close()
+
+
+# ---- a raw SaslHandshake v1 / SaslAuthenticate v1 exchange ---------------
+
+
+def kstr(s):
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def frame(api_key, version, corr, body):
+    payload = struct.pack(">hhi", api_key, version, corr) + kstr("raw-oauth") + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+class Raw:
+    """A blocking socket with a bounded timeout on every read."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def recv_exact(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed after %d of %d bytes"
+                                      % (len(out), n))
+            out += chunk
+        return out
+
+    def recv_frame(self):
+        (n,) = struct.unpack(">i", self.recv_exact(4))
+        return self.recv_exact(n)
+
+    def close(self):
+        self.s.close()
+
+
+def sasl_authenticate(raw, corr, auth_bytes):
+    """-> (error_code, error_message, auth_bytes) of SaslAuthenticate v1."""
+    raw.send(frame(36, 1, corr, struct.pack(">i", len(auth_bytes)) + auth_bytes))
+    r = raw.recv_frame()
+    (got_corr, err, mlen) = struct.unpack(">ihh", r[:8])
+    assert got_corr == corr, (got_corr, corr)
+    msg = r[8:8 + mlen].decode() if mlen >= 0 else None
+    off = 8 + max(mlen, 0)
+    (blen,) = struct.unpack(">i", r[off:off + 4])
+    return err, msg, r[off + 4:off + 4 + blen]
+
+
+def raw_exchange(port, token):
+    """SaslHandshake v1 (OAUTHBEARER), then the client-first message; on
+    a refusal the lone %x01 as librdkafka sends it. -> list of answers."""
+    raw = Raw(port)
+    try:
+        raw.send(frame(17, 1, 1, kstr("OAUTHBEARER")))
+        hs = raw.recv_frame()
+        (_, herr) = struct.unpack(">ih", hs[:6])
+        if herr:
+            return [("handshake", herr)]
+        first = b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01"
+        out = [sasl_authenticate(raw, 2, first)]
+        if out[0][0] == 0 and out[0][2]:
+            out.append(sasl_authenticate(raw, 3, b"\x01"))
+        return out
+    finally:
+        raw.close()
+
+
+def check_refused(port, token, why, desc):
+    answers = raw_exchange(port, token)
+    ok = (len(answers) == 2 and answers[0][0] == 0 and
+          json.loads(answers[0][2]) == {"status": "invalid_token"} and
+          answers[1][0] == 58 and why in (answers[1][1] or ""))
+    t.ok(ok, "%s: invalid_token, then SASL_AUTHENTICATION_FAILED naming "
+             "'%s'" % (desc, why))
+    if not ok:
+        t.diag("  answers: %r" % (answers,))
+    t.ok(admin_alters(port, token, "oauth-refused", {"acks": "1"}) != 0,
+         "  kafka-python cannot use it either")
+
+
+def kcat_metadata(port, principal):
+    """kcat -L as librdkafka with an unsecured token for principal."""
+    r = subprocess.run(
+        ["kcat", "-L", "-b", "127.0.0.1:%d" % port, "-m", "5",
+         "-X", "security.protocol=SASL_PLAINTEXT",
+         "-X", "sasl.mechanisms=OAUTHBEARER",
+         "-X", "sasl.oauthbearer.config=principal=%s" % principal,
+         "-X", "enable.sasl.oauthbearer.unsecure.jwt=true"],
+        capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout + r.stderr
+
+
+def history(data_dir):
+    r = subprocess.run([dcpy.dynconfd_path(), "--data-dir", data_dir,
+                        "--history"], capture_output=True, text=True,
+                       timeout=30)
+    return r.stdout
+
+
+def main():
+    signal.alarm(240)
+    tmp = tempfile.mkdtemp(prefix="dynconf-oauth-")
+    try:
+        run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    t.done()
+
+
+def run(tmp):
+    k1 = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    k2 = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    e1 = ec.generate_private_key(ec.SECP256R1())
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = os.path.join(tmp, "jwks.json")
+    write_jwks(jwks, [jwk_rsa(k1, "k1"), jwk_ec(e1, "e1")])
+    acl = os.path.join(tmp, "acl")
+    with open(acl, "w") as f:
+        f.write("allow User:alice alter client:oauth-*\n"
+                "allow User:carol alter client:oauth-es\n")
+    data = os.path.join(tmp, "data")
+    d = dcpy.Daemon(tmp, [
+        "--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--data-dir", data,
+        "--sasl-oauthbearer-jwks", jwks, "--acl-file", acl,
+        "--sasl-oauthbearer-expected-issuer", ISS,
+        "--sasl-oauthbearer-expected-audience", AUD])
+    port = d.port
+    try:
+        good(port, k1, e1)
+        refused(port, k1, e1, stranger)
+        reload(d, port, jwks, k1, k2)
+        answers = raw_exchange(port, jwt.encode(claims(), None, algorithm="none"))
+        t.ok(answers and answers[-1][0] == 58 and
+             "unsecured" in (answers[-1][1] or ""),
+             "alg none is refused without --sasl-oauthbearer-unsecured: %r"
+             % (answers[-1][1] if answers else None,))
+        rc, out = kcat_metadata(port, "bob")
+        t.ok(rc != 0, "librdkafka's unsecured token is refused there too")
+    finally:
+        t.is_(d.stop(), 0, "dynconfd stops cleanly")
+    h = history(data)
+    t.ok("User:alice" in h and "oauth-ok" in h,
+         "the audit history names User:alice for her alter")
+    t.ok("User:carol" in h and "oauth-es" in h,
+         "  and User:carol for hers (ES256)")
+    unsecured(tmp)
+
+
+def good(port, k1, e1):
+    tok = sign(k1, "k1", claims("alice"))
+    t.is_(admin_alters(port, tok, "oauth-ok", {"acks": "1"}), 0,
+          "RS256 token: kafka-python authenticates as User:alice and alters")
+    answers = raw_exchange(port, tok)
+    t.ok(len(answers) == 1 and answers[0][0] == 0 and answers[0][2] == b"",
+         "  the raw exchange ends at once with an empty answer")
+    tok = sign(e1, "e1", claims("carol"), alg="ES256")
+    t.is_(admin_alters(port, tok, "oauth-es", {"acks": "all"}), 0,
+          "ES256 token: authenticates as User:carol and alters her entity")
+    res = admin_alters(port, tok, "oauth-ok", {"acks": "0"})
+    t.ok(isinstance(res, int) and res != 0,
+         "  the ACL file refuses User:carol alice's entity (error %r)" % (res,))
+
+
+def refused(port, k1, e1, stranger):
+    now = int(time.time())
+    check_refused(port, sign(k1, "k1", claims(life=-120)), "expired",
+                  "an expired token")
+    check_refused(port, sign(k1, "k1", claims(nbf=now + 600)),
+                  "not valid before",
+                  "a token not valid before ten minutes from now")
+    check_refused(port, sign(k1, "k1", claims(iss="https://evil.test")),
+                  "issuer", "a token from another issuer")
+    check_refused(port, sign(k1, "k1", claims(aud="someone-else")),
+                  "audience", "a token for another audience")
+    tok = sign(k1, "k1", claims())
+    head, body, sig = tok.split(".")
+    forged = json.loads(base64.urlsafe_b64decode(body + "=="))
+    forged["sub"] = "admin"
+    body2 = b64u(json.dumps(forged).encode())
+    check_refused(port, "%s.%s.%s" % (head, body2, sig), "signature",
+                  "a payload changed after signing")
+    check_refused(port, sign(stranger, "k1", claims()), "signature",
+                  "a token signed by a key not in the JWKS under a known kid")
+    check_refused(port, sign(stranger, "k9", claims()), "k9",
+                  "a token naming an unknown kid")
+
+
+def wait_log(d, text, seconds=10):
+    """Whether dynconfd's log says text within seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(d.log_path, errors="replace") as f:
+            if text in f.read():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def reload(d, port, jwks, k1, k2):
+    write_jwks(jwks, [jwk_rsa(k2, "k2")])
+    d.proc.send_signal(signal.SIGHUP)
+    tok2 = sign(k2, "k2", claims("alice"))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and raw_exchange(port, tok2)[0][2] != b"":
+        time.sleep(0.1)
+    t.ok(raw_exchange(port, tok2)[0][2] == b"",
+         "after the JWKS file is replaced and SIGHUP, k2's tokens pass")
+    check_refused(port, sign(k1, "k1", claims()), "k1",
+                  "  and k1's are refused (k1 is gone)")
+    with open(jwks, "w") as f:
+        f.write("{ not json")
+    d.proc.send_signal(signal.SIGHUP)
+    said = wait_log(d, "OAUTHBEARER keys not reloaded, old ones kept")
+    t.ok(said, "a broken JWKS file on SIGHUP is refused in the log")
+    t.ok(raw_exchange(port, tok2)[0][2] == b"",
+         "  and the old keys stay in force")
+
+
+def unsecured(tmp):
+    d = dcpy.Daemon(tmp, [
+        "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+        "--data-dir", os.path.join(tmp, "data2"),
+        "--sasl-oauthbearer-unsecured"])
+    try:
+        rc, out = kcat_metadata(d.port, "bob")
+        t.ok(rc == 0 and "broker" in out,
+             "with --sasl-oauthbearer-unsecured, librdkafka's unsecured "
+             "token (principal=bob) authenticates (kcat -L)")
+        if rc:
+            t.diag(out[-500:])
+        tok = jwt.encode({"sub": "dave", "exp": int(time.time()) + 60}, None,
+                         algorithm="none")
+        t.is_(admin_alters(d.port, tok, "oauth-unsec", {"acks": "1"}), 0,
+              "  and kafka-python's unsigned token (no issuer or audience "
+              "required there)")
+    finally:
+        t.is_(d.stop(), 0, "the unsecured dynconfd stops cleanly")
+
+
+if __name__ == "__main__":
+    main()
