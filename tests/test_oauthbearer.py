@@ -165,8 +165,9 @@ class Raw:
         self.s.close()
 
 
-def sasl_authenticate(raw, corr, auth_bytes):
-    """-> (error_code, error_message, auth_bytes) of SaslAuthenticate v1."""
+def sasl_authenticate(raw, corr, auth_bytes, lifetime=None):
+    """-> (error_code, error_message, auth_bytes) of SaslAuthenticate v1;
+    the session lifetime goes into lifetime[0] when a list is given."""
     raw.send(frame(36, 1, corr, struct.pack(">i", len(auth_bytes)) + auth_bytes))
     r = raw.recv_frame()
     (got_corr, err, mlen) = struct.unpack(">ihh", r[:8])
@@ -174,7 +175,33 @@ def sasl_authenticate(raw, corr, auth_bytes):
     msg = r[8:8 + mlen].decode() if mlen >= 0 else None
     off = 8 + max(mlen, 0)
     (blen,) = struct.unpack(">i", r[off:off + 4])
+    if lifetime is not None:
+        (lifetime[0],) = struct.unpack(">q", r[off + 4 + blen:off + 12 + blen])
     return err, msg, r[off + 4:off + 4 + blen]
+
+
+def login(raw, token, corr):
+    """SaslHandshake v1 + SaslAuthenticate v1 on raw: (error_code,
+    message, session_lifetime_ms)."""
+    raw.send(frame(17, 1, corr, kstr("OAUTHBEARER")))
+    hs = raw.recv_frame()
+    (_, herr) = struct.unpack(">ih", hs[:6])
+    if herr:
+        return herr, "handshake", 0
+    life = [0]
+    first = b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01"
+    err, msg, _ = sasl_authenticate(raw, corr + 1, first, life)
+    return err, msg, life[0]
+
+
+def metadata_works(raw, corr):
+    """Whether a Metadata v0 request on raw is answered."""
+    try:
+        raw.send(frame(3, 0, corr, struct.pack(">i", 0)))
+        r = raw.recv_frame()
+        return struct.unpack(">i", r[:4])[0] == corr
+    except (ConnectionError, OSError):
+        return False
 
 
 def raw_exchange(port, token):
@@ -347,12 +374,56 @@ def reload(d, port, jwks, k1, k2):
          "  and the old keys stay in force")
 
 
+def unsigned(sub, life):
+    return jwt.encode({"sub": sub, "exp": int(time.time()) + life}, None,
+                      algorithm="none")
+
+
+def sessions(d):
+    """KIP-368 on a server without clock skew and a 60 s reauth limit."""
+    raw = Raw(d.port)
+    try:
+        err, _, life = login(raw, unsigned("erin", 2), 10)
+        t.ok(err == 0 and 1000 < life <= 2000,
+             "SaslAuthenticate v1 gives a token expiring in 2 s a session "
+             "lifetime of at most 2 s (%d ms)" % life)
+        err, _, life = login(raw, unsigned("erin", 600), 20)
+        t.ok(err == 0 and life == 60000,
+             "  re-authenticating on the same connection with a fresh token "
+             "works, capped by --connections-max-reauth-ms (%d ms)" % life)
+        time.sleep(2.2)  # past the first token's expiry
+        t.ok(metadata_works(raw, 30),
+             "  and the connection outlives the first token")
+        err, msg, _ = login(raw, unsigned("mallory", 600), 40)
+        t.ok(err == 58 and "re-authentication as User:mallory" in (msg or ""),
+             "re-authenticating as another principal is refused: %r" % msg)
+        t.ok(not metadata_works(raw, 50), "  and the connection is closed")
+    finally:
+        raw.close()
+    raw = Raw(d.port)
+    try:
+        err, _, life = login(raw, unsigned("erin", 2), 60)
+        t.ok(err == 0 and metadata_works(raw, 70),
+             "a token expiring in 2 s serves requests at first")
+        time.sleep(max(0.0, life / 1000.0) + 0.3)  # the session's own end
+        t.ok(not metadata_works(raw, 80),
+             "  after its session ends without re-authentication, a request "
+             "closes the connection")
+        t.ok(wait_log(d, "the SASL session of User:erin ended"),
+             "  and the log says why")
+    finally:
+        raw.close()
+
+
 def unsecured(tmp):
     d = dcpy.Daemon(tmp, [
         "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
         "--data-dir", os.path.join(tmp, "data2"),
-        "--sasl-oauthbearer-unsecured"])
+        "--sasl-oauthbearer-unsecured",
+        "--sasl-oauthbearer-clock-skew-seconds", "0",
+        "--connections-max-reauth-ms", "60000"])
     try:
+        sessions(d)
         rc, out = kcat_metadata(d.port, "bob")
         t.ok(rc == 0 and "broker" in out,
              "with --sasl-oauthbearer-unsecured, librdkafka's unsecured "

@@ -50,6 +50,7 @@ typedef struct settings {
   char *oauth_jwks, *oauth_issuer, *oauth_audience, *oauth_claim;
   bool oauth_unsecured;
   int64_t oauth_skew_s;
+  int64_t reauth_ms; /* KIP-368 connections.max.reauth.ms; 0 = none */
   int32_t node_id;
   int64_t st_min, st_max;
   bool allow_unknown;
@@ -161,6 +162,9 @@ static void usage_limits(FILE *f) {
 "  --allow-unknown-keys      relay config keys outside the schema\n"
 "  --max-request-size BYTES  largest request frame accepted (default 1048576)\n"
 "  --idle-timeout-ms N       close connections idle this long (default 600000)\n"
+"  --connections-max-reauth-ms N  a SASL session lasts at most N ms without\n"
+"                            re-authenticating (KIP-368; default 0 = until an\n"
+"                            OAUTHBEARER token expires, else unlimited)\n"
 "  --max-connections N       refuse connections beyond N (default 100000)\n"
 "  --max-request-resources N resources one request may name (default 1000)\n"
 "  --max-request-configs N   config keys per resource in one request\n"
@@ -456,6 +460,8 @@ static bool apply_limit_setting(settings_t *st, const char *key,
     st->srv.max_request_size = (size_t)n;
     return true;
   }
+  if (!strcmp(key, "connections.max.reauth.ms"))
+    return parse_num(key, val, 0, INT64_C(86400000) * 365, &st->reauth_ms);
   if (!strcmp(key, "connections.max.idle.ms")) {
     if (!parse_num(key, val, 100, INT32_MAX, &n))
       return false;
@@ -1098,6 +1104,7 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->oauth_audience = st->oauth_audience;
   bo->oauth_principal_claim = st->oauth_claim;
   bo->oauth_clock_skew_s = st->oauth_skew_s;
+  bo->connections_max_reauth_ms = st->reauth_ms;
   bo->reload_tls = reload_tls;
   bo->reload_opaque = &s->rctx;
 }
@@ -1297,7 +1304,8 @@ enum long_option {
   O_EXPORT, O_IMPORT, O_STORE, O_STORE_BS, O_STORE_TOPIC,
   O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
-  O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW
+  O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
+  O_REAUTH
 };
 
 static const struct option longopts[] = {
@@ -1311,6 +1319,7 @@ static const struct option longopts[] = {
     {"allow-unknown-keys", no_argument, NULL, O_UNKNOWN},
     {"max-request-size", required_argument, NULL, O_MAXREQ},
     {"idle-timeout-ms", required_argument, NULL, O_IDLE},
+    {"connections-max-reauth-ms", required_argument, NULL, O_REAUTH},
     {"max-connections", required_argument, NULL, O_MAXCONN},
     {"history", no_argument, NULL, O_HISTORY},
     {"export", required_argument, NULL, O_EXPORT},
@@ -1371,6 +1380,7 @@ static const char *const option_keys[] = {
     [O_STMAX - 256] = "group.max.session.timeout.ms",
     [O_MAXREQ - 256] = "socket.request.max.bytes",
     [O_IDLE - 256] = "connections.max.idle.ms",
+    [O_REAUTH - 256] = "connections.max.reauth.ms",
     [O_MAXCONN - 256] = "max.connections",
     [O_LISTENERS - 256] = "listeners",
     [O_PMAP - 256] = "listener.security.protocol.map",

@@ -302,6 +302,14 @@ static bool allowed_before_auth(int state, int16_t api_key) {
   return false;
 }
 
+/* KIP-368: once a session has ended, only ApiVersions and a
+ * re-authentication's SaslHandshake are served; Kafka closes the
+ * connection on anything else. */
+static bool session_over(const dc_conn_auth_t *a, int16_t api_key) {
+  return a->session_end_ms && dc_mono_ms() > a->session_end_ms &&
+         api_key != DC_API_API_VERSIONS && api_key != DC_API_SASL_HANDSHAKE;
+}
+
 int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
                      const uint8_t *payload, size_t len, dc_arena_t *arena,
                      dc_buf_t *out, char *errstr, size_t errstr_size) {
@@ -341,6 +349,13 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
               !dc_api_supported(hdr.api_key, hdr.api_version))) {
     dc_seterr(errstr, errstr_size, "unsupported API key %d version %d",
              hdr.api_key, hdr.api_version);
+    return DC_HANDLE_CLOSE;
+  }
+  if (auth_state == DC_AUTH_DONE && session_over(conn->auth, hdr.api_key)) {
+    dc_seterr(errstr, errstr_size,
+              "the SASL session of %s ended (token expiry or "
+              "connections.max.reauth.ms) without re-authentication",
+              conn->auth->principal);
     return DC_HANDLE_CLOSE;
   }
   if (auth_state != DC_AUTH_NONE && auth_state != DC_AUTH_DONE &&

@@ -78,6 +78,9 @@ typedef struct dc_broker_opts {
   const char *oauth_audience;
   const char *oauth_principal_claim;
   int64_t oauth_clock_skew_s; /* default 30 */
+  /* KIP-368 connections.max.reauth.ms: a SASL session lasts at most this
+   * long without re-authenticating (0 = no limit but a token's expiry). */
+  int64_t connections_max_reauth_ms;
   /* ReloadSecurity (key 20000) and SIGHUP: reloads the TLS material of the
    * named listener (NULL = all) and fills up to max reports; returns the
    * number filled. Set by the program that owns the listeners. */
@@ -159,6 +162,12 @@ typedef struct dc_conn_auth {
   char mechanism[32];
   struct dc_sasl_server *sasl; /* exchange in progress; owned */
   char *principal;             /* "User:NAME" once DONE; owned */
+  /* KIP-368: the session's length told to the client (0 = unlimited) and
+   * when it ends (monotonic ms); after that only a re-authentication
+   * (SaslHandshake v1 with the same mechanism and principal) goes on. */
+  int64_t lifetime_ms;
+  int64_t session_end_ms;
+  bool reauth; /* a re-authentication is in progress */
 } dc_conn_auth_t;
 
 /* Longest principal ("User:" + name, bytes, without the NUL) dynconfd

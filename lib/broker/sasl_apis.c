@@ -21,6 +21,7 @@
 #include "broker/broker_int.h"
 #include "broker/acl.h"
 #include "broker/sasl_server.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -61,6 +62,27 @@ static int32_t enabled_mechanisms(const dc_broker_t *b, dc_arena_t *arena,
   return n;
 }
 
+/* KIP-368: an authenticated connection starts over with the mechanism
+ * it used; any other one ends it. */
+static int reauth_handshake(dc_req_t *r, const dc_sasl_handshake_req_t *req,
+                            dc_sasl_handshake_resp_t *resp) {
+  dc_conn_auth_t *a = r->conn->auth;
+  if (strcmp(req->mechanism, a->mechanism)) {
+    resp->error_code = DC_ERR_ILLEGAL_SASL_STATE;
+    r->close_after = true;
+    snprintf(r->why, sizeof(r->why),
+             "re-authentication with %.40s, not the connection's %s",
+             req->mechanism, a->mechanism);
+    return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, resp);
+  }
+  a->sasl = dc_sasl_server_new(req->mechanism);
+  if (!a->sasl)
+    return DC_ERR__NOMEM;
+  a->reauth = true;
+  a->state = DC_AUTH_AUTHENTICATE;
+  return dc_sasl_handshake_resp_encode(r->out, r->hdr->api_version, resp);
+}
+
 int dc_handle_sasl_handshake(dc_req_t *r) {
   dc_sasl_handshake_req_t req;
   if (dc_sasl_handshake_req_decode(r->rd, r->hdr->api_version, &req))
@@ -68,6 +90,8 @@ int dc_handle_sasl_handshake(dc_req_t *r) {
   dc_sasl_handshake_resp_t resp = {0};
   resp.n_mechanisms = enabled_mechanisms(r->b, r->arena, &resp.mechanisms);
   dc_conn_auth_t *a = r->conn->auth;
+  if (a && a->state == DC_AUTH_DONE && r->hdr->api_version >= 1)
+    return reauth_handshake(r, &req, &resp);
   if (!a || a->state != DC_AUTH_HANDSHAKE) {
     /* No SASL on this listener, or a second handshake. */
     resp.error_code = DC_ERR_ILLEGAL_SASL_STATE;
@@ -97,10 +121,17 @@ int dc_handle_sasl_handshake(dc_req_t *r) {
 }
 
 /* Sets a->principal to "User:" + the authenticated name, whole; -1 with
- * why (fit for the client) when it would exceed DC_PRINCIPAL_MAX. */
+ * why (fit for the client) when it would exceed DC_PRINCIPAL_MAX, or when
+ * a re-authentication names another principal. */
 static int take_principal(dc_conn_auth_t *a, char *why, size_t why_size) {
   const char *user = dc_sasl_server_user(a->sasl);
   size_t n = 5 + strlen(user);
+  if (a->reauth && (strncmp(a->principal, "User:", 5) ||
+                    strcmp(a->principal + 5, user))) {
+    dc_seterr(why, why_size, "Authentication failed: re-authentication as "
+              "User:%.300s, not the connection's %.300s", user, a->principal);
+    return -1;
+  }
   if (n > DC_PRINCIPAL_MAX) {
     dc_seterr(why, why_size, "Authentication failed: the principal User:NAME "
              "would be %zu bytes, over the limit of %d", n, DC_PRINCIPAL_MAX);
@@ -116,6 +147,24 @@ static int take_principal(dc_conn_auth_t *a, char *why, size_t why_size) {
   free(a->principal);
   a->principal = p;
   return 0;
+}
+
+/* KIP-368: the session just authenticated lasts until the token expires
+ * (OAUTHBEARER, with the clock skew allowed) or connections.max.reauth.ms
+ * passes, whichever comes first; neither = unlimited. */
+static void start_session(const dc_broker_t *b, dc_conn_auth_t *a) {
+  int64_t life = b->opts.connections_max_reauth_ms;
+  int64_t exp_s = dc_sasl_server_expires_s(a->sasl);
+  if (exp_s > 0) {
+    int64_t left = (exp_s + b->opts.oauth_clock_skew_s) * 1000 - dc_wall_ms();
+    if (left < 1)
+      left = 1;
+    if (life <= 0 || left < life)
+      life = left;
+  }
+  a->lifetime_ms = life > 0 ? life : 0;
+  a->session_end_ms = life > 0 ? dc_mono_ms() + life : 0;
+  a->reauth = false;
 }
 
 /* Runs one step; on DONE records the principal. Returns the step result. */
@@ -141,6 +190,7 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
       b->metrics.auth_failed[m]++;
   }
   if (rc == DC_SASL_DONE) {
+    start_session(b, a);
     a->state = DC_AUTH_DONE;
     dc_log(DC_LOG_DEBUG, "client %s on listener %s authenticated as %s (%s)",
            conn->peer, conn->listener, a->principal, a->mechanism);
@@ -182,6 +232,8 @@ int dc_handle_sasl_authenticate(dc_req_t *r) {
   } else {
     resp.auth_bytes = tok;
     resp.n_auth_bytes = (int32_t)toklen;
+    if (rc == DC_SASL_DONE)
+      resp.session_lifetime_ms = a->lifetime_ms;
   }
   int err = dc_sasl_authenticate_resp_encode(r->out, v, &resp);
   free(tok);
