@@ -248,6 +248,49 @@ def kcat_metadata(port, principal):
     return r.returncode, r.stdout + r.stderr
 
 
+def cli(tmp, port, props, *args):
+    """dynconf-configs with --command-config holding props: (rc, output)."""
+    path = os.path.join(tmp, "cli.props")
+    with open(path, "w") as f:
+        f.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n")
+        for k, v in props.items():
+            f.write("%s=%s\n" % (k, v))
+    r = subprocess.run(
+        [os.path.join(dcpy.builddir(), "dynconf-configs"), "--bootstrap-server",
+         "127.0.0.1:%d" % port, "--command-config", path,
+         "--entity-type", "clients"] + list(args),
+        capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def cli_token(tmp, port, token, *args):
+    path = os.path.join(tmp, "token.jwt")
+    with open(path, "w") as f:
+        f.write(token + "\n")
+    return cli(tmp, port, {"sasl.oauthbearer.token.endpoint.url":
+                           "file://" + path}, *args)
+
+
+def cli_cases(tmp, port, k1):
+    rc, out = cli_token(tmp, port, sign(k1, "k1", claims("alice")),
+                        "--entity-name", "oauth-cli", "--alter",
+                        "--add-config", "acks=1")
+    t.ok(rc == 0, "dynconf-configs authenticates with a token file "
+         "(sasl.oauthbearer.token.endpoint.url=file://...) and alters")
+    if rc:
+        t.diag(out[-400:])
+    rc, out = cli_token(tmp, port, sign(k1, "k1", claims("alice", life=-120)),
+                        "--entity-name", "oauth-cli", "--describe")
+    t.ok(rc == 1 and "SASL authentication failed" in out and "expired" in out,
+         "  an expired token: exit 1 with the server's reason: %s"
+         % out.strip()[-160:])
+    rc, out = cli(tmp, port, {"sasl.oauthbearer.config": "principal=alice"},
+                  "--entity-name", "oauth-cli", "--describe")
+    t.ok(rc == 2 and "enable.sasl.oauthbearer.unsecure.jwt" in out,
+         "  sasl.oauthbearer.config without "
+         "enable.sasl.oauthbearer.unsecure.jwt=true is a usage error")
+
+
 def history(data_dir):
     r = subprocess.run([dcpy.dynconfd_path(), "--data-dir", data_dir,
                         "--history"], capture_output=True, text=True,
@@ -286,6 +329,7 @@ def run(tmp):
     try:
         good(port, k1, e1)
         refused(port, k1, e1, stranger)
+        cli_cases(tmp, port, k1)
         reload(d, port, jwks, k1, k2)
         answers = raw_exchange(port, jwt.encode(claims(), None, algorithm="none"))
         t.ok(answers and answers[-1][0] == 58 and
@@ -424,6 +468,16 @@ def unsecured(tmp):
         "--connections-max-reauth-ms", "60000"])
     try:
         sessions(d)
+        rc, out = cli(tmp, d.port, {"sasl.oauthbearer.config":
+                                    "principal=frank lifeSeconds=60",
+                                    "enable.sasl.oauthbearer.unsecure.jwt":
+                                    "true"},
+                      "--entity-name", "oauth-frank", "--alter",
+                      "--add-config", "acks=0")
+        t.ok(rc == 0, "dynconf-configs with an unsigned token "
+             "(sasl.oauthbearer.config) on the unsecured server")
+        if rc:
+            t.diag(out[-400:])
         rc, out = kcat_metadata(d.port, "bob")
         t.ok(rc == 0 and "broker" in out,
              "with --sasl-oauthbearer-unsecured, librdkafka's unsecured "

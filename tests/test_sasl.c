@@ -6,6 +6,7 @@
  */
 #include "broker/credentials.h"
 #include "broker/sasl_server.h"
+#include "client/oauth_client.h"
 #include "client/scram_client.h"
 #include "tap.h"
 
@@ -870,6 +871,51 @@ static void test_oauthbearer(void) {
   dc_sasl_server_destroy(s);
 }
 
+/* The client's unsigned tokens (librdkafka's sasl.oauthbearer.config), as
+ * the server's validator reads them. */
+static void test_oauth_client(void) {
+  int64_t now = 1800000000;
+  char err[256];
+  char *tok = dc_oauth_unsecured_token(
+      "principal=alice lifeSeconds=60 scope=read,write", now, err, sizeof(err));
+  dc_jwt_policy_t p = {.allow_unsecured = true, .now_s = now};
+  dc_jwt_result_t r;
+  ok(tok && !dc_jwt_validate(tok, strlen(tok), &p, &r, err, sizeof(err)),
+     "an unsecured token from sasl.oauthbearer.config validates (%s)",
+     tok ? err : "none");
+  is_str(r.principal, "alice", "  principal=alice is its sub");
+  ok(r.expires_s == now + 60, "  lifeSeconds=60 sets exp");
+  is_str(r.scope, "read write", "  scope=read,write is its scope");
+  size_t n = 0;
+  char *first = dc_oauth_client_first(tok, &n);
+  ok(first && n == strlen(tok) + 18 && !memcmp(first, "n,,\001auth=Bearer ", 16) &&
+         !memcmp(first + n - 2, "\001\001", 2),
+     "the client-first message frames the token");
+  free(first);
+  free(tok);
+  tok = dc_oauth_unsecured_token("principalClaimName=email principal=a@x",
+                                 now, err, sizeof(err));
+  p.principal_claim = "email";
+  ok(tok && !dc_jwt_validate(tok, strlen(tok), &p, &r, err, sizeof(err)) &&
+         !strcmp(r.principal, "a@x"),
+     "principalClaimName names the claim");
+  free(tok);
+  static const char *bad[][2] = {
+      {"", "principal=NAME"},
+      {"lifeSeconds=60", "principal=NAME"},
+      {"principal", "not key=value"},
+      {"principal=a lifeSeconds=0", "lifeSeconds"},
+      {"principal=a lifeSeconds=1x", "lifeSeconds"},
+      {"principal=a extension_x=1", "unknown key"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    tok = dc_oauth_unsecured_token(bad[i][0], now, err, sizeof(err));
+    ok(!tok && strstr(err, bad[i][1]), "sasl.oauthbearer.config '%s' is "
+       "refused naming '%s' (%s)", bad[i][0], bad[i][1], err);
+    free(tok);
+  }
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof(tmpdir), "%s/test_sasl.XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -887,6 +933,7 @@ int main(void) {
   test_fuzz(path);
   test_credentials_file();
   test_oauthbearer();
+  test_oauth_client();
 
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -48,6 +48,11 @@ typedef struct opts {
    * into `arena`). */
   const char *command_config;
   dc_kclient_security_t sec;
+  /* OAUTHBEARER's token: read from sasl.oauthbearer.token.endpoint.url
+   * (file:// only), or made unsigned from sasl.oauthbearer.config when
+   * enable.sasl.oauthbearer.unsecure.jwt=true, as librdkafka does. */
+  const char *oauth_token_url, *oauth_config;
+  bool oauth_unsecure;
   bool reload;              /* --reload-keystore */
   const char *listener;     /* --listener NAME, or NULL for all */
   /* Alter operations. The array is malloc'd (freed by main()); names and

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "client/oauth_client.h"
 #include "common/kvfile.h"
 #include "common/text.h"
 
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <openssl/crypto.h>
 
 /* ---- --command-config ------------------------------------------------- */
 
@@ -94,6 +97,24 @@ static int set_prop(void *opaque, const char *key, const char *value,
   }
   if (set_string_prop(&o->sec, key, val))
     return 0;
+  if (!strcmp(key, "sasl.oauthbearer.config")) {
+    o->oauth_config = val;
+    return 0;
+  }
+  if (!strcmp(key, "sasl.oauthbearer.token.endpoint.url")) {
+    if (strncmp(val, "file://", 7)) {
+      dc_seterr(why, why_size, "%s: only file:// URLs are read here, not "
+                "'%.100s'", key, val);
+      return -1;
+    }
+    o->oauth_token_url = val;
+    return 0;
+  }
+  if (!strcmp(key, "enable.sasl.oauthbearer.unsecure.jwt") &&
+      (!strcmp(val, "true") || !strcmp(val, "false"))) {
+    o->oauth_unsecure = !strcmp(val, "true");
+    return 0;
+  }
   if (!strcmp(key, "enable.ssl.certificate.verification") &&
       (!strcmp(val, "true") || !strcmp(val, "false"))) {
     o->sec.ssl_no_verify = !strcmp(val, "false");
@@ -119,9 +140,69 @@ static int set_prop(void *opaque, const char *key, const char *value,
   dc_seterr(why, why_size,
             "unknown property '%s' (known: %s"
             "enable.ssl.certificate.verification, "
-            "ssl.endpoint.identification.algorithm)",
+            "ssl.endpoint.identification.algorithm, sasl.oauthbearer.config, "
+            "sasl.oauthbearer.token.endpoint.url, "
+            "enable.sasl.oauthbearer.unsecure.jwt)",
             key, known);
   return -1;
+}
+
+/* The token file's one JWT (blanks around it dropped), into the arena. */
+static const char *read_token_file(opts_t *o, const char *path, char *why,
+                                   size_t why_size) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    dc_seterr(why, why_size, "cannot read the token file %s: %s", path,
+              strerror(errno));
+    return NULL;
+  }
+  char buf[8194];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  bool more = fgetc(f) != EOF;
+  fclose(f);
+  buf[n] = '\0';
+  char *t = buf + strspn(buf, " \t\r\n");
+  for (size_t l = strlen(t); l && strchr(" \t\r\n", t[l - 1]); l--)
+    t[l - 1] = '\0';
+  const char *tok = NULL;
+  if (more || strlen(t) > 8192)
+    dc_seterr(why, why_size, "the token file %s is over 8192 bytes", path);
+  else if (!*t || strpbrk(t, " \t\r\n"))
+    dc_seterr(why, why_size, "the token file %s does not hold one token",
+              path);
+  else if (!(tok = dc_arena_strdup(&o->arena, t)))
+    dc_seterr(why, why_size, "out of memory");
+  OPENSSL_cleanse(buf, sizeof(buf));
+  return tok;
+}
+
+/* sasl.mechanism=OAUTHBEARER: the token from the file the configuration
+ * names, or an unsigned one when that is explicitly allowed. 0, or -1
+ * with why. */
+static int oauth_token(opts_t *o, char *why, size_t why_size) {
+  if (!o->sec.sasl_mechanism || strcmp(o->sec.sasl_mechanism, "OAUTHBEARER"))
+    return 0;
+  if (o->oauth_token_url) {
+    o->sec.sasl_oauthbearer_token =
+        read_token_file(o, o->oauth_token_url + 7, why, why_size);
+    return o->sec.sasl_oauthbearer_token ? 0 : -1;
+  }
+  if (!o->oauth_unsecure) {
+    dc_seterr(why, why_size, "OAUTHBEARER needs "
+              "sasl.oauthbearer.token.endpoint.url=file://PATH, or "
+              "sasl.oauthbearer.config with "
+              "enable.sasl.oauthbearer.unsecure.jwt=true (unsigned, tests)");
+    return -1;
+  }
+  char *tok = dc_oauth_unsecured_token(o->oauth_config, (int64_t)time(NULL),
+                                       why, why_size);
+  if (!tok)
+    return -1;
+  o->sec.sasl_oauthbearer_token = dc_arena_strdup(&o->arena, tok);
+  free(tok);
+  if (!o->sec.sasl_oauthbearer_token)
+    dc_seterr(why, why_size, "out of memory");
+  return o->sec.sasl_oauthbearer_token ? 0 : -1;
 }
 
 int cli_load_command_config(opts_t *o, const char *path) {
@@ -131,7 +212,8 @@ int cli_load_command_config(opts_t *o, const char *path) {
   }
   o->command_config = path;
   char err[1600];
-  if (dc_kvfile_read(path, set_prop, o, err, sizeof(err))) {
+  if (dc_kvfile_read(path, set_prop, o, err, sizeof(err)) ||
+      oauth_token(o, err, sizeof(err))) {
     cli_usage_error("--command-config: %s", err);
     return -1;
   }

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "common/clock.h"
 #include "common/text.h"
+#include "client/oauth_client.h"
 #include "client/scram_client.h"
 #include "client/tls_client.h"
 #include "kclient.h"
@@ -181,6 +182,41 @@ dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
 
 /* ---- security settings ------------------------------------------------ */
 
+/* A SASL mechanism and what it needs: a user name and a password for
+ * PLAIN and SCRAM, a token for OAUTHBEARER. 0, or -1 with errstr. */
+static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
+                      char *errstr, size_t errstr_size) {
+  const char *m = sec->sasl_mechanism;
+  dc_scram_hash_t h;
+  if (!m || !*m) {
+    dc_seterr(errstr, errstr_size,
+              "security protocol %s needs a SASL mechanism (PLAIN, "
+              "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)", proto);
+    return -1;
+  }
+  if (!strcmp(m, "OAUTHBEARER")) {
+    if (sec->sasl_oauthbearer_token && *sec->sasl_oauthbearer_token)
+      return 0;
+    dc_seterr(errstr, errstr_size, "SASL mechanism OAUTHBEARER needs a token");
+    return -1;
+  }
+  if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
+    dc_seterr(errstr, errstr_size,
+              "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256, "
+              "SCRAM-SHA-512 or OAUTHBEARER)", m);
+    return -1;
+  }
+  if (!sec->sasl_username || !*sec->sasl_username) {
+    dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a user name", m);
+    return -1;
+  }
+  if (!sec->sasl_password) {
+    dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
+    return -1;
+  }
+  return 0;
+}
+
 dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
                                       const dc_kclient_security_t *sec,
                                       char *errstr, size_t errstr_size) {
@@ -203,31 +239,8 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
            "SASL_PLAINTEXT or SASL_SSL)", proto);
     return DC_ERR__INVALID_ARG;
   }
-  if (sasl) {
-    const char *m = sec->sasl_mechanism;
-    if (!m || !*m) {
-      dc_seterr(errstr, errstr_size,
-             "security protocol %s needs a SASL mechanism (PLAIN, "
-             "SCRAM-SHA-256 or SCRAM-SHA-512)", proto);
-      return DC_ERR__INVALID_ARG;
-    }
-    dc_scram_hash_t h;
-    if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
-      dc_seterr(errstr, errstr_size,
-             "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256 "
-             "or SCRAM-SHA-512)", m);
-      return DC_ERR__INVALID_ARG;
-    }
-    if (!sec->sasl_username || !*sec->sasl_username) {
-      dc_seterr(errstr, errstr_size,
-             "SASL mechanism %s needs a user name", m);
-      return DC_ERR__INVALID_ARG;
-    }
-    if (!sec->sasl_password) {
-      dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
-      return DC_ERR__INVALID_ARG;
-    }
-  }
+  if (sasl && check_sasl(sec, proto, errstr, errstr_size))
+    return DC_ERR__INVALID_ARG;
   dc_tls_client_ctx_t *ctx = NULL;
   if (tls) {
     dc_tls_client_conf_t tc = {
@@ -247,10 +260,14 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
     if (!ctx)
       return DC_ERR__INVALID_ARG;
   }
+  /* OAUTHBEARER keeps its token where the others keep the password. */
+  bool oauth = sasl && !strcmp(sec->sasl_mechanism, "OAUTHBEARER");
   char *m = sasl ? xstrdup(sec->sasl_mechanism) : NULL;
-  char *u = sasl ? xstrdup(sec->sasl_username) : NULL;
-  char *pw = sasl ? xstrdup(sec->sasl_password) : NULL;
-  if (sasl && (!m || !u || !pw)) {
+  char *u = sasl && !oauth ? xstrdup(sec->sasl_username) : NULL;
+  char *pw = sasl ? xstrdup(oauth ? sec->sasl_oauthbearer_token
+                                  : sec->sasl_password)
+                  : NULL;
+  if (sasl && (!m || (!oauth && !u) || !pw)) {
     free(m);
     free(u);
     free_secret(pw);
@@ -955,6 +972,38 @@ out:
   return err;
 }
 
+/* OAUTHBEARER (RFC 7628): the token in one message; a refusal comes as
+ * an error status, answered with a lone %x01, after which the server
+ * fails the exchange and says why. */
+static dc_err_t sasl_oauthbearer(dc_kclient_t *kc, int16_t v,
+                                 int64_t deadline, char *errstr,
+                                 size_t errstr_size) {
+  size_t n = 0;
+  char *msg = dc_oauth_client_first(kc->sasl_pass, &n);
+  if (!msg) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    return DC_ERR__NOMEM;
+  }
+  uint8_t *out = NULL;
+  size_t outlen = 0;
+  dc_err_t err = sasl_round(kc, v, msg, n, &out, &outlen, deadline, errstr,
+                            errstr_size);
+  OPENSSL_cleanse(msg, n);
+  free(msg);
+  if (!err && outlen) {
+    free(out);
+    err = sasl_round(kc, v, "\x01", 1, &out, &outlen, deadline, errstr,
+                     errstr_size);
+    if (!err) {
+      dc_seterr(errstr, errstr_size, "SASL authentication failed: %s "
+                "refused the token without saying why", kc->peer);
+      err = DC_ERR_SASL_AUTHENTICATION_FAILED;
+    }
+  }
+  free(out);
+  return err;
+}
+
 static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
                                        int64_t deadline, char *errstr,
                                        size_t errstr_size) {
@@ -986,5 +1035,7 @@ static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
   dc_scram_hash_t h;
   if (dc_scram_hash_from_name(kc->sasl_mech, &h))
     return sasl_scram(kc, h, v, deadline, errstr, errstr_size);
+  if (!strcmp(kc->sasl_mech, "OAUTHBEARER"))
+    return sasl_oauthbearer(kc, v, deadline, errstr, errstr_size);
   return sasl_plain(kc, v, deadline, errstr, errstr_size);
 }

@@ -93,10 +93,13 @@ typedef struct dc_kclient_security {
   const char *ssl_cipher_suites; /* ssl.cipher.suites */
   bool ssl_no_verify;    /* accept any server certificate (testing only) */
   bool ssl_no_hostname_check; /* verify the chain, not the host name */
-  /* SASL_PLAINTEXT and SASL_SSL: all three required. */
-  const char *sasl_mechanism; /* PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 */
+  /* SASL_PLAINTEXT and SASL_SSL: a mechanism, and a user name and a
+   * password for PLAIN and SCRAM, or a token for OAUTHBEARER. */
+  const char *sasl_mechanism; /* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or
+                                 OAUTHBEARER */
   const char *sasl_username;
   const char *sasl_password;
+  const char *sasl_oauthbearer_token; /* a JWT (see client/oauth_client.h) */
 } dc_kclient_security_t;
 
 /* Sets (sec) or clears (NULL: PLAINTEXT) the security used by the next
