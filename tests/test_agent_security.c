@@ -300,8 +300,8 @@ static void test_acl_refusal(void) {
 }
 
 static void test_unspeakable_mechanism(void) {
-  static const char *const mechs[] = {"GSSAPI", "OAUTHBEARER"};
-  for (size_t i = 0; i < 2; i++) {
+  static const char *const mechs[] = {"GSSAPI"};
+  for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
     char label[128], want[96];
     const char *const app[] = {"security.protocol", "SASL_PLAINTEXT",
                                "sasl.mechanisms", mechs[i], NULL};
@@ -326,6 +326,31 @@ static void test_unspeakable_mechanism(void) {
                                      NULL}};
   works("GSSAPI in the application's conf, SCRAM-SHA-256 in dynconf.sasl.*",
         g_a.port, &o);
+}
+
+/* OAUTHBEARER with unsigned tokens made from sasl.oauthbearer.config, on
+ * a server that takes them (A runs --sasl-oauthbearer-unsecured). */
+static void test_oauthbearer(void) {
+  const char *const plain[] = {"security.protocol", "SASL_PLAINTEXT",
+                               "sasl.mechanisms", "OAUTHBEARER",
+                               "sasl.oauthbearer.config", "principal=olga",
+                               NULL};
+  agent_opts_t o = {.bootstrap = local(g_a_sasl), .client_id = "as-oauth",
+                    .app = plain};
+  refused("OAUTHBEARER without enable.sasl.oauthbearer.unsecure.jwt", &o,
+          "OAUTHBEARER token", "dynconf.enable.sasl.oauthbearer.unsecure.jwt");
+  const char *const unsecure[] = {"security.protocol", "SASL_PLAINTEXT",
+                                  "sasl.mechanisms", "OAUTHBEARER",
+                                  "sasl.oauthbearer.config", "principal=olga",
+                                  "enable.sasl.oauthbearer.unsecure.jwt",
+                                  "true", NULL};
+  o.app = unsecure;
+  works("OAUTHBEARER with an unsigned token for principal=olga", g_a.port,
+        &o);
+  o.agent = (const char *const[]){"dynconf.sasl.oauthbearer.config",
+                                  "principal=olga lifeSeconds=0", NULL};
+  refused("dynconf.sasl.oauthbearer.config with lifeSeconds=0", &o,
+          "lifeSeconds", "(from dynconf.sasl.oauthbearer.config)");
 }
 
 static void test_trust_sources(void) {
@@ -541,7 +566,8 @@ static int setup(void) {
       "--listener-security-protocol-map", "ALT:SSL",
       "--ssl-cert", cert("server.pem"), "--ssl-key", cert("server.key"),
       "--ssl-ca", cert("ca.pem"), "--ssl-client-auth", "requested",
-      "--credentials", creds, "--acl-file", acl, NULL};
+      "--credentials", creds, "--acl-file", acl,
+      "--sasl-oauthbearer-unsecured", NULL};
   if (dc_tu_daemon_start(&g_a, data, log, extra_a, err, sizeof(err))) {
     printf("Bail out! dynconfd A: %s\n", err);
     return -1;
@@ -598,6 +624,7 @@ int main(void) {
   test_connection_refused();
   test_acl_refusal();
   test_unspeakable_mechanism();
+  test_oauthbearer();
   test_trust_sources();
   test_client_certificates();
   test_sasl_ssl();

@@ -36,13 +36,18 @@
   X(CERT_VERIFY, "enable.ssl.certificate.verification")                        \
   X(SASL_MECHANISMS, "sasl.mechanisms")                                        \
   X(SASL_USERNAME, "sasl.username")                                            \
-  X(SASL_PASSWORD, "sasl.password")
+  X(SASL_PASSWORD, "sasl.password")                                            \
+  X(OAUTH_CONFIG, "sasl.oauthbearer.config")                                   \
+  X(OAUTH_UNSECURE, "enable.sasl.oauthbearer.unsecure.jwt")
 
 typedef enum {
 #define DC_SEC_ENUM_(id, name) DC_SEC_##id,
   DC_SEC_PROPS(DC_SEC_ENUM_)
 #undef DC_SEC_ENUM_
-  DC_SEC_N
+  DC_SEC_N,
+  /* Not a property: the OAUTHBEARER token made for one connection. */
+  DC_SEC_TOKEN = DC_SEC_N,
+  DC_SEC_STORE_N
 } dc_sec_prop_t;
 
 /* The application's property name of each DC_SEC_* (static storage). */
@@ -281,6 +286,7 @@ typedef struct dc_agent_conn {
   dc_kclient_t *kc;   /* owned */
   int cancel[2];      /* pipe; a byte in it ends every wait */
   bool secured;       /* kc has the current security settings */
+  bool token;         /* they hold an OAUTHBEARER token made for them */
   char sec_err[512];  /* why they could not be used ("" = they could) */
   size_t next_entry;  /* bootstrap entry the next connect starts with */
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
@@ -411,10 +417,10 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
  * cannot use a setting (a SASL mechanism it does not speak, an unknown
  * protocol); 0 otherwise. */
 int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
-                           char *store[DC_SEC_N], char *errstr,
+                           char *store[DC_SEC_STORE_N], char *errstr,
                            size_t errstr_size);
 /* Frees (and wipes) the strings dc_agent_security_read() kept. */
-void dc_agent_security_free(char *store[DC_SEC_N]);
+void dc_agent_security_free(char *store[DC_SEC_STORE_N]);
 
 /* stats.c: the statistics document, the certificate watch's figures
  * (dc->cw) included; caller holds dc->lock and frees the result. */

@@ -28,13 +28,14 @@
  * fetch to report. Fetching thread. */
 static void secure(dynconf_t *dc) {
   dc_agent_conn_t *c = &dc->conn;
-  char *store[DC_SEC_N] = {0};
+  char *store[DC_SEC_STORE_N] = {0};
   dc_kclient_security_t sec;
   char why[400];
   c->secured = false;
   if (dc_agent_security_read(dc, &sec, store, why, sizeof(why)) == 0 &&
       dc_kclient_set_security(c->kc, &sec, why, sizeof(why)) == 0) {
     c->secured = true;
+    c->token = sec.sasl_oauthbearer_token != NULL;
     c->sec_err[0] = '\0';
   } else {
     snprintf(c->sec_err, sizeof(c->sec_err),
@@ -228,6 +229,14 @@ dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
    * fresh connection is tried before the fetch counts as failed. */
   for (int attempt = 0; attempt < 2; attempt++) {
     bool fresh = !dc_kclient_connected(c->kc);
+    if (fresh && c->token) {
+      secure(dc); /* an unsigned token lives from its connection on */
+      if (!c->secured) {
+        *errp = DYNCONF_ERR__INVALID_ARG;
+        dc_seterr(errstr, errstr_size, "%s", c->sec_err);
+        return FETCH_ERROR;
+      }
+    }
     if (fresh) {
       dc_err_t err = connect_server(dc, deadline, errstr, errstr_size);
       if (err) {

@@ -6,6 +6,7 @@
  * different listener than the data plane).
  */
 #include "agent/agent_int.h"
+#include "client/oauth_client.h"
 #include "common/scram.h"
 #include "common/text.h"
 
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 const char *const dc_sec_prop_names[DC_SEC_N] = {
 #define DC_SEC_NAME_(id, name) name,
@@ -36,8 +38,8 @@ static char *app_prop(rd_kafka_conf_t *conf, const char *name) {
   return v;
 }
 
-void dc_agent_security_free(char *store[DC_SEC_N]) {
-  for (int i = 0; i < DC_SEC_N; i++) {
+void dc_agent_security_free(char *store[DC_SEC_STORE_N]) {
+  for (int i = 0; i < DC_SEC_STORE_N; i++) {
     if (store[i]) {
       OPENSSL_cleanse(store[i], strlen(store[i]));
       free(store[i]);
@@ -65,12 +67,32 @@ static bool protocol_known(const char *p) {
 
 static bool mechanism_spoken(const char *m) {
   dc_scram_hash_t h;
-  return !strcmp(m, "PLAIN") || dc_scram_hash_from_name(m, &h);
+  return !strcmp(m, "PLAIN") || !strcmp(m, "OAUTHBEARER") ||
+         dc_scram_hash_from_name(m, &h);
+}
+
+/* OAUTHBEARER: the agent makes unsigned tokens from
+ * sasl.oauthbearer.config, as librdkafka does, only when
+ * enable.sasl.oauthbearer.unsecure.jwt=true. 0, or -1 with the sentence. */
+static int check_oauth(const dynconf_t *dc, char *store[DC_SEC_STORE_N],
+                       char *errstr, size_t errstr_size) {
+  const char *unsecure = store[DC_SEC_OAUTH_UNSECURE];
+  if (unsecure && !strcasecmp(unsecure, "true"))
+    return 0;
+  char o[80];
+  dc_seterr(errstr, errstr_size,
+            "the dynconf agent gets an OAUTHBEARER token only by making an "
+            "unsigned one from sasl.oauthbearer.config (%s is not true): "
+            "set dynconf.enable.sasl.oauthbearer.unsecure.jwt=true for a "
+            "server that takes unsigned tokens, or dynconf.sasl.mechanisms "
+            "with its credentials",
+            origin(dc, DC_SEC_OAUTH_UNSECURE, o, sizeof(o)));
+  return -1;
 }
 
 /* The protocol and mechanism the agent is asked to use, checked against
  * what it speaks. 0, or -1 with the sentence. */
-static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_N],
+static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_STORE_N],
                            char *errstr, size_t errstr_size) {
   char o[80];
   const char *proto = store[DC_SEC_PROTOCOL] ? store[DC_SEC_PROTOCOL]
@@ -91,18 +113,21 @@ static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_N],
   if (!mechanism_spoken(mech)) {
     dc_seterr(errstr, errstr_size,
              "the dynconf agent cannot authenticate with SASL mechanism %s "
-             "(%s; it speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512): set "
+             "(%s; it speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and "
+             "OAUTHBEARER): set "
              "dynconf.sasl.mechanisms, dynconf.sasl.username and "
              "dynconf.sasl.password, or dynconf.security.protocol, for the "
              "config server",
              mech, origin(dc, DC_SEC_SASL_MECHANISMS, o, sizeof(o)));
     return -1;
   }
+  if (!strcmp(mech, "OAUTHBEARER"))
+    return check_oauth(dc, store, errstr, errstr_size);
   return 0;
 }
 
 int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
-                           char *store[DC_SEC_N], char *errstr,
+                           char *store[DC_SEC_STORE_N], char *errstr,
                            size_t errstr_size) {
   memset(sec, 0, sizeof(*sec));
   for (int i = 0; i < DC_SEC_N; i++) {
@@ -131,5 +156,19 @@ int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
   sec->sasl_mechanism = store[DC_SEC_SASL_MECHANISMS];
   sec->sasl_username = store[DC_SEC_SASL_USERNAME];
   sec->sasl_password = store[DC_SEC_SASL_PASSWORD];
+  if (sec->sasl_mechanism && !strcmp(sec->sasl_mechanism, "OAUTHBEARER") &&
+      !strncasecmp(sec->protocol ? sec->protocol : "", "SASL_", 5)) {
+    /* A fresh token for each connection: iat and exp count from now. */
+    char why[256];
+    store[DC_SEC_TOKEN] = dc_oauth_unsecured_token(
+        store[DC_SEC_OAUTH_CONFIG], (int64_t)time(NULL), why, sizeof(why));
+    if (!store[DC_SEC_TOKEN]) {
+      char o[80];
+      dc_seterr(errstr, errstr_size, "%s (from %s)", why,
+                origin(dc, DC_SEC_OAUTH_CONFIG, o, sizeof(o)));
+      return -1;
+    }
+    sec->sasl_oauthbearer_token = store[DC_SEC_TOKEN];
+  }
   return 0;
 }
