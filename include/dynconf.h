@@ -146,6 +146,23 @@ void dynconf_conf_set_log_cb(dynconf_conf_t *conf, dynconf_log_cb_t *cb);
  *  Not thread-safe on one conf. */
 void dynconf_conf_set_opaque(dynconf_conf_t *conf, void *opaque);
 
+/** OAUTHBEARER token refresh callback, as librdkafka's: when the agent's
+ *  connection uses SASL OAUTHBEARER, it is called from dynconf_new() on its
+ *  caller's thread before the first fetch, then from dynconf_poll() when
+ *  80 % of the current token's life has passed (every 10 s after a
+ *  failure, until a token is set). It answers with
+ *  dynconf_oauthbearer_set_token() (the same token the application hands
+ *  librdkafka) or dynconf_oauthbearer_set_token_failure(), from any
+ *  thread. `oauthbearer_config` is the sasl.oauthbearer.config in force
+ *  (NULL when unset); valid during the call only. */
+typedef void(dynconf_oauthbearer_token_refresh_cb_t)(
+    dynconf_t *dc, const char *oauthbearer_config, void *opaque);
+/** Sets the token refresh callback (NULL = none: the agent then makes
+ *  unsigned tokens when enable.sasl.oauthbearer.unsecure.jwt=true). Not
+ *  thread-safe on one conf. */
+void dynconf_conf_set_oauthbearer_token_refresh_cb(
+    dynconf_conf_t *conf, dynconf_oauthbearer_token_refresh_cb_t *cb);
+
 /** Where a value comes from. */
 typedef enum {
   DYNCONF_SOURCE_APP = 0,     /* the application's own configuration */
@@ -309,6 +326,26 @@ dynconf_state_t dynconf_state(dynconf_t *dc);
 /** The client-id this agent fetches for; owned by the agent, valid for its
  *  life. Any thread. */
 const char *dynconf_client_id(const dynconf_t *dc);
+/** Hands the agent an OAUTHBEARER token (a JWT; copied) valid until
+ *  md_lifetime_ms (wall-clock ms since the epoch) for md_principal_name;
+ *  its next connection uses it (a connection the server ends at the old
+ *  token's expiry is replaced at once). DYNCONF_ERR__INVALID_ARG with
+ *  errstr when the agent has no token refresh callback, the token is
+ *  empty or not one word of printable characters, the principal is
+ *  empty or the lifetime has already passed. Any thread. */
+dynconf_err_t dynconf_oauthbearer_set_token(dynconf_t *dc,
+                                            const char *token_value,
+                                            int64_t md_lifetime_ms,
+                                            const char *md_principal_name,
+                                            char *errstr, size_t errstr_size);
+/** Tells the agent no token could be had (errstr says why, copied): a
+ *  fetch that needs a new connection fails with that sentence, and the
+ *  callback is called again 10 s later. DYNCONF_ERR__INVALID_ARG when
+ *  the agent has no token refresh callback or errstr is NULL or empty.
+ *  Any thread. */
+dynconf_err_t dynconf_oauthbearer_set_token_failure(dynconf_t *dc,
+                                                    const char *errstr);
+
 /** The opaque set with dynconf_conf_set_opaque(), e.g. from the log
  *  callback. Any thread. */
 void *dynconf_opaque(const dynconf_t *dc);

@@ -21,6 +21,7 @@
  * tests/gen_tls_sources.sh, which need openssl).
  */
 #include "agentutil.h"
+#include "client/oauth_client.h"
 #include "tap.h"
 #include "testutil.h"
 
@@ -80,6 +81,7 @@ typedef struct agent_opts {
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
   void *opaque;
+  dynconf_oauthbearer_token_refresh_cb_t *oauth_cb;
 } agent_opts_t;
 
 static void quiet_log(const dynconf_t *dc, int level, const char *fac,
@@ -122,6 +124,7 @@ static dynconf_t *start(const agent_opts_t *o, char *errstr,
   set_dconf(dconf, "dynconf.startup.required", o->fail_open ? "false" : "true");
   for (size_t i = 0; o->agent && o->agent[i]; i += 2)
     set_dconf(dconf, o->agent[i], o->agent[i + 1]);
+  dynconf_conf_set_oauthbearer_token_refresh_cb(dconf, o->oauth_cb);
   int64_t t0 = dc_tu_now_ms();
   dynconf_t *dc = au_dynconf_new(RD_KAFKA_PRODUCER, app, dconf, o->change_cb,
                                  o->log_cb ? o->log_cb : quiet_log, o->opaque,
@@ -353,6 +356,99 @@ static void test_oauthbearer(void) {
           "lifeSeconds", "(from dynconf.sasl.oauthbearer.config)");
 }
 
+/* What the token refresh callback saw, and what it hands back. */
+typedef struct oauth_rec {
+  pthread_t thread;      /* the thread it must run on */
+  int calls, wrong_thread;
+  char config[128];      /* the sasl.oauthbearer.config it was given */
+  int life_s;            /* the tokens' life; 0 = say it failed */
+  dynconf_err_t set_err; /* what dynconf_oauthbearer_set_token said */
+} oauth_rec_t;
+
+static void oauth_cb(dynconf_t *dc, const char *config, void *opaque) {
+  oauth_rec_t *r = opaque;
+  r->calls++;
+  r->wrong_thread += !pthread_equal(pthread_self(), r->thread);
+  snprintf(r->config, sizeof(r->config), "%s", config ? config : "(null)");
+  if (!r->life_s) {
+    dynconf_oauthbearer_set_token_failure(dc, "the identity provider is down");
+    return;
+  }
+  char cfg[160], e[256];
+  snprintf(cfg, sizeof(cfg), "principal=carl lifeSeconds=%d", r->life_s);
+  char *tok = dc_oauth_unsecured_token(cfg, (int64_t)time(NULL), e, sizeof(e));
+  r->set_err = dynconf_oauthbearer_set_token(
+      dc, tok, (int64_t)time(NULL) * 1000 + r->life_s * 1000, "carl", e,
+      sizeof(e));
+  free(tok);
+}
+
+/* The application's own tokens through the refresh callback. */
+static void test_oauth_callback(void) {
+  const char *const app[] = {"security.protocol", "SASL_PLAINTEXT",
+                             "sasl.mechanisms", "OAUTHBEARER",
+                             "sasl.oauthbearer.config", "scope=cfg", NULL};
+  oauth_rec_t rec = {.thread = pthread_self(), .life_s = 0};
+  agent_opts_t o = {.bootstrap = local(g_a_sasl), .client_id = "as-oauth-cb",
+                    .app = app, .oauth_cb = oauth_cb, .opaque = &rec,
+                    .agent = (const char *const[]){
+                        "dynconf.refresh.interval.ms", "200", NULL}};
+  refused("a refresh callback that has no token", &o, "no OAUTHBEARER token",
+          "the identity provider is down");
+  is_int(rec.calls, 1, "... the callback was asked once, in dynconf_new()");
+  is_str(rec.config, "scope=cfg", "... with sasl.oauthbearer.config");
+
+  memset(&rec, 0, sizeof(rec));
+  rec.thread = pthread_self();
+  rec.life_s = 2;
+  char err[512];
+  int64_t ms;
+  is_int(au_alter(g_a.port, o.client_id, "acks=1"), 0,
+         "the operator sets acks=1 for '%s'", o.client_id);
+  dynconf_t *dc = start(&o, err, sizeof(err), &ms);
+  if (!ok(dc, "a callback handing 2 s tokens: the agent starts")) {
+    diag("  errstr: %s", err);
+    return;
+  }
+  is_int(rec.set_err, DYNCONF_ERR_NO_ERROR,
+         "... dynconf_oauthbearer_set_token took the token");
+  /* 80 % of 2 s: dynconf_poll() asks again; past the first token's end
+   * (and dynconfd's session with it) fetches go on with the new one. */
+  int64_t until = dc_tu_now_ms() + 8000;
+  long long ok0 = au_fetches(dc), err0 = au_stat_ll(dc, "errors");
+  while (dc_tu_now_ms() < until &&
+         (rec.calls < 3 || au_fetches(dc) < ok0 + 3))
+    dynconf_poll(dc, 100);
+  ok(rec.calls >= 3, "... dynconf_poll() asked for fresh tokens (%d calls)",
+     rec.calls);
+  is_int(rec.wrong_thread, 0, "... always on the application's thread");
+  ok(au_fetches(dc) >= ok0 + 3,
+     "... and the agent kept fetching past the first token's end, when "
+     "dynconfd ends its session");
+  is_int(au_stat_ll(dc, "errors"), err0,
+         "... without a failed fetch (a new connection, the new token)");
+  char path[4200];
+  static char logbuf[1 << 20];
+  logbuf[0] = '\0';
+  snprintf(path, sizeof(path), "%s/dynconfd-a.log", g_dir);
+  FILE *lf = fopen(path, "r");
+  if (lf) {
+    logbuf[fread(logbuf, 1, sizeof(logbuf) - 1, lf)] = '\0';
+    fclose(lf);
+  }
+  ok(strstr(logbuf, "the SASL session of User:carl ended"),
+     "... dynconfd did end the first token's session (its log says so)");
+  is_str(dynconf_state_name(dynconf_state(dc)), "up", "... state UP");
+  char e[256];
+  is_int(dynconf_oauthbearer_set_token(dc, "a b", dc_tu_now_ms() + 60000,
+                                       "carl", e, sizeof(e)),
+         DYNCONF_ERR__INVALID_ARG, "a token with a space is refused");
+  is_int(dynconf_oauthbearer_set_token(dc, "x.y.", 1000, "carl", e, sizeof(e)),
+         DYNCONF_ERR__INVALID_ARG, "a lifetime in the past is refused");
+  ok(strstr(e, "lifetime"), "... saying so: %s", e);
+  dynconf_destroy(dc);
+}
+
 static void test_trust_sources(void) {
   agent_opts_t o = {.bootstrap = local(g_a_ssl), .client_id = "as-ca-file",
                     .app = (const char *const[]){"security.protocol", "SSL",
@@ -567,7 +663,9 @@ static int setup(void) {
       "--ssl-cert", cert("server.pem"), "--ssl-key", cert("server.key"),
       "--ssl-ca", cert("ca.pem"), "--ssl-client-auth", "requested",
       "--credentials", creds, "--acl-file", acl,
-      "--sasl-oauthbearer-unsecured", NULL};
+      "--sasl-oauthbearer-unsecured",
+      /* KIP-368: a session ends exactly with its token */
+      "--sasl-oauthbearer-clock-skew-seconds", "0", NULL};
   if (dc_tu_daemon_start(&g_a, data, log, extra_a, err, sizeof(err))) {
     printf("Bail out! dynconfd A: %s\n", err);
     return -1;
@@ -625,6 +723,7 @@ int main(void) {
   test_acl_refusal();
   test_unspeakable_mechanism();
   test_oauthbearer();
+  test_oauth_callback();
   test_trust_sources();
   test_client_certificates();
   test_sasl_ssl();

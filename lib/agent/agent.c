@@ -324,6 +324,7 @@ static void agent_free(dynconf_t *dc) {
   dc_agent_queues_free(dc);
   dc_event_free(dc->last_rejected);
   dc_certwatch_free(&dc->cw);
+  dc_oauth_free(&dc->oauth);
   free(dc->client_id);
   free(dc->bootstrap);
   dc_conf_free_fields(&dc->conf);
@@ -403,7 +404,8 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
     goto fail;
 
   /* The first fetch, synchronous, so the first JoinGroup already carries
-   * the dynamic timeouts. */
+   * the dynamic timeouts; an OAUTHBEARER token is asked for first. */
+  dc_oauth_start(dc);
   int startup = dc->conf.startup_timeout_ms;
   fetch_and_record(dc, startup);
   pthread_mutex_lock(&dc->lock);
@@ -485,6 +487,7 @@ int dynconf_poll(dynconf_t *dc, int timeout_ms) {
   dc->evq_len = 0;
   pthread_mutex_unlock(&dc->lock);
   serve_logs(dc);
+  dc_oauth_poll(dc);
   int served = 0;
   while (evs) {
     dynconf_event_t *n = evs->next;

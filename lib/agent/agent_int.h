@@ -73,6 +73,7 @@ struct dynconf_conf_s {
   char *sec[DC_SEC_N];       /* dynconf.<name> overrides; "" = the app's */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
+  dynconf_oauthbearer_token_refresh_cb_t *oauth_refresh_cb;
   void *opaque;
 };
 
@@ -292,6 +293,17 @@ typedef struct dc_agent_conn {
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
 } dc_agent_conn_t;
 
+/* OAUTHBEARER tokens the application hands over through its refresh
+ * callback (oauth.c). Under dc->lock. */
+typedef struct dc_oauth_state {
+  bool active;             /* the callback supplies this agent's tokens */
+  char *token;             /* owned, wiped when replaced; NULL = none yet */
+  char *failure;           /* the application's last "no token" sentence */
+  int64_t expires_wall_ms; /* the token's md_lifetime_ms */
+  int64_t refresh_mono_ms; /* when dynconf_poll() calls the callback; 0 =
+                              not due */
+} dc_oauth_state_t;
+
 struct dynconf_s {
   dynconf_conf_t conf; /* owned fields */
   rd_kafka_type_t type;
@@ -307,6 +319,7 @@ struct dynconf_s {
   bool thread_started;
 
   pthread_mutex_t lock; /* guards everything below */
+  dc_oauth_state_t oauth;
   pthread_cond_t wake;  /* background thread: stop, refresh, interval */
   pthread_cond_t ready; /* dynconf_poll(): events or logs queued */
   bool stop, refresh_requested;
@@ -409,6 +422,19 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
                                     bool *undecodable, char *errstr,
                                     size_t errstr_size);
 
+/* ---- oauth.c: tokens from the application ----------------------------- */
+
+/* dynconf_new(), before the first fetch: when the connection uses
+ * OAUTHBEARER and the application set a refresh callback, calls it once
+ * on the caller's thread. */
+void dc_oauth_start(dynconf_t *dc);
+/* dynconf_poll(): calls the refresh callback when it is due. */
+void dc_oauth_poll(dynconf_t *dc);
+/* A copy of the current token (caller wipes and frees), or NULL with the
+ * sentence saying why there is none. Any thread; takes dc->lock. */
+char *dc_oauth_token_copy(dynconf_t *dc, char *why, size_t why_size);
+void dc_oauth_free(dc_oauth_state_t *o);
+
 /* ---- security.c: the connection settings ----------------------------- */
 
 /* Fills *sec (and the owned strings behind it, in *store) from the
@@ -419,6 +445,8 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
 int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
                            char *store[DC_SEC_STORE_N], char *errstr,
                            size_t errstr_size);
+/* Whether the agent's connection authenticates with SASL OAUTHBEARER. */
+bool dc_agent_uses_oauthbearer(dynconf_t *dc);
 /* Frees (and wipes) the strings dc_agent_security_read() kept. */
 void dc_agent_security_free(char *store[DC_SEC_STORE_N]);
 

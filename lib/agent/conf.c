@@ -228,3 +228,8 @@ void dynconf_conf_set_log_cb(dynconf_conf_t *c, dynconf_log_cb_t *cb) {
 void dynconf_conf_set_opaque(dynconf_conf_t *c, void *opaque) {
   c->opaque = opaque;
 }
+
+void dynconf_conf_set_oauthbearer_token_refresh_cb(
+    dynconf_conf_t *c, dynconf_oauthbearer_token_refresh_cb_t *cb) {
+  c->oauth_refresh_cb = cb;
+}

@@ -77,15 +77,16 @@ static bool mechanism_spoken(const char *m) {
 static int check_oauth(const dynconf_t *dc, char *store[DC_SEC_STORE_N],
                        char *errstr, size_t errstr_size) {
   const char *unsecure = store[DC_SEC_OAUTH_UNSECURE];
-  if (unsecure && !strcasecmp(unsecure, "true"))
+  if (dc->conf.oauth_refresh_cb || (unsecure && !strcasecmp(unsecure, "true")))
     return 0;
   char o[80];
   dc_seterr(errstr, errstr_size,
-            "the dynconf agent gets an OAUTHBEARER token only by making an "
-            "unsigned one from sasl.oauthbearer.config (%s is not true): "
-            "set dynconf.enable.sasl.oauthbearer.unsecure.jwt=true for a "
-            "server that takes unsigned tokens, or dynconf.sasl.mechanisms "
-            "with its credentials",
+            "the dynconf agent has no way to get an OAUTHBEARER token: set "
+            "a token refresh callback "
+            "(dynconf_conf_set_oauthbearer_token_refresh_cb), or "
+            "dynconf.enable.sasl.oauthbearer.unsecure.jwt=true for a "
+            "server that takes unsigned tokens (%s is not true), or "
+            "dynconf.sasl.mechanisms with its credentials",
             origin(dc, DC_SEC_OAUTH_UNSECURE, o, sizeof(o)));
   return -1;
 }
@@ -126,6 +127,43 @@ static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_STORE_N],
   return 0;
 }
 
+/* The OAUTHBEARER token for a new connection, into store[DC_SEC_TOKEN]:
+ * the application's (refresh callback), else an unsigned one made now
+ * (iat and exp count from this connection on). 0, or -1 with errstr. */
+static int take_token(dynconf_t *dc, char *store[DC_SEC_STORE_N],
+                      char *errstr, size_t errstr_size) {
+  char why[600];
+  if (dc->conf.oauth_refresh_cb) {
+    store[DC_SEC_TOKEN] = dc_oauth_token_copy(dc, why, sizeof(why));
+    if (!store[DC_SEC_TOKEN])
+      dc_seterr(errstr, errstr_size, "%s", why);
+    return store[DC_SEC_TOKEN] ? 0 : -1;
+  }
+  store[DC_SEC_TOKEN] = dc_oauth_unsecured_token(
+      store[DC_SEC_OAUTH_CONFIG], (int64_t)time(NULL), why, sizeof(why));
+  if (!store[DC_SEC_TOKEN]) {
+    char o[80];
+    dc_seterr(errstr, errstr_size, "%s (from %s)", why,
+              origin(dc, DC_SEC_OAUTH_CONFIG, o, sizeof(o)));
+    return -1;
+  }
+  return 0;
+}
+
+bool dc_agent_uses_oauthbearer(dynconf_t *dc) {
+  char *store[DC_SEC_STORE_N] = {0};
+  for (int i = 0; i < DC_SEC_N; i++)
+    if (i == DC_SEC_PROTOCOL || i == DC_SEC_SASL_MECHANISMS)
+      store[i] = *dc->conf.sec[i] ? strdup(dc->conf.sec[i])
+                                  : app_prop(dc->app_conf,
+                                             dc_sec_prop_names[i]);
+  bool yes = store[DC_SEC_PROTOCOL] && store[DC_SEC_SASL_MECHANISMS] &&
+             !strncasecmp(store[DC_SEC_PROTOCOL], "SASL_", 5) &&
+             !strcmp(store[DC_SEC_SASL_MECHANISMS], "OAUTHBEARER");
+  dc_agent_security_free(store);
+  return yes;
+}
+
 int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
                            char *store[DC_SEC_STORE_N], char *errstr,
                            size_t errstr_size) {
@@ -158,16 +196,8 @@ int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
   sec->sasl_password = store[DC_SEC_SASL_PASSWORD];
   if (sec->sasl_mechanism && !strcmp(sec->sasl_mechanism, "OAUTHBEARER") &&
       !strncasecmp(sec->protocol ? sec->protocol : "", "SASL_", 5)) {
-    /* A fresh token for each connection: iat and exp count from now. */
-    char why[256];
-    store[DC_SEC_TOKEN] = dc_oauth_unsecured_token(
-        store[DC_SEC_OAUTH_CONFIG], (int64_t)time(NULL), why, sizeof(why));
-    if (!store[DC_SEC_TOKEN]) {
-      char o[80];
-      dc_seterr(errstr, errstr_size, "%s (from %s)", why,
-                origin(dc, DC_SEC_OAUTH_CONFIG, o, sizeof(o)));
+    if (take_token(dc, store, errstr, errstr_size))
       return -1;
-    }
     sec->sasl_oauthbearer_token = store[DC_SEC_TOKEN];
   }
   return 0;
