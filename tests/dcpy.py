@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Shared pieces of the Python TAP tests (tests/test_kafka_python*.py):
-the kafka-python import guard, a TAP printer, and dynconfd in the background.
+the kafka-python import guard, a TAP printer, dynconfd in the background,
+and a raw socket for exchanges no client library can be made to do.
 
 Import it first thing (the test's own directory is on sys.path); it never
 writes bytecode, so the source tree stays clean.
@@ -10,6 +11,8 @@ import os
 import select
 import signal
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import time
@@ -148,3 +151,51 @@ class Daemon:
         t.diag("--- dynconfd log ---")
         for line in lines:
             t.diag(line.rstrip("\n"))
+
+
+class Raw:
+    """A blocking socket with a bounded timeout on every read."""
+
+    def __init__(self, host, port, tls_ctx=None):
+        s = socket.create_connection((host, port), timeout=10)
+        if tls_ctx is not None:
+            s = tls_ctx.wrap_socket(s, server_hostname=host)
+        self.s = s
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def recv_exact(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("connection closed after %d of %d bytes"
+                                      % (len(out), n))
+            out += chunk
+        return out
+
+    def recv_frame(self):
+        (n,) = struct.unpack(">i", self.recv_exact(4))
+        return self.recv_exact(n)
+
+    def drain(self):
+        """Everything the server sends until it closes: (bytes, closed).
+        closed is False if it was still open after 10 s of silence."""
+        out = b""
+        try:
+            while True:
+                chunk = self.s.recv(65536)
+                if not chunk:
+                    return out, True
+                out += chunk
+        except socket.timeout:
+            return out, False
+        except (ConnectionError, ssl.SSLError, OSError):
+            return out, True
+
+    def close(self):
+        try:
+            self.s.close()
+        except OSError:
+            pass

@@ -165,54 +165,6 @@ def describe_v0_body(name, rtype=CLIENT):
 DESCRIBE_CORR = 0x5EC0
 
 
-class Raw:
-    """A blocking socket with a bounded timeout on every read."""
-
-    def __init__(self, host, port, tls_ctx=None):
-        s = socket.create_connection((host, port), timeout=10)
-        if tls_ctx is not None:
-            s = tls_ctx.wrap_socket(s, server_hostname=host)
-        self.s = s
-
-    def send(self, data):
-        self.s.sendall(data)
-
-    def recv_exact(self, n):
-        out = b""
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("connection closed after %d of %d bytes"
-                                      % (len(out), n))
-            out += chunk
-        return out
-
-    def recv_frame(self):
-        (n,) = struct.unpack(">i", self.recv_exact(4))
-        return self.recv_exact(n)
-
-    def drain(self):
-        """Everything the server sends until it closes: (bytes, closed).
-        closed is False if it was still open after 10 s of silence."""
-        out = b""
-        try:
-            while True:
-                chunk = self.s.recv(65536)
-                if not chunk:
-                    return out, True
-                out += chunk
-        except socket.timeout:
-            return out, False
-        except (ConnectionError, ssl.SSLError, OSError):
-            return out, True
-
-    def close(self):
-        try:
-            self.s.close()
-        except OSError:
-            pass
-
-
 def frames_of(data):
     """Split a byte stream into complete frames (a partial tail is dropped)."""
     out = []
@@ -409,7 +361,7 @@ def raw_legacy(d, mech, user, pw):
     """SaslHandshake v0 then raw tokens, as kafka-python does. Returns the
     Raw connection after the last token was sent, plus what the server
     said at each step."""
-    raw = Raw(*d.addr("SASL_PLAINTEXT"))
+    raw = dcpy.Raw(*d.addr("SASL_PLAINTEXT"))
     err, mechs = handshake(raw, 0, mech)
     steps = {"handshake": (err, mechs)}
     if mech == "PLAIN":
@@ -472,7 +424,7 @@ def test_raw(d):
     finally:
         raw.close()
     # Unauthenticated DescribeConfigs on a SASL listener: no data.
-    raw = Raw(*d.addr("SASL_PLAINTEXT"))
+    raw = dcpy.Raw(*d.addr("SASL_PLAINTEXT"))
     try:
         data, closed, leaked = probe_then_drain(raw)
         t.ok(not leaked, "raw DescribeConfigs before SASL on SASL_PLAINTEXT: no "
@@ -480,7 +432,7 @@ def test_raw(d):
     finally:
         raw.close()
     # Handshake v1 + SaslAuthenticate: error 58 with a message, then closed.
-    raw = Raw(*d.addr("SASL_PLAINTEXT"))
+    raw = dcpy.Raw(*d.addr("SASL_PLAINTEXT"))
     try:
         err, _ = handshake(raw, 1, "PLAIN")
         t.is_(err, 0, "raw v1 handshake PLAIN: error NONE")
@@ -492,7 +444,7 @@ def test_raw(d):
         t.ok(closed and not leaked, "... then the connection closes, no data")
     finally:
         raw.close()
-    raw = Raw(*d.addr("SASL_PLAINTEXT"))
+    raw = dcpy.Raw(*d.addr("SASL_PLAINTEXT"))
     try:
         handshake(raw, 1, "PLAIN")
         err, msg, _, life = sasl_authenticate(raw, 1, plain_token(user, password(user)), 2)
@@ -503,7 +455,7 @@ def test_raw(d):
     finally:
         raw.close()
     # Unknown mechanism: error 33 with the enabled list.
-    raw = Raw(*d.addr("SASL_PLAINTEXT"))
+    raw = dcpy.Raw(*d.addr("SASL_PLAINTEXT"))
     try:
         err, mechs = handshake(raw, 0, "GSSAPI")
         t.is_(err, UNSUPPORTED_SASL_MECHANISM, "raw handshake GSSAPI: error 33")
@@ -516,7 +468,7 @@ def test_raw(d):
         ctx = ssl.create_default_context(cafile=CERTS["ca"])
         ctx.load_cert_chain(CERTS[cert + ".pem"], CERTS[cert + ".key"])
         try:
-            raw = Raw(*d.addr("SSL"), tls_ctx=ctx)
+            raw = dcpy.Raw(*d.addr("SSL"), tls_ctx=ctx)
         except (ssl.SSLError, OSError) as e:
             t.ok(not want, "raw TLS with %s's cert: handshake (%s)" % (cert, e))
             continue

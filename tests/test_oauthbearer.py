@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -138,33 +137,6 @@ def frame(api_key, version, corr, body):
     return struct.pack(">i", len(payload)) + payload
 
 
-class Raw:
-    """A blocking socket with a bounded timeout on every read."""
-
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-
-    def send(self, data):
-        self.s.sendall(data)
-
-    def recv_exact(self, n):
-        out = b""
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed after %d of %d bytes"
-                                      % (len(out), n))
-            out += chunk
-        return out
-
-    def recv_frame(self):
-        (n,) = struct.unpack(">i", self.recv_exact(4))
-        return self.recv_exact(n)
-
-    def close(self):
-        self.s.close()
-
-
 def sasl_authenticate(raw, corr, auth_bytes, lifetime=None):
     """-> (error_code, error_message, auth_bytes) of SaslAuthenticate v1;
     the session lifetime goes into lifetime[0] when a list is given."""
@@ -207,7 +179,7 @@ def metadata_works(raw, corr):
 def raw_exchange(port, token):
     """SaslHandshake v1 (OAUTHBEARER), then the client-first message; on
     a refusal the lone %x01 as librdkafka sends it. -> list of answers."""
-    raw = Raw(port)
+    raw = dcpy.Raw("127.0.0.1", port)
     try:
         raw.send(frame(17, 1, 1, kstr("OAUTHBEARER")))
         hs = raw.recv_frame()
@@ -425,7 +397,7 @@ def unsigned(sub, life):
 
 def sessions(d):
     """KIP-368 on a server without clock skew and a 60 s reauth limit."""
-    raw = Raw(d.port)
+    raw = dcpy.Raw("127.0.0.1", d.port)
     try:
         err, _, life = login(raw, unsigned("erin", 2), 10)
         t.ok(err == 0 and 1000 < life <= 2000,
@@ -444,7 +416,7 @@ def sessions(d):
         t.ok(not metadata_works(raw, 50), "  and the connection is closed")
     finally:
         raw.close()
-    raw = Raw(d.port)
+    raw = dcpy.Raw("127.0.0.1", d.port)
     try:
         err, _, life = login(raw, unsigned("erin", 2), 60)
         t.ok(err == 0 and metadata_works(raw, 70),
