@@ -428,6 +428,23 @@ static void sasl_case(int port, bool tls, const char *mech, const char *user,
   rd_kafka_destroy(rk);
 }
 
+/* librdkafka's own OAUTHBEARER client (an unsigned token it makes from
+ * sasl.oauthbearer.config) through its admin API. */
+static void test_oauthbearer(int sasl_port) {
+  errs_t e;
+  char what[512];
+  const char *kv[] = {"security.protocol", "sasl_plaintext",
+                      "sasl.mechanisms", "OAUTHBEARER",
+                      "sasl.oauthbearer.config", "principal=olaf",
+                      "enable.sasl.oauthbearer.unsecure.jwt", "true", NULL};
+  rd_kafka_t *rk = client(sasl_port, kv, &e);
+  is_int(admin(rk, true, "sec-e2e-olaf", "acks", "0", what, sizeof(what)), 0,
+         "librdkafka's admin API over OAUTHBEARER (an unsigned token for "
+         "olaf): alter works (%s)", what);
+  rd_kafka_destroy(rk);
+  ok(history_has("User:olaf"), "the audit history names User:olaf");
+}
+
 static void test_sasl(int sasl_port, int sasl_ssl_port) {
   sasl_case(sasl_port, false, "SCRAM-SHA-256", "alice", "alice-secret", 0, NULL,
             "SASL_PLAINTEXT SCRAM-SHA-256 with the right password: alter works");
@@ -467,6 +484,7 @@ static void test_sasl(int sasl_port, int sasl_ssl_port) {
   close(fd);
   ok(log_has("before SASL authentication completed"),
      "dynconfd logs why it closed it");
+  test_oauthbearer(sasl_port);
 }
 
 static void copy_file(const char *from, const char *to) {
@@ -773,7 +791,8 @@ int main(void) {
       "--ssl-cert", cert("srv.pem"), "--ssl-key", cert("srv.key"),
       "--ssl-ca", cert("ca.pem"), "--ssl-client-auth", "requested",
       "--credentials", g_creds,
-      "--sasl-enabled-mechanisms", "SCRAM-SHA-256,PLAIN", NULL};
+      "--sasl-enabled-mechanisms", "SCRAM-SHA-256,PLAIN,OAUTHBEARER",
+      "--sasl-oauthbearer-unsecured", NULL};
   char err[512];
   if (dc_tu_daemon_start(&g_d, data, g_log, extra, err, sizeof(err))) {
     printf("Bail out! dynconfd: %s\n", err);
