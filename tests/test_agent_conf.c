@@ -89,6 +89,8 @@ static const struct prop {
     S(SASL_MECHANISMS, "sasl.mechanisms"),
     S(SASL_USERNAME, "sasl.username"),
     S(SASL_PASSWORD, "sasl.password"),
+    S(OAUTH_CONFIG, "sasl.oauthbearer.config"),
+    S(OAUTH_UNSECURE, "enable.sasl.oauthbearer.unsecure.jwt"),
 #undef S
 #undef O
 };
