@@ -405,7 +405,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
 
   /* The first fetch, synchronous, so the first JoinGroup already carries
    * the dynamic timeouts; an OAUTHBEARER token is asked for first. */
-  dc_oauth_start(dc);
+  dc_oauth_start(dc, dc_agent_uses_oauthbearer(dc));
   int startup = dc->conf.startup_timeout_ms;
   fetch_and_record(dc, startup);
   pthread_mutex_lock(&dc->lock);

@@ -425,9 +425,9 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
 /* ---- oauth.c: tokens from the application ----------------------------- */
 
 /* dynconf_new(), before the first fetch: when the connection uses
- * OAUTHBEARER and the application set a refresh callback, calls it once
- * on the caller's thread. */
-void dc_oauth_start(dynconf_t *dc);
+ * OAUTHBEARER (dc_agent_uses_oauthbearer) and the application set a
+ * refresh callback, calls it once on the caller's thread. */
+void dc_oauth_start(dynconf_t *dc, bool oauthbearer);
 /* dynconf_poll(): calls the refresh callback when it is due. */
 void dc_oauth_poll(dynconf_t *dc);
 /* A copy of the current token (caller wipes and frees), or NULL with the

@@ -48,8 +48,8 @@ static void call_refresh(dynconf_t *dc) {
   wipe_free(cfg);
 }
 
-void dc_oauth_start(dynconf_t *dc) {
-  if (!dc->conf.oauth_refresh_cb || !dc_agent_uses_oauthbearer(dc))
+void dc_oauth_start(dynconf_t *dc, bool oauthbearer) {
+  if (!dc->conf.oauth_refresh_cb || !oauthbearer)
     return;
   pthread_mutex_lock(&dc->lock);
   dc->oauth.active = true;
