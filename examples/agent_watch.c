@@ -3,7 +3,11 @@
  * agent_watch: runs a dynconf agent for one client.id and prints every
  * change event on one line, the way an application would log them.
  *
- *   agent_watch [--consumer] BOOTSTRAP CLIENT_ID [SECONDS]
+ *   agent_watch [--consumer] [-X KEY=VALUE]... BOOTSTRAP CLIENT_ID [SECONDS]
+ *
+ * -X sets a property: a dynconf.* one on the agent's configuration, any
+ * other on the application's librdkafka configuration (security.protocol,
+ * sasl.*, ssl.*: what the agent reads for its own connection).
  */
 #include <dynconf.h>
 #include <signal.h>
@@ -41,27 +45,54 @@ static void on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {
   fflush(stdout);
 }
 
+/* -X KEY=VALUE: dynconf.* to the agent, the rest to the application. */
+static int set_property(rd_kafka_conf_t *app, dynconf_conf_t *dconf,
+                        const char *kv) {
+  char key[256], err[512];
+  const char *eq = strchr(kv, '=');
+  if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
+    fprintf(stderr, "-X wants KEY=VALUE, not '%s'\n", kv);
+    return -1;
+  }
+  memcpy(key, kv, (size_t)(eq - kv));
+  key[eq - kv] = '\0';
+  int bad = !strncmp(key, "dynconf.", 8)
+                ? dynconf_conf_set(dconf, key, eq + 1, err, sizeof(err)) !=
+                      DYNCONF_CONF_OK
+                : rd_kafka_conf_set(app, key, eq + 1, err, sizeof(err)) !=
+                      RD_KAFKA_CONF_OK;
+  if (bad)
+    fprintf(stderr, "-X %s: %s\n", key, err);
+  return bad ? -1 : 0;
+}
+
 int main(int argc, char **argv) {
   int a = 1;
   rd_kafka_type_t type = RD_KAFKA_PRODUCER;
-  if (a < argc && !strcmp(argv[a], "--consumer")) {
-    type = RD_KAFKA_CONSUMER;
-    a++;
+  rd_kafka_conf_t *app = rd_kafka_conf_new();
+  dynconf_conf_t *dconf = dynconf_conf_new();
+  char err[512];
+  dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", "1000", err, sizeof(err));
+  for (; a < argc && argv[a][0] == '-' && strcmp(argv[a], "--help"); a++) {
+    if (!strcmp(argv[a], "--consumer")) {
+      type = RD_KAFKA_CONSUMER;
+    } else if (!strcmp(argv[a], "-X") && a + 1 < argc) {
+      if (set_property(app, dconf, argv[++a]))
+        return 2;
+    } else {
+      break;
+    }
   }
-  if (argc - a < 2 || !strcmp(argv[1], "--help")) {
-    fprintf(stderr, "Usage: %s [--consumer] BOOTSTRAP CLIENT_ID [SECONDS]\n",
-            argv[0]);
+  if (argc - a < 2 || !strcmp(argv[a], "--help")) {
+    fprintf(stderr, "Usage: %s [--consumer] [-X KEY=VALUE]... BOOTSTRAP "
+                    "CLIENT_ID [SECONDS]\n", argv[0]);
     return 2;
   }
   int seconds = argc - a > 2 ? atoi(argv[a + 2]) : 0;
-  char err[512];
-  rd_kafka_conf_t *app = rd_kafka_conf_new();
   rd_kafka_conf_set(app, "bootstrap.servers", argv[a], err, sizeof(err));
   rd_kafka_conf_set(app, "client.id", argv[a + 1], err, sizeof(err));
   if (type == RD_KAFKA_CONSUMER)
     rd_kafka_conf_set(app, "group.id", "agent-watch", err, sizeof(err));
-  dynconf_conf_t *dconf = dynconf_conf_new();
-  dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", "1000", err, sizeof(err));
   dynconf_conf_set_change_cb(dconf, on_change);
   dynconf_t *dc = dynconf_new(type, app, dconf, err, sizeof(err));
   if (!dc) {

@@ -8,6 +8,9 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
       debhelper dpkg-dev fakeroot lintian man-db groff-base
       libssl-dev openssl curl zlib1g-dev
+      libsasl2-dev libsasl2-modules-gssapi-mit libkrb5-dev krb5-kdc krb5-admin-server
+      krb5-user
+      python3-gssapi
       python3 python3-kafka python3-jwt python3-cryptography kcat clang
       libclang-rt-14-dev valgrind"
 missing=""

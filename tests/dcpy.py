@@ -20,15 +20,20 @@ import time
 sys.dont_write_bytecode = True
 
 
-def require_kafka_python():
-    """Debian installs kafka-python for the system interpreter; a pyenv or
-    venv python3 first on PATH will not see it, so re-run under
+def require(module, package):
+    """Debian installs its Python packages for the system interpreter; a
+    pyenv or venv python3 first on PATH will not see them, so re-run under
     /usr/bin/python3."""
-    if importlib.util.find_spec("kafka") is None:
+    if importlib.util.find_spec(module) is None:
         if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
             os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-        print("Bail out! kafka-python is not installed (Debian package python3-kafka)")
+        print("Bail out! %s is not installed (Debian package %s)"
+              % (module, package))
         sys.exit(1)
+
+
+def require_kafka_python():
+    require("kafka", "python3-kafka")
 
 
 class Tap:

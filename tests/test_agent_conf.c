@@ -91,6 +91,9 @@ static const struct prop {
     S(SASL_PASSWORD, "sasl.password"),
     S(OAUTH_CONFIG, "sasl.oauthbearer.config"),
     S(OAUTH_UNSECURE, "enable.sasl.oauthbearer.unsecure.jwt"),
+    S(KRB_SERVICE, "sasl.kerberos.service.name"),
+    S(KRB_PRINCIPAL, "sasl.kerberos.principal"),
+    S(KRB_KEYTAB, "sasl.kerberos.keytab"),
 #undef S
 #undef O
 };

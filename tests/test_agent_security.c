@@ -303,7 +303,7 @@ static void test_acl_refusal(void) {
 }
 
 static void test_unspeakable_mechanism(void) {
-  static const char *const mechs[] = {"GSSAPI"};
+  static const char *const mechs[] = {"AWS_MSK_IAM"};
   for (size_t i = 0; i < sizeof(mechs) / sizeof(mechs[0]); i++) {
     char label[128], want[96];
     const char *const app[] = {"security.protocol", "SASL_PLAINTEXT",

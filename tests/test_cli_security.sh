@@ -142,12 +142,31 @@ run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/noca.prop
   "${D[@]}" --describe
 dc_expect 2 "cannot load CA file /nonexistent/ca.pem: No such file or directory" \
   "$DC_TMP/err" "--command-config: a missing CA file is named"
-props nomech security.protocol=SASL_SSL sasl.mechanism=GSSAPI \
+props nomech security.protocol=SASL_SSL sasl.mechanism=AWS_MSK_IAM \
   sasl.username=a sasl.password=b
 run --bootstrap-server "127.0.0.1:$SASL_SSL_PORT" \
   --command-config "$DC_TMP/nomech.props" "${D[@]}" --describe
-dc_expect 2 "unsupported SASL mechanism 'GSSAPI'" "$DC_TMP/err" \
+dc_expect 2 "unsupported SASL mechanism 'AWS_MSK_IAM'" "$DC_TMP/err" \
   "--command-config: an unsupported mechanism is refused"
+# kafka-configs.sh's habit: the credentials in sasl.jaas.config.
+props jaas security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-512 \
+  'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
+run --bootstrap-server "127.0.0.1:$SASL_PORT" \
+  --command-config "$DC_TMP/jaas.props" "${D[@]}" --describe
+dc_expect 0 "^  acks=" "$DC_TMP/out" \
+  "sasl.jaas.config (ScramLoginModule username/password) authenticates"
+props jaasbad security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-512 \
+  'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret'
+run --bootstrap-server "127.0.0.1:$SASL_PORT" \
+  --command-config "$DC_TMP/jaasbad.props" "${D[@]}" --describe
+dc_expect 2 "sasl.jaas.config: unterminated quote" "$DC_TMP/err" \
+  "sasl.jaas.config with an open quote: a usage error saying so"
+props jaasother security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+  'sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;'
+run --bootstrap-server "127.0.0.1:$SASL_PORT" \
+  --command-config "$DC_TMP/jaasother.props" "${D[@]}" --describe
+dc_expect 2 "login module org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule is not read here" \
+  "$DC_TMP/err" "sasl.jaas.config with another login module: refused, naming it"
 
 # ---- --reload-keystore ---------------------------------------------------
 A=(--bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512.props")

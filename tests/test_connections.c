@@ -60,6 +60,7 @@ int main(void) {
 
   size_t n_apis;
   dc_api_all(&n_apis);
+  n_apis--; /* JoinGroup is listed only by a server with GSSAPI */
   int answered = 0;
   for (int i = 0; i < opened; i++) {
     dc_buf_clear(&b);

@@ -462,10 +462,23 @@ static void test_exchanges(const char *path) {
     free(o);
     dc_sasl_server_destroy(s);
   }
-  ok(dc_sasl_server_new("GSSAPI") == NULL && !dc_sasl_mechanism_known("plain") &&
+  ok(dc_sasl_server_new("NTLM") == NULL && !dc_sasl_mechanism_known("plain") &&
          dc_sasl_mechanism_known("PLAIN") &&
-         dc_sasl_mechanism_known("SCRAM-SHA-512"),
+         dc_sasl_mechanism_known("SCRAM-SHA-512") &&
+         dc_sasl_mechanism_known("GSSAPI"),
      "mechanism names");
+  {
+    /* GSSAPI on a server without a keytab: refused in words. */
+    dc_sasl_server_t *g = dc_sasl_server_new("GSSAPI");
+    uint8_t *o = NULL;
+    size_t ol = 0;
+    int grc = dc_sasl_server_step(g, creds, (const uint8_t *)"\x60", 1, &o,
+                                 &ol, err, sizeof(err));
+    ok(grc == DC_SASL_FAILED && strstr(err, "GSSAPI is not configured") &&
+           !o && !dc_sasl_server_user(g),
+       "GSSAPI without an acceptor fails: %s", err);
+    dc_sasl_server_destroy(g);
+  }
   dc_credentials_destroy(creds);
 }
 

@@ -52,6 +52,8 @@ typedef struct opts {
    * (file:// only), or made unsigned from sasl.oauthbearer.config when
    * enable.sasl.oauthbearer.unsecure.jwt=true, as librdkafka does. */
   const char *oauth_token_url, *oauth_config;
+  /* sasl.jaas.config as written, applied once the file is read. */
+  const char *jaas;
   bool oauth_unsecure;
   bool reload;              /* --reload-keystore */
   const char *listener;     /* --listener NAME, or NULL for all */
@@ -125,6 +127,11 @@ int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 
 /* ---- configs_security.c ----------------------------------------------- */
 /* The security options, used by main(). */
+
+/* sasl.jaas.config (Krb5LoginModule, PlainLoginModule, ScramLoginModule)
+ * into the options' settings not already set (tools/configs_jaas.c).
+ * 0, or -1 with why. */
+int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size);
 
 /* --command-config: reads librdkafka-style "key=value" properties ('#'
  * and '!' comments) into o->sec (values in o->arena). Returns 0, or -1

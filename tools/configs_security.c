@@ -53,6 +53,12 @@ static const struct {
      false},
     {"sasl.username", offsetof(dc_kclient_security_t, sasl_username), false},
     {"sasl.password", offsetof(dc_kclient_security_t, sasl_password), false},
+    {"sasl.kerberos.service.name",
+     offsetof(dc_kclient_security_t, sasl_kerberos_service_name), false},
+    {"sasl.kerberos.principal",
+     offsetof(dc_kclient_security_t, sasl_kerberos_principal), false},
+    {"sasl.kerberos.keytab",
+     offsetof(dc_kclient_security_t, sasl_kerberos_keytab), false},
 };
 
 /* In place: "\n" becomes a newline and "\\" a backslash; any other
@@ -97,6 +103,10 @@ static int set_prop(void *opaque, const char *key, const char *value,
   }
   if (set_string_prop(&o->sec, key, val))
     return 0;
+  if (!strcmp(key, "sasl.jaas.config")) {
+    o->jaas = val;
+    return 0;
+  }
   if (!strcmp(key, "sasl.oauthbearer.config")) {
     o->oauth_config = val;
     return 0;
@@ -140,7 +150,8 @@ static int set_prop(void *opaque, const char *key, const char *value,
   dc_seterr(why, why_size,
             "unknown property '%s' (known: %s"
             "enable.ssl.certificate.verification, "
-            "ssl.endpoint.identification.algorithm, sasl.oauthbearer.config, "
+            "ssl.endpoint.identification.algorithm, sasl.jaas.config, "
+            "sasl.oauthbearer.config, "
             "sasl.oauthbearer.token.endpoint.url, "
             "enable.sasl.oauthbearer.unsecure.jwt)",
             key, known);
@@ -213,6 +224,7 @@ int cli_load_command_config(opts_t *o, const char *path) {
   o->command_config = path;
   char err[1600];
   if (dc_kvfile_read(path, set_prop, o, err, sizeof(err)) ||
+      (o->jaas && cli_jaas_apply(o, o->jaas, err, sizeof(err))) ||
       oauth_token(o, err, sizeof(err))) {
     cli_usage_error("--command-config: %s", err);
     return -1;

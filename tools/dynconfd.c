@@ -50,6 +50,8 @@ typedef struct settings {
   char *oauth_jwks, *oauth_issuer, *oauth_audience, *oauth_claim;
   bool oauth_unsecured;
   int64_t oauth_skew_s;
+  /* GSSAPI (Kafka's sasl.kerberos.* names). */
+  char *krb_service, *krb_keytab, *krb_rules;
   int64_t reauth_ms; /* KIP-368 connections.max.reauth.ms; 0 = none */
   int32_t node_id;
   int64_t st_min, st_max;
@@ -105,7 +107,7 @@ static void usage_listeners(FILE *f) {
 "                            certificate's subject becomes the principal\n"
 "  --credentials FILE        hashed SASL/SCRAM credentials (see --add-user)\n"
 "  --sasl-enabled-mechanisms LIST  default SCRAM-SHA-256,SCRAM-SHA-512,PLAIN\n"
-"                            (and OAUTHBEARER when it is configured)\n"
+"                            (and OAUTHBEARER and GSSAPI when configured)\n"
 "  --sasl-oauthbearer-jwks FILE  OAUTHBEARER: accept tokens (RS256, ES256)\n"
 "                            signed by a key of this JWKS file (reloaded on\n"
 "                            SIGHUP and ReloadSecurity)\n"
@@ -116,6 +118,14 @@ static void usage_listeners(FILE *f) {
 "  --sasl-oauthbearer-sub-claim-name NAME  the claim naming the principal\n"
 "                            (default sub)\n"
 "  --sasl-oauthbearer-clock-skew-seconds N  allowed clock skew (default 30)\n"
+"  --sasl-kerberos-keytab FILE  GSSAPI: accept Kerberos tickets for the\n"
+"                            service with a key in this keytab (reloaded on\n"
+"                            SIGHUP and ReloadSecurity)\n"
+"  --sasl-kerberos-service-name NAME  GSSAPI: the service's principal is\n"
+"                            NAME/HOST@REALM (default kafka)\n"
+"  --sasl-kerberos-principal-to-local-rules RULES  GSSAPI: Kafka's rules\n"
+"                            mapping a principal to User:NAME (default\n"
+"                            DEFAULT: alice/host@REALM is User:alice)\n"
 "  --add-user NAME           with --credentials: store NAME with the password\n"
 "                            read from stdin's first line, then exit\n"
 "  --iterations N            SCRAM iterations for --add-user (default 8192)\n"
@@ -438,6 +448,15 @@ static bool apply_security_setting(settings_t *st, const char *key,
     return set_str(&st->acl_file, val);
   if (!strncmp(key, "sasl.oauthbearer.", 17))
     return apply_oauth_setting(st, key, val, known);
+  if (!strcmp(key, "sasl.kerberos.service.name"))
+    return set_str(&st->krb_service, val);
+  if (!strcmp(key, "sasl.kerberos.keytab")) { /* empty: none */
+    free(st->krb_keytab);
+    st->krb_keytab = NULL;
+    return !*val || set_str(&st->krb_keytab, val);
+  }
+  if (!strcmp(key, "sasl.kerberos.principal.to.local.rules"))
+    return set_str(&st->krb_rules, val);
   if (!strcmp(key, "super.users"))
     return set_str(&st->super_users, val);
   *known = false;
@@ -734,6 +753,9 @@ static void settings_free(settings_t *st) {
   free(st->oauth_issuer);
   free(st->oauth_audience);
   free(st->oauth_claim);
+  free(st->krb_service);
+  free(st->krb_keytab);
+  free(st->krb_rules);
   free(st->acl_file);
   free(st->super_users);
 }
@@ -987,6 +1009,18 @@ static void setup_process(const settings_t *st) {
 
 /* Each listener's name and whether it uses TLS or SASL, before anything
  * opens: a typo is a usage error. */
+/* GSSAPI is configured by a keytab, or by naming it (the default keytab). */
+static bool kerberos_enabled(const settings_t *st) {
+  const char *m = st->sasl_mechanisms;
+  for (size_t n; m && *m; m += n) {
+    m += strspn(m, ", ");
+    n = strcspn(m, ", ");
+    if (n == 6 && !strncmp(m, "GSSAPI", 6))
+      return true;
+  }
+  return st->krb_keytab != NULL;
+}
+
 static bool name_listeners(const settings_t *st, reload_ctx_t *rc,
                            bool *any_tls, bool *any_sasl) {
   for (int i = 0; i < st->n_listen; i++) {
@@ -1028,9 +1062,10 @@ static int prepare_listeners(serve_ctx_t *s) {
       return EXIT_USAGE;
     }
   }
-  if (any_sasl && !st->credentials && !st->oauth_jwks && !st->oauth_unsecured)
-    dc_log(DC_LOG_WARN, "SASL listener without --credentials or "
-                        "OAUTHBEARER: nobody can authenticate");
+  if (any_sasl && !st->credentials && !st->oauth_jwks &&
+      !st->oauth_unsecured && !kerberos_enabled(st))
+    dc_log(DC_LOG_WARN, "SASL listener without --credentials, OAUTHBEARER "
+                        "or GSSAPI: nobody can authenticate");
   return 0;
 }
 
@@ -1105,6 +1140,10 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->oauth_principal_claim = st->oauth_claim;
   bo->oauth_clock_skew_s = st->oauth_skew_s;
   bo->connections_max_reauth_ms = st->reauth_ms;
+  bo->kerberos = kerberos_enabled(st);
+  bo->kerberos_service_name = st->krb_service;
+  bo->kerberos_keytab = st->krb_keytab;
+  bo->kerberos_rules = st->krb_rules;
   bo->reload_tls = reload_tls;
   bo->reload_opaque = &s->rctx;
 }
@@ -1257,15 +1296,17 @@ static void stop_server(serve_ctx_t *s) {
     dc_store_close(s->store);
 }
 
-/* The server, until SIGTERM or SIGINT: 0 for a clean stop, 1 for a
- * runtime failure, EXIT_USAGE for bad settings. */
-/* OAUTHBEARER is offered by default once it is configured, and never
- * offered unconfigured. False after a usage error. */
+/* OAUTHBEARER and GSSAPI are offered by default once configured (GSSAPI
+ * by its keytab), and OAUTHBEARER never unconfigured. False after a
+ * usage error. */
 static bool resolve_mechanisms(settings_t *st) {
   bool oauth = st->oauth_jwks || st->oauth_unsecured;
-  if (!st->sasl_mechanisms && oauth)
-    return set_str(&st->sasl_mechanisms,
-                   DC_SASL_DEFAULT_MECHANISMS ",OAUTHBEARER");
+  if (!st->sasl_mechanisms && (oauth || st->krb_keytab)) {
+    char list[128];
+    snprintf(list, sizeof(list), "%s%s%s", DC_SASL_DEFAULT_MECHANISMS,
+             oauth ? ",OAUTHBEARER" : "", st->krb_keytab ? ",GSSAPI" : "");
+    return set_str(&st->sasl_mechanisms, list);
+  }
   if (st->sasl_mechanisms && !oauth &&
       strstr(st->sasl_mechanisms, "OAUTHBEARER")) {
     fprintf(stderr, "dynconfd: OAUTHBEARER is enabled but neither "
@@ -1276,6 +1317,8 @@ static bool resolve_mechanisms(settings_t *st) {
   return true;
 }
 
+/* The server, until SIGTERM or SIGINT: 0 for a clean stop, 1 for a
+ * runtime failure, EXIT_USAGE for bad settings. */
 static int serve(settings_t *st) {
   if (!limits_consistent(st) || !resolve_mechanisms(st))
     return EXIT_USAGE;
@@ -1305,7 +1348,7 @@ enum long_option {
   O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
-  O_REAUTH
+  O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES
 };
 
 static const struct option longopts[] = {
@@ -1345,6 +1388,10 @@ static const struct option longopts[] = {
     {"credentials", required_argument, NULL, O_CREDS},
     {"sasl-enabled-mechanisms", required_argument, NULL, O_MECHS},
     {"sasl-oauthbearer-jwks", required_argument, NULL, O_OAUTH_JWKS},
+    {"sasl-kerberos-service-name", required_argument, NULL, O_KRB_SERVICE},
+    {"sasl-kerberos-keytab", required_argument, NULL, O_KRB_KEYTAB},
+    {"sasl-kerberos-principal-to-local-rules", required_argument, NULL,
+     O_KRB_RULES},
     {"sasl-oauthbearer-unsecured", no_argument, NULL, O_OAUTH_UNSECURED},
     {"sasl-oauthbearer-expected-issuer", required_argument, NULL,
      O_OAUTH_ISS},
@@ -1414,6 +1461,9 @@ static const char *const option_keys[] = {
     [O_OAUTH_AUD - 256] = "sasl.oauthbearer.expected.audience",
     [O_OAUTH_CLAIM - 256] = "sasl.oauthbearer.sub.claim.name",
     [O_OAUTH_SKEW - 256] = "sasl.oauthbearer.clock.skew.seconds",
+    [O_KRB_SERVICE - 256] = "sasl.kerberos.service.name",
+    [O_KRB_KEYTAB - 256] = "sasl.kerberos.keytab",
+    [O_KRB_RULES - 256] = "sasl.kerberos.principal.to.local.rules",
 };
 
 /* The command line: the settings, and what a mode that runs once and

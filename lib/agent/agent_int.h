@@ -38,7 +38,10 @@
   X(SASL_USERNAME, "sasl.username")                                            \
   X(SASL_PASSWORD, "sasl.password")                                            \
   X(OAUTH_CONFIG, "sasl.oauthbearer.config")                                   \
-  X(OAUTH_UNSECURE, "enable.sasl.oauthbearer.unsecure.jwt")
+  X(OAUTH_UNSECURE, "enable.sasl.oauthbearer.unsecure.jwt")                  \
+  X(KRB_SERVICE, "sasl.kerberos.service.name")                                \
+  X(KRB_PRINCIPAL, "sasl.kerberos.principal")                                 \
+  X(KRB_KEYTAB, "sasl.kerberos.keytab")
 
 typedef enum {
 #define DC_SEC_ENUM_(id, name) DC_SEC_##id,

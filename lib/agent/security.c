@@ -68,7 +68,7 @@ static bool protocol_known(const char *p) {
 static bool mechanism_spoken(const char *m) {
   dc_scram_hash_t h;
   return !strcmp(m, "PLAIN") || !strcmp(m, "OAUTHBEARER") ||
-         dc_scram_hash_from_name(m, &h);
+         !strcmp(m, "GSSAPI") || dc_scram_hash_from_name(m, &h);
 }
 
 /* OAUTHBEARER: the agent makes unsigned tokens from
@@ -114,8 +114,8 @@ static int check_speakable(const dynconf_t *dc, char *store[DC_SEC_STORE_N],
   if (!mechanism_spoken(mech)) {
     dc_seterr(errstr, errstr_size,
              "the dynconf agent cannot authenticate with SASL mechanism %s "
-             "(%s; it speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and "
-             "OAUTHBEARER): set "
+             "(%s; it speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+             "OAUTHBEARER and GSSAPI): set "
              "dynconf.sasl.mechanisms, dynconf.sasl.username and "
              "dynconf.sasl.password, or dynconf.security.protocol, for the "
              "config server",
@@ -194,6 +194,12 @@ int dc_agent_security_read(dynconf_t *dc, dc_kclient_security_t *sec,
   sec->sasl_mechanism = store[DC_SEC_SASL_MECHANISMS];
   sec->sasl_username = store[DC_SEC_SASL_USERNAME];
   sec->sasl_password = store[DC_SEC_SASL_PASSWORD];
+  /* As librdkafka: the principal only says whose key to take from the
+   * keytab; without one, the ticket cache's principal is used. */
+  sec->sasl_kerberos_service_name = store[DC_SEC_KRB_SERVICE];
+  sec->sasl_kerberos_keytab = store[DC_SEC_KRB_KEYTAB];
+  sec->sasl_kerberos_principal =
+      store[DC_SEC_KRB_KEYTAB] ? store[DC_SEC_KRB_PRINCIPAL] : NULL;
   if (sec->sasl_mechanism && !strcmp(sec->sasl_mechanism, "OAUTHBEARER") &&
       !strncasecmp(sec->protocol ? sec->protocol : "", "SASL_", 5)) {
     if (take_token(dc, store, errstr, errstr_size))

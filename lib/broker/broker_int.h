@@ -17,6 +17,7 @@ struct dc_broker {
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
   struct dc_jwks *jwks;         /* owned; NULL = no signed tokens */
   bool oauth;                   /* OAUTHBEARER configured */
+  struct dc_gssapi_acceptor *gss; /* one reference; NULL = no GSSAPI */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
   int32_t writer;               /* the store's writer at the last poll */
   size_t fwd_bytes;             /* requests held by forwards in flight */

@@ -184,10 +184,13 @@ static int handle_api_versions(dc_req_t *r) {
   const dc_api_info_t *all = dc_api_all(&n);
   dc_api_range_t ranges[16];
   dc_apiversions_resp_t resp = {0};
+  size_t m = 0;
   for (size_t i = 0; i < n; i++) {
-    ranges[i].api_key = all[i].key;
-    ranges[i].min_version = all[i].min_version;
-    ranges[i].max_version = all[i].max_version;
+    if (all[i].key == DC_API_JOIN_GROUP && !r->b->gss)
+      continue; /* only librdkafka's GSSAPI probe needs it */
+    ranges[m].api_key = all[i].key;
+    ranges[m].min_version = all[i].min_version;
+    ranges[m++].max_version = all[i].max_version;
   }
   if (!dc_api_supported(DC_API_API_VERSIONS, v)) {
     /* Unknown version: answer in the v0 body so any client can read it,
@@ -202,7 +205,7 @@ static int handle_api_versions(dc_req_t *r) {
   dc_apiversions_req_t req = {0};
   if (dc_apiversions_req_decode(r->rd, v, &req))
     return r->rd->err;
-  resp.n_api_keys = (int32_t)n;
+  resp.n_api_keys = (int32_t)m;
   resp.api_keys = ranges;
   if (v >= 3 && (!valid_software_field(req.client_software_name) ||
                  !valid_software_field(req.client_software_version))) {
@@ -274,6 +277,21 @@ static int handle_metadata(dc_req_t *r) {
   return dc_metadata_resp_encode(r->out, v, &resp);
 }
 
+/* librdkafka tries GSSAPI only with a server that lists JoinGroup (its
+ * marker for Kafka 0.9), so a server with GSSAPI lists it; dynconfd
+ * coordinates no group, which is what the answer says. */
+static int handle_join_group(dc_req_t *r) {
+  dc_join_group_req_t req;
+  if (dc_join_group_req_decode(r->rd, r->hdr->api_version, &req))
+    return r->rd->err;
+  enum { NOT_COORDINATOR = 16 }; /* Kafka's code; no other use here */
+  dc_join_group_resp_t resp = {.error_code = NOT_COORDINATOR,
+                               .generation_id = -1,
+                               .member_id = req.member_id};
+  r->error = resp.error_code;
+  return dc_join_group_resp_encode(r->out, r->hdr->api_version, &resp);
+}
+
 typedef int(dc_handler_fn)(dc_req_t *r);
 static const struct {
   int16_t api_key;
@@ -281,6 +299,7 @@ static const struct {
 } handlers[] = {
     {DC_API_API_VERSIONS, handle_api_versions},
     {DC_API_METADATA, handle_metadata},
+    {DC_API_JOIN_GROUP, handle_join_group},
     {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},
@@ -343,6 +362,8 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
   for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
     if (handlers[i].api_key == hdr.api_key)
       fn = handlers[i].fn;
+  if (hdr.api_key == DC_API_JOIN_GROUP && !b->gss)
+    fn = NULL; /* not listed in ApiVersions either */
   /* ApiVersions answers any version itself (KIP-511); others must be in
    * range. Kafka closes the connection for anything it cannot parse. */
   if (!fn || (hdr.api_key != DC_API_API_VERSIONS &&

@@ -78,6 +78,16 @@ typedef struct dc_broker_opts {
   const char *oauth_audience;
   const char *oauth_principal_claim;
   int64_t oauth_clock_skew_s; /* default 30 */
+  /* GSSAPI (Kerberos, lib/broker/sasl_gssapi.h), when kerberos is set:
+   * tickets for kerberos_service_name/ANY-HOST (NULL = "kafka") checked
+   * with the keys of kerberos_keytab (NULL = the default keytab), the
+   * principal mapped by kerberos_rules (Kafka's
+   * sasl.kerberos.principal.to.local.rules; NULL = DEFAULT). Reloaded
+   * with the credentials. */
+  bool kerberos;
+  const char *kerberos_service_name;
+  const char *kerberos_keytab;
+  const char *kerberos_rules;
   /* KIP-368 connections.max.reauth.ms: a SASL session lasts at most this
    * long without re-authenticating (0 = no limit but a token's expiry). */
   int64_t connections_max_reauth_ms;

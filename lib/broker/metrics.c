@@ -24,7 +24,8 @@ void dc_histogram_observe(dc_histogram_t *h, double seconds) {
 }
 
 const char *const dc_metrics_mech_names[DC_METRICS_MECHS] = {
-    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "other"};
+    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI",
+    "other"};
 
 int dc_metrics_mech(const char *mechanism) {
   for (int i = 0; mechanism && i < DC_METRICS_MECHS - 1; i++)

@@ -34,7 +34,7 @@ typedef struct dc_request_series {
 
 /* Per API key: its handling time. */
 #define DC_METRICS_MAX_APIS 16
-#define DC_METRICS_MECHS 5 /* see dc_metrics_mech_names */
+#define DC_METRICS_MECHS 6 /* see dc_metrics_mech_names */
 
 typedef struct dc_metrics {
   dc_request_series_t series[DC_METRICS_MAX_SERIES];
@@ -54,7 +54,7 @@ typedef struct dc_metrics {
 } dc_metrics_t;
 
 /* The mechanisms counted, by index: dc_metrics_mech_names (PLAIN,
- * SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, other). */
+ * SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI, other). */
 extern const char *const dc_metrics_mech_names[DC_METRICS_MECHS];
 int dc_metrics_mech(const char *mechanism);
 

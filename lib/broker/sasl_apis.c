@@ -174,6 +174,7 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
   dc_conn_auth_t *a = conn->auth;
   dc_jwt_policy_t policy;
   dc_sasl_server_set_oauth(a->sasl, dc_broker_oauth_policy(b, &policy));
+  dc_sasl_server_set_gssapi(a->sasl, b->gss);
   int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
                                why_size);
   if (rc == DC_SASL_DONE && take_principal(a, why, why_size)) {
@@ -192,8 +193,10 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
   if (rc == DC_SASL_DONE) {
     start_session(b, a);
     a->state = DC_AUTH_DONE;
-    dc_log(DC_LOG_DEBUG, "client %s on listener %s authenticated as %s (%s)",
-           conn->peer, conn->listener, a->principal, a->mechanism);
+    const char *krb = dc_sasl_server_kerberos_principal(a->sasl);
+    dc_log(DC_LOG_DEBUG, "client %s on listener %s "
+           "authenticated as %s (%s%s%s)", conn->peer, conn->listener,
+           a->principal, a->mechanism, krb ? " " : "", krb ? krb : "");
     dc_sasl_server_destroy(a->sasl); /* the exchange is over */
     a->sasl = NULL;
   } else if (rc == DC_SASL_FAILED) {
@@ -254,7 +257,13 @@ int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
     return DC_HANDLE_CLOSE;
   }
   /* A reply token is a bare size-prefixed frame (an empty one for PLAIN,
-   * which kafka-python waits for). */
+   * which kafka-python waits for). GSSAPI's last step has no reply, as
+   * Kafka's: its clients send their next request straight away. */
+  if (rc == DC_SASL_DONE && !toklen &&
+      !strcmp(conn->auth->mechanism, "GSSAPI")) {
+    free(tok);
+    return DC_HANDLE_OK;
+  }
   size_t frame = dc_wr_frame_begin(out);
   if (toklen)
     dc_buf_append(out, tok, toklen);

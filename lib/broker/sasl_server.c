@@ -12,6 +12,7 @@
  *   server-final  = "v=" b64(ServerSignature)
  */
 #include "broker/sasl_server.h"
+#include "broker/sasl_gssapi.h"
 #include "broker/sasl_oauthbearer.h"
 #include "common/text.h"
 
@@ -29,6 +30,9 @@ enum { S_START, S_FINAL, S_DONE, S_FAILED };
 struct dc_sasl_server {
   bool plain;           /* PLAIN, else SCRAM with `hash` (or OAUTHBEARER) */
   bool oauth;           /* OAUTHBEARER */
+  bool gssapi;          /* GSSAPI */
+  dc_gssapi_exchange_t *gx;          /* owned; from the first step on */
+  dc_gssapi_acceptor_t *acceptor;    /* for the next step only; not owned */
   dc_oauth_exchange_t ox;
   const dc_jwt_policy_t *policy; /* for the next step only; not owned */
   dc_scram_hash_t hash;
@@ -60,7 +64,7 @@ struct dc_sasl_server {
 bool dc_sasl_mechanism_known(const char *mech) {
   dc_scram_hash_t h;
   return mech && (!strcmp(mech, "PLAIN") || !strcmp(mech, "OAUTHBEARER") ||
-                  dc_scram_hash_from_name(mech, &h));
+                  !strcmp(mech, "GSSAPI") || dc_scram_hash_from_name(mech, &h));
 }
 
 dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
@@ -71,7 +75,8 @@ dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
     return NULL;
   s->plain = !strcmp(mechanism, "PLAIN");
   s->oauth = !strcmp(mechanism, "OAUTHBEARER");
-  if (!s->plain && !s->oauth)
+  s->gssapi = !strcmp(mechanism, "GSSAPI");
+  if (!s->plain && !s->oauth && !s->gssapi)
     dc_scram_hash_from_name(mechanism, &s->hash);
   snprintf(s->mech, sizeof(s->mech), "%s", mechanism);
   return s;
@@ -85,6 +90,7 @@ void dc_sasl_server_destroy(dc_sasl_server_t *s) {
   free(s->first_bare);
   free(s->server_first);
   free(s->nonce);
+  dc_gssapi_exchange_destroy(s->gx);
   OPENSSL_cleanse(s, sizeof(*s));
   free(s);
 }
@@ -604,6 +610,41 @@ static int oauth_step(dc_sasl_server_t *s, const uint8_t *in, size_t inlen,
   return rc;
 }
 
+/* GSSAPI: the exchange starts under the acceptor in force at its first
+ * token and keeps it to the end; the short name becomes the user. */
+static int gssapi_step(dc_sasl_server_t *s, const uint8_t *in, size_t inlen,
+                       uint8_t **out, size_t *outlen, char *errstr,
+                       size_t errstr_size) {
+  dc_gssapi_acceptor_t *a = s->acceptor;
+  s->acceptor = NULL;
+  if (!s->gx && !a) {
+    dc_seterr(errstr, errstr_size,
+              "Authentication failed: GSSAPI is not configured");
+    return DC_SASL_FAILED;
+  }
+  if (!s->gx && !(s->gx = dc_gssapi_exchange_new(a))) {
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    return DC_SASL_FAILED;
+  }
+  int rc = dc_gssapi_step(s->gx, in, inlen, out, outlen, errstr, errstr_size);
+  if (rc == DC_SASL_DONE &&
+      !(s->user = strdup(dc_gssapi_exchange_user(s->gx)))) {
+    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
+    rc = DC_SASL_FAILED;
+  }
+  return rc;
+}
+
+void dc_sasl_server_set_gssapi(dc_sasl_server_t *s,
+                               dc_gssapi_acceptor_t *acceptor) {
+  s->acceptor = acceptor;
+}
+
+const char *dc_sasl_server_kerberos_principal(const dc_sasl_server_t *s) {
+  return s->gx && s->state == S_DONE ? dc_gssapi_exchange_principal(s->gx)
+                                     : NULL;
+}
+
 void dc_sasl_server_set_oauth(dc_sasl_server_t *s,
                               const dc_jwt_policy_t *policy) {
   s->policy = policy;
@@ -625,7 +666,9 @@ int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
     return DC_SASL_FAILED;
   }
   int rc;
-  if (inlen > DC_SASL_MAX_TOKEN) {
+  if (s->gssapi) {
+    rc = gssapi_step(s, in, inlen, out, outlen, errstr, errstr_size);
+  } else if (inlen > DC_SASL_MAX_TOKEN) {
     dc_seterr(errstr, errstr_size,
            "Authentication failed: %s token of %zu bytes exceeds %d", s->mech,
            inlen, DC_SASL_MAX_TOKEN);

@@ -3,7 +3,8 @@
  * One server-side SASL authentication exchange: PLAIN (RFC 4616) and
  * SCRAM-SHA-256/512 (RFC 5802/7677, no channel binding), checked against
  * the hashed credentials file (lib/broker/credentials.h), and OAUTHBEARER
- * (RFC 7628), checked by a token policy (lib/broker/jwt.h). No I/O: the
+ * (RFC 7628), checked by a token policy (lib/broker/jwt.h), and GSSAPI
+ * (Kerberos, lib/broker/sasl_gssapi.h), checked with a keytab. No I/O: the
  * SaslAuthenticate handler feeds client tokens in and sends what comes out.
  *
  * Failure messages are fit to send to the client and never reveal whether
@@ -17,6 +18,7 @@
 
 #include "broker/credentials.h"
 #include "broker/jwt.h"
+#include "broker/sasl_gssapi.h"
 #include "common/entity.h"
 
 #include <stdbool.h>
@@ -31,10 +33,10 @@ enum {
 
 /* Longest user name accepted (bytes); longer ones fail authentication. */
 #define DC_SASL_MAX_USER DC_ENTITY_PART_MAX
-/* Longest client token accepted. */
+/* Longest client token accepted (GSSAPI: DC_GSSAPI_MAX_TOKEN). */
 #define DC_SASL_MAX_TOKEN 8192
 
-/* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (exact). */
+/* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI (exact). */
 bool dc_sasl_mechanism_known(const char *mech);
 
 typedef struct dc_sasl_server dc_sasl_server_t;
@@ -57,6 +59,15 @@ int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
  * token is accepted. */
 void dc_sasl_server_set_oauth(dc_sasl_server_t *s,
                               const dc_jwt_policy_t *policy);
+
+/* GSSAPI: the acceptor for the next step only (an exchange keeps the one
+ * it started with). NULL: GSSAPI is not configured. */
+void dc_sasl_server_set_gssapi(dc_sasl_server_t *s,
+                               dc_gssapi_acceptor_t *acceptor);
+
+/* GSSAPI after DONE: the whole Kerberos principal (owned by s), else
+ * NULL. */
+const char *dc_sasl_server_kerberos_principal(const dc_sasl_server_t *s);
 
 /* OAUTHBEARER after DONE: the token's expiry (seconds since the epoch);
  * 0 for other mechanisms. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The broker's authorizer, SASL credentials and OAUTHBEARER keys: loading
+ * The broker's authorizer, SASL credentials, OAUTHBEARER keys and
+ * Kerberos acceptor: loading
  * them when the broker starts, swapping them on reload (ReloadSecurity,
  * SIGHUP), and the authorization check every handler uses. Rules:
  * lib/broker/acl.h.
@@ -11,11 +12,20 @@
 #include "broker/broker_int.h"
 #include "broker/credentials.h"
 #include "broker/jwt.h"
+#include "broker/sasl_gssapi.h"
 #include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+static struct dc_gssapi_acceptor *new_acceptor(const dc_broker_t *b,
+                                               char *errstr,
+                                               size_t errstr_size) {
+  const char *svc = b->opts.kerberos_service_name;
+  return dc_gssapi_acceptor_new(svc ? svc : "kafka", b->opts.kerberos_keytab,
+                                b->opts.kerberos_rules, errstr, errstr_size);
+}
 
 int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   if (b->opts.acl_path) {
@@ -35,6 +45,8 @@ int dc_broker_security_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
       return -1;
   }
   b->oauth = b->jwks || b->opts.oauth_unsecured;
+  if (b->opts.kerberos && !(b->gss = new_acceptor(b, errstr, errstr_size)))
+    return -1;
   return 0;
 }
 
@@ -60,6 +72,8 @@ void dc_broker_security_free(dc_broker_t *b) {
   b->creds = NULL;
   dc_jwks_free(b->jwks);
   b->jwks = NULL;
+  dc_gssapi_acceptor_unref(b->gss);
+  b->gss = NULL;
 }
 
 /* Every file is read before any is swapped in, so a bad one leaves the
@@ -97,6 +111,21 @@ int dc_broker_reload_security(dc_broker_t *b, char *errstr,
               "credentials not reloaded either): %s",
               why);
     return -1;
+  }
+  struct dc_gssapi_acceptor *gss = NULL;
+  if (b->opts.kerberos && !(gss = new_acceptor(b, why, sizeof(why)))) {
+    dc_acl_destroy(acl);
+    dc_credentials_destroy(creds);
+    dc_jwks_free(jwks);
+    dc_seterr(errstr, errstr_size,
+              "Kerberos keytab not reloaded, old keys kept (ACL file, "
+              "credentials and OAUTHBEARER keys not reloaded either): %s",
+              why);
+    return -1;
+  }
+  if (b->opts.kerberos) {
+    dc_gssapi_acceptor_unref(b->gss); /* exchanges under way keep theirs */
+    b->gss = gss;
   }
   if (b->opts.oauth_jwks_path) {
     dc_jwks_free(b->jwks);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "common/clock.h"
 #include "common/text.h"
+#include "client/gssapi_client.h"
 #include "client/oauth_client.h"
 #include "client/scram_client.h"
 #include "client/tls_client.h"
@@ -60,6 +61,10 @@ struct dc_kclient {
   dc_tls_conn_t *tls;           /* owned; the current connection's TLS */
   char *sasl_mech, *sasl_user;  /* owned */
   char *sasl_pass;              /* owned; wiped when freed */
+  /* GSSAPI only, all owned: the credentials are taken at the first
+   * connection (a keytab's tickets mean a trip to the KDC) and kept. */
+  dc_gssapi_creds_t *gss_creds;
+  char *krb_service, *krb_principal, *krb_keytab;
 };
 
 static void free_secret(char *s) {
@@ -132,6 +137,10 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
   free(kc->sasl_mech);
   free(kc->sasl_user);
   free_secret(kc->sasl_pass);
+  dc_gssapi_creds_destroy(kc->gss_creds);
+  free(kc->krb_service);
+  free(kc->krb_principal);
+  free(kc->krb_keytab);
   free(kc);
 }
 
@@ -191,9 +200,11 @@ static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
   if (!m || !*m) {
     dc_seterr(errstr, errstr_size,
               "security protocol %s needs a SASL mechanism (PLAIN, "
-              "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)", proto);
+              "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI)", proto);
     return -1;
   }
+  if (!strcmp(m, "GSSAPI"))
+    return 0; /* credentials are checked when they are acquired */
   if (!strcmp(m, "OAUTHBEARER")) {
     if (sec->sasl_oauthbearer_token && *sec->sasl_oauthbearer_token)
       return 0;
@@ -203,7 +214,7 @@ static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
   if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
     dc_seterr(errstr, errstr_size,
               "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256, "
-              "SCRAM-SHA-512 or OAUTHBEARER)", m);
+              "SCRAM-SHA-512, OAUTHBEARER or GSSAPI)", m);
     return -1;
   }
   if (!sec->sasl_username || !*sec->sasl_username) {
@@ -212,6 +223,67 @@ static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
   }
   if (!sec->sasl_password) {
     dc_seterr(errstr, errstr_size, "SASL mechanism %s needs a password", m);
+    return -1;
+  }
+  return 0;
+}
+
+/* The SASL settings copied out of sec (NULL: none), all or nothing. */
+typedef struct kclient_sasl {
+  char *mech, *user, *pass, *krb_service, *krb_principal, *krb_keytab;
+  dc_err_t err;
+} kclient_sasl_t;
+
+static void kclient_sasl_free(kclient_sasl_t *ks) {
+  free(ks->mech);
+  free(ks->user);
+  free_secret(ks->pass);
+  free(ks->krb_service);
+  free(ks->krb_principal);
+  free(ks->krb_keytab);
+  memset(ks, 0, sizeof(*ks));
+}
+
+/* NULL for NULL or "", else a copy; false when out of memory. */
+static bool dup_opt(const char *s, char **out) {
+  *out = s && *s ? xstrdup(s) : NULL;
+  return !(s && *s) || *out;
+}
+
+static int take_sasl(const dc_kclient_security_t *sec, kclient_sasl_t *ks,
+                     char *errstr, size_t errstr_size) {
+  memset(ks, 0, sizeof(*ks));
+  if (!sec)
+    return 0;
+  const char *m = sec->sasl_mechanism;
+  bool gss = !strcmp(m, "GSSAPI");
+  /* OAUTHBEARER keeps its token where the others keep the password. */
+  bool oauth = !strcmp(m, "OAUTHBEARER");
+  ks->mech = xstrdup(m);
+  if (!gss) {
+    ks->user = oauth ? NULL : xstrdup(sec->sasl_username);
+    ks->pass = xstrdup(oauth ? sec->sasl_oauthbearer_token
+                             : sec->sasl_password);
+  } else {
+    const char *svc = sec->sasl_kerberos_service_name;
+    ks->krb_service = xstrdup(svc && *svc ? svc : "kafka");
+  }
+  bool krb_ok = !gss || (ks->krb_service &&
+                         dup_opt(sec->sasl_kerberos_principal,
+                                 &ks->krb_principal) &&
+                         dup_opt(sec->sasl_kerberos_keytab, &ks->krb_keytab));
+  if (!ks->mech || (!gss && ((!oauth && !ks->user) || !ks->pass)) ||
+      !krb_ok) {
+    kclient_sasl_free(ks);
+    ks->err = DC_ERR__NOMEM;
+    dc_seterr(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  if (ks->krb_keytab && access(ks->krb_keytab, R_OK)) {
+    dc_seterr(errstr, errstr_size, "cannot read Kerberos keytab %s: %s",
+              ks->krb_keytab, strerror(errno));
+    kclient_sasl_free(ks);
+    ks->err = DC_ERR__INVALID_ARG;
     return -1;
   }
   return 0;
@@ -260,29 +332,27 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
     if (!ctx)
       return DC_ERR__INVALID_ARG;
   }
-  /* OAUTHBEARER keeps its token where the others keep the password. */
-  bool oauth = sasl && !strcmp(sec->sasl_mechanism, "OAUTHBEARER");
-  char *m = sasl ? xstrdup(sec->sasl_mechanism) : NULL;
-  char *u = sasl && !oauth ? xstrdup(sec->sasl_username) : NULL;
-  char *pw = sasl ? xstrdup(oauth ? sec->sasl_oauthbearer_token
-                                  : sec->sasl_password)
-                  : NULL;
-  if (sasl && (!m || (!oauth && !u) || !pw)) {
-    free(m);
-    free(u);
-    free_secret(pw);
+  kclient_sasl_t ks;
+  if (take_sasl(sasl ? sec : NULL, &ks, errstr, errstr_size)) {
     dc_tls_client_ctx_destroy(ctx);
-    dc_seterr(errstr, errstr_size, "out of memory");
-    return DC_ERR__NOMEM;
+    return ks.err;
   }
   dc_tls_client_ctx_destroy(kc->tls_ctx);
   free(kc->sasl_mech);
   free(kc->sasl_user);
   free_secret(kc->sasl_pass);
+  dc_gssapi_creds_destroy(kc->gss_creds);
+  free(kc->krb_service);
+  free(kc->krb_principal);
+  free(kc->krb_keytab);
   kc->tls_ctx = ctx;
-  kc->sasl_mech = m;
-  kc->sasl_user = u;
-  kc->sasl_pass = pw;
+  kc->sasl_mech = ks.mech;
+  kc->sasl_user = ks.user;
+  kc->sasl_pass = ks.pass;
+  kc->gss_creds = NULL;
+  kc->krb_service = ks.krb_service;
+  kc->krb_principal = ks.krb_principal;
+  kc->krb_keytab = ks.krb_keytab;
   kc->use_tls = tls;
   kc->use_sasl = sasl;
   return DC_ERR_NO_ERROR;
@@ -1004,6 +1074,55 @@ static dc_err_t sasl_oauthbearer(dc_kclient_t *kc, int16_t v,
   return err;
 }
 
+/* GSSAPI: Cyrus SASL's tokens back and forth until it has sent its
+ * last one and the server took it. A server that never ends the
+ * exchange is cut off after a few rounds (Kerberos needs three). */
+static dc_err_t sasl_gssapi(dc_kclient_t *kc, const char *host, int16_t v,
+                            int64_t deadline, char *errstr,
+                            size_t errstr_size) {
+  char why[600];
+  if (!kc->gss_creds &&
+      !(kc->gss_creds = dc_gssapi_creds_new(kc->krb_principal, kc->krb_keytab,
+                                            why, sizeof(why)))) {
+    dc_seterr(errstr, errstr_size, "SASL GSSAPI authentication with %s "
+              "failed: %s", kc->peer, why);
+    return DC_ERR_SASL_AUTHENTICATION_FAILED;
+  }
+  dc_gssapi_client_t *g =
+      dc_gssapi_client_new(kc->gss_creds, kc->krb_service, host, why,
+                           sizeof(why));
+  if (!g) {
+    dc_seterr(errstr, errstr_size, "SASL GSSAPI authentication with %s "
+              "failed: %s", kc->peer, why);
+    return DC_ERR_SASL_AUTHENTICATION_FAILED;
+  }
+  uint8_t *in = NULL;
+  size_t inl = 0;
+  dc_err_t err = DC_ERR_SASL_AUTHENTICATION_FAILED;
+  dc_seterr(errstr, errstr_size, "SASL GSSAPI authentication with %s "
+            "failed: the server did not finish the exchange", kc->peer);
+  for (int round = 0; round < 8; round++) {
+    const uint8_t *o;
+    size_t ol;
+    int rc = dc_gssapi_client_step(g, in, inl, &o, &ol, why, sizeof(why));
+    free(in);
+    in = NULL;
+    if (rc == DC_GSSAPI_FAILED) {
+      dc_seterr(errstr, errstr_size, "SASL GSSAPI authentication with %s "
+                "failed: %s", kc->peer, why);
+      err = DC_ERR_SASL_AUTHENTICATION_FAILED;
+      break;
+    }
+    err = sasl_round(kc, v, o, ol, &in, &inl, deadline, errstr, errstr_size);
+    if (err || rc == DC_GSSAPI_DONE)
+      break;
+    err = DC_ERR_SASL_AUTHENTICATION_FAILED;
+  }
+  free(in);
+  dc_gssapi_client_destroy(g);
+  return err;
+}
+
 static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
                                        int64_t deadline, char *errstr,
                                        size_t errstr_size) {
@@ -1037,5 +1156,7 @@ static dc_err_t secure_connection(dc_kclient_t *kc, const char *host,
     return sasl_scram(kc, h, v, deadline, errstr, errstr_size);
   if (!strcmp(kc->sasl_mech, "OAUTHBEARER"))
     return sasl_oauthbearer(kc, v, deadline, errstr, errstr_size);
+  if (!strcmp(kc->sasl_mech, "GSSAPI"))
+    return sasl_gssapi(kc, host, v, deadline, errstr, errstr_size);
   return sasl_plain(kc, v, deadline, errstr, errstr_size);
 }

@@ -95,11 +95,18 @@ typedef struct dc_kclient_security {
   bool ssl_no_hostname_check; /* verify the chain, not the host name */
   /* SASL_PLAINTEXT and SASL_SSL: a mechanism, and a user name and a
    * password for PLAIN and SCRAM, or a token for OAUTHBEARER. */
-  const char *sasl_mechanism; /* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or
-                                 OAUTHBEARER */
+  const char *sasl_mechanism; /* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+                                 OAUTHBEARER or GSSAPI */
   const char *sasl_username;
   const char *sasl_password;
   const char *sasl_oauthbearer_token; /* a JWT (see client/oauth_client.h) */
+  /* GSSAPI (Kerberos), as librdkafka's sasl.kerberos.* (see
+   * client/gssapi_client.h): the server is service/HOST@REALM; with a
+   * keytab, tickets for principal come from it, else from the default
+   * ticket cache (kinit). */
+  const char *sasl_kerberos_service_name; /* NULL or "": kafka */
+  const char *sasl_kerberos_principal;
+  const char *sasl_kerberos_keytab;
 } dc_kclient_security_t;
 
 /* Sets (sec) or clears (NULL: PLAINTEXT) the security used by the next

@@ -4,6 +4,7 @@
 
 static const dc_api_info_t apis[] = {
     {DC_API_METADATA, 0, 12, 9, "Metadata"},
+    {DC_API_JOIN_GROUP, 0, 0, -1, "JoinGroup"},
     {DC_API_API_VERSIONS, 0, 3, 3, "ApiVersions"},
     {DC_API_DESCRIBE_CONFIGS, 0, 4, 4, "DescribeConfigs"},
     {DC_API_ALTER_CONFIGS, 0, 2, 2, "AlterConfigs"},

@@ -25,6 +25,9 @@
 
 enum {
   DC_API_METADATA = 3,
+  /* Served only as librdkafka's GSSAPI probe: it will not try GSSAPI on
+   * a server whose ApiVersions lacks JoinGroup (0.9's marker). */
+  DC_API_JOIN_GROUP = 11,
   DC_API_SASL_HANDSHAKE = 17,
   DC_API_API_VERSIONS = 18,
   DC_API_DESCRIBE_CONFIGS = 32,
@@ -354,6 +357,29 @@ int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out);
 int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in);
 int dc_reload_resp_decode(dc_rd_t *rd, int16_t v, dc_reload_resp_t *out);
 int dc_reload_resp_encode(dc_buf_t *b, int16_t v, const dc_reload_resp_t *in);
+
+/* ---- JoinGroup (11) v0 -------------------------------------------------
+ * request:  group_id, session_timeout_ms, member_id, protocol_type,
+ *           [name, metadata (bytes)]
+ * response: error_code, generation_id, protocol_name, leader, member_id,
+ *           [member_id, metadata (bytes)] (always empty here) */
+typedef struct dc_join_group_req {
+  char *group_id;
+  int32_t session_timeout_ms;
+  char *member_id;
+  char *protocol_type;
+  int32_t n_protocols;
+} dc_join_group_req_t;
+
+typedef struct dc_join_group_resp {
+  int16_t error_code;
+  int32_t generation_id;
+  const char *protocol_name, *leader, *member_id;
+} dc_join_group_resp_t;
+
+int dc_join_group_req_decode(dc_rd_t *rd, int16_t v, dc_join_group_req_t *out);
+int dc_join_group_resp_encode(dc_buf_t *b, int16_t v,
+                              const dc_join_group_resp_t *in);
 
 /* ---- Envelope (58), v0 (flexible) --------------------------------------- */
 typedef struct dc_envelope_req {

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Build and run the fuzzers (libFuzzer + ASan + UBSan): fuzz_request
 # (dynconfd's request decoding and dispatch), fuzz_answer (the agent's
-# reading of a config server's answer) and fuzz_oauth (dynconfd's
-# OAUTHBEARER exchange and token checks).
+# reading of a config server's answer), fuzz_oauth (dynconfd's
+# OAUTHBEARER exchange and token checks) and fuzz_gssapi (its GSSAPI
+# exchange and the principal-to-local rules).
 #
 #   tests/fuzz/run.sh [SECONDS] [WORKDIR]
 #
@@ -13,7 +14,8 @@
 # Exits non-zero when the build fails or the fuzzer finds a crash, leak,
 # timeout or oracle failure; the reproducer's path is printed.
 #
-# Needs clang-14 and libclang-rt-14-dev (Debian), libsqlite3-dev.
+# Needs clang-14 and libclang-rt-14-dev (Debian), libsqlite3-dev,
+# libsasl2-dev and libkrb5-dev.
 set -eu
 
 SECS=${1:-60}
@@ -70,8 +72,9 @@ build() {
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I "$SRC/include" -I "$SRC/lib" -I "$WORK" \
     -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
-    -lsqlite3 -ljansson -lssl -lcrypto -lpthread
+    -lsqlite3 -ljansson -lssl -lcrypto $SASL_FLAGS -lpthread
 }
+SASL_FLAGS=$(pkg-config --cflags --libs libsasl2 krb5-gssapi krb5)
 # shellcheck disable=SC2086 # SOURCES is a word list of paths without spaces
 build fuzz_request $SOURCES
 # The agent's reading of a server's answer: pure, so only what it needs.
@@ -80,8 +83,11 @@ build fuzz_answer "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c \
 # dynconfd's OAUTHBEARER exchange and token checks.
 # shellcheck disable=SC2086
 build fuzz_oauth $SOURCES
+# dynconfd's GSSAPI exchange and the principal-to-local rules.
+# shellcheck disable=SC2086
+build fuzz_gssapi $SOURCES
 
-for name in fuzz_request fuzz_answer fuzz_oauth; do
+for name in fuzz_request fuzz_answer fuzz_oauth fuzz_gssapi; do
   rm -rf "$WORK/seeds-$name"
   DC_FUZZ_WRITE_SEEDS="$WORK/seeds-$name" "$WORK/$name"
 done
@@ -127,6 +133,19 @@ cat >"$WORK/dict" <<'EOF'
 "eyJhbGciOiJSUzI1NiJ9."
 "\"exp\":"
 "\"sub\":"
+"GSSAPI"
+"\x60\x82"
+"\x06\x09\x2a\x86\x48\x86\xf7\x12\x01\x02\x02"
+"\x01\x00"
+"\x02\x01"
+"RULE:["
+"DEFAULT"
+"s/"
+"/g"
+"/L"
+"$0"
+"$1"
+"@FUZZ.TEST"
 EOF
 
 # run NAME SECONDS: fuzzes one target; a finding fails the script.
@@ -160,6 +179,7 @@ ASECS=$((SECS / 3))
 [ "$ASECS" -ge 5 ] || ASECS=5
 run fuzz_answer "$ASECS"
 run fuzz_oauth "$ASECS"
-echo "fuzz: no crashes in ${SECS}s + 2 x ${ASECS}s ($(find "$WORK"/corpus-* -type f | wc -l) new corpus units)"
+run fuzz_gssapi "$ASECS"
+echo "fuzz: no crashes in ${SECS}s + 3 x ${ASECS}s ($(find "$WORK"/corpus-* -type f | wc -l) new corpus units)"
 [ "$KEEP" -eq 1 ] || rm -rf "$WORK"
 exit 0
