@@ -6,6 +6,7 @@
 #include "lg_tls.h"
 
 #include "codec/proto.h"
+#include "client/gssapi_client.h"
 #include "client/scram_client.h"
 
 #include <openssl/crypto.h>
@@ -205,11 +206,13 @@ static int enc_apiversions(dc_buf_t *b, int16_t v, const void *req) {
 int lg_sasl_conf_check(const lg_sasl_conf_t *c, char *errstr,
                        size_t errstr_size) {
   dc_scram_hash_t h;
+  if (c->mechanism && !strcmp(c->mechanism, "GSSAPI"))
+    return 0;
   if (!c->mechanism || (strcmp(c->mechanism, "PLAIN") &&
                         !dc_scram_hash_from_name(c->mechanism, &h))) {
     snprintf(errstr, errstr_size,
              "SASL mechanism '%s' is not one of PLAIN, "
-             "SCRAM-SHA-256, SCRAM-SHA-512",
+             "SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI",
              c->mechanism ? c->mechanism : "");
     return -1;
   }
@@ -306,6 +309,44 @@ out:
   return rc;
 }
 
+int lg_sasl_gssapi_creds(lg_sasl_conf_t *c, char *errstr, size_t errstr_size) {
+  c->krb_creds = dc_gssapi_creds_new(c->user, c->password, errstr,
+                                     errstr_size);
+  return c->krb_creds ? 0 : -1;
+}
+
+/* GSSAPI: Cyrus SASL's tokens until it has sent its last one. */
+static int sasl_gssapi(io_t *io, const lg_sasl_conf_t *c, char *errstr,
+                       size_t errstr_size) {
+  char why[600];
+  dc_gssapi_client_t *g = dc_gssapi_client_new(
+      c->krb_creds, c->krb_service, c->krb_host, why, sizeof(why));
+  if (!g) {
+    snprintf(errstr, errstr_size, "SASL GSSAPI failed: %s", why);
+    return -1;
+  }
+  const uint8_t *in = NULL;
+  size_t inl = 0;
+  int rc = -1;
+  for (int round = 0; round < 8; round++) {
+    const uint8_t *o;
+    size_t ol;
+    int st = dc_gssapi_client_step(g, in, inl, &o, &ol, why, sizeof(why));
+    if (st == DC_GSSAPI_FAILED) {
+      snprintf(errstr, errstr_size, "SASL GSSAPI failed: %s", why);
+      break;
+    }
+    if (sasl_round(io, o, ol, &in, &inl, errstr, errstr_size))
+      break;
+    if (st == DC_GSSAPI_DONE) {
+      rc = 0;
+      break;
+    }
+  }
+  dc_gssapi_client_destroy(g);
+  return rc;
+}
+
 int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
                          uint64_t deadline_ns, char *errstr,
                          size_t errstr_size) {
@@ -333,6 +374,8 @@ int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
   dc_scram_hash_t h;
   if (dc_scram_hash_from_name(c->mechanism, &h))
     rc = sasl_scram(&io, h, c, errstr, errstr_size);
+  else if (!strcmp(c->mechanism, "GSSAPI"))
+    rc = sasl_gssapi(&io, c, errstr, errstr_size);
   else
     rc = sasl_plain(&io, c, errstr, errstr_size);
 out:

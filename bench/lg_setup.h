@@ -2,7 +2,7 @@
 /*
  * bench/loadgen's connection set-up exchanges: SASL authentication
  * (SaslHandshake v1, then SaslAuthenticate v1 round trips for PLAIN,
- * SCRAM-SHA-256 or SCRAM-SHA-512, as librdkafka sends them) and one
+ * SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI, as librdkafka sends them) and one
  * ApiVersions v3 round trip, each a blocking request/response over a
  * connected non-blocking socket, plain or TLS, waiting with poll().
  *
@@ -19,12 +19,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct dc_gssapi_creds;
+
 typedef struct lg_sasl_conf {
-  const char *mechanism;       /* PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 */
-  const char *user, *password; /* borrowed */
+  const char *mechanism;       /* PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI */
+  const char *user, *password; /* borrowed; GSSAPI: principal, keytab */
+  /* GSSAPI: the server is krb_service/krb_host; the credentials are taken
+   * once (lg_sasl_gssapi_creds) and shared by every connection. */
+  const char *krb_service, *krb_host;
+  struct dc_gssapi_creds *krb_creds;
 } lg_sasl_conf_t;
 
-/* Checks the mechanism name and that user and password are given. */
+/* GSSAPI: c->krb_creds from the keytab c->password for principal c->user
+ * (or the ticket cache without a keytab). -1 with errstr. */
+int lg_sasl_gssapi_creds(lg_sasl_conf_t *c, char *errstr, size_t errstr_size);
+
+/* Checks the mechanism name and that user and password are given (GSSAPI
+ * needs neither). */
 int lg_sasl_conf_check(const lg_sasl_conf_t *c, char *errstr,
                        size_t errstr_size);
 

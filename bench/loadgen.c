@@ -25,6 +25,7 @@
  * "RESULT " (key=value pairs) for bench/run.sh and bench/run-security.sh.
  * Exit status: 0 when requests completed and there were no errors, else 1.
  */
+#include "client/gssapi_client.h"
 #include "codec/proto.h"
 #include "lg_setup.h"
 #include "lg_tls.h"
@@ -473,10 +474,14 @@ static void usage(FILE *f) {
           "(PEM)\n"
           "  --tls-cert FILE --tls-key FILE  client certificate and key "
           "(PEM)\n"
-          "  --sasl-mechanism M       authenticate with PLAIN, SCRAM-SHA-256 "
-          "or SCRAM-SHA-512\n"
+          "  --sasl-mechanism M       authenticate with PLAIN, SCRAM-SHA-256, "
+          "SCRAM-SHA-512 or GSSAPI\n"
           "  --sasl-user U --sasl-password P  SASL credentials (a "
-          "throw-away bench user)\n"
+          "throw-away bench user;\n"
+          "                           GSSAPI: a principal and its keytab, "
+          "else the ticket cache)\n"
+          "  --sasl-kerberos-service-name S  GSSAPI: the server is "
+          "S/HOST (default kafka)\n"
           "  --setup N                measure connection set-up instead: N "
           "connections one\n"
           "                           after another (TCP [+ TLS] [+ SASL] + "
@@ -503,6 +508,7 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
       {"sasl-mechanism", required_argument, 0, 'M'},
       {"sasl-user", required_argument, 0, 'U'},
       {"sasl-password", required_argument, 0, 'P'},
+      {"sasl-kerberos-service-name", required_argument, 0, 'k'},
       {"setup", required_argument, 0, 'S'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
@@ -561,6 +567,7 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
     case 'M': c->sasl.mechanism = optarg; break;
     case 'U': c->sasl.user = optarg; break;
     case 'P': c->sasl.password = optarg; break;
+    case 'k': c->sasl.krb_service = optarg; break;
     case 'S':
       c->setup_count = strtoull(optarg, &end, 10);
       if (*end || c->setup_count == 0)
@@ -581,6 +588,17 @@ static int parse_args(int argc, char **argv, cfg_t *c) {
       lg_sasl_conf_check(&c->sasl, why, sizeof(why))) {
     fprintf(stderr, "loadgen: %s\n", why);
     return -1;
+  }
+  if (c->sasl.mechanism && !strcmp(c->sasl.mechanism, "GSSAPI") &&
+      c->target) {
+    static char host[256], port[16];
+    if (split_hostport(c->target, host, sizeof(host), port, sizeof(port)))
+      return -1;
+    c->sasl.krb_host = host;
+    if (lg_sasl_gssapi_creds(&c->sasl, why, sizeof(why))) {
+      fprintf(stderr, "loadgen: %s\n", why);
+      return -1;
+    }
   }
   if (c->mock && (c->tls_ca || c->sasl.mechanism || c->setup_count)) {
     fprintf(stderr, "loadgen: --mock speaks plaintext load only\n");
@@ -820,6 +838,8 @@ static void free_run(run_t *r) {
     }
     free(r->conns);
   }
+  dc_gssapi_creds_destroy(r->cfg.sasl.krb_creds);
+  r->cfg.sasl.krb_creds = NULL;
   dc_buf_free(&r->tmpl);
   dc_arena_free(&r->arena);
   free(r->hist);

@@ -24,8 +24,11 @@
 # (16), BENCH_PIPELINE (32), BENCH_SETUP_CONNS (1000, per set-up run),
 # BENCH_SETUP_SECONDS (3, a set-up run stops at whichever comes first),
 # BENCH_ROUNDS (2), BENCH_SCRAM_ITERATIONS (8192, dynconfd --add-user's
-# default), BENCH_MTLS (1: include a client-certificate row). The default
-# run takes about 80 s on two cores.
+# default), BENCH_MTLS (1: include a client-certificate row),
+# BENCH_KERBEROS (1 when MIT's krb5kdc, kdb5_util and kadmin.local are
+# installed: a throw-away realm from tests/dckrb.py and a GSSAPI set-up
+# row, the client's tickets from a keytab). The default run takes about
+# 90 s on two cores.
 # Exits non-zero only when a run fails outright (an error, nothing
 # completed, a server died, set-up of the bench failed); never on speed.
 set -eu
@@ -40,6 +43,13 @@ SETUP_SECS=${BENCH_SETUP_SECONDS:-3}
 ROUNDS=${BENCH_ROUNDS:-2}
 ITER=${BENCH_SCRAM_ITERATIONS:-8192}
 MTLS=${BENCH_MTLS:-1}
+KRB=${BENCH_KERBEROS:-}
+if [ -z "$KRB" ]; then
+  KRB=1
+  for t in krb5kdc kdb5_util kadmin.local; do
+    command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] || KRB=0
+  done
+fi
 
 for bin in dynconfd dynconf-configs bench/loadgen; do
   if [ ! -x "$BUILDDIR/$bin" ]; then
@@ -55,6 +65,7 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-secbench.XXXXXX")
 DPID=
 MPID=
+KPID=
 stop_pid() {
   if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
     kill -TERM "$1" 2>/dev/null || true
@@ -64,6 +75,7 @@ stop_pid() {
 cleanup() {
   stop_pid "$MPID"
   stop_pid "$DPID"
+  stop_pid "$KPID"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -88,12 +100,50 @@ echo "$PASSWORD" | "$BUILDDIR/dynconfd" --credentials "$TMP/credentials" \
   --add-user "$USER_NAME" --iterations "$ITER" >"$TMP/adduser.log" 2>&1 ||
   fail_setup "dynconfd --add-user failed:" "$TMP/adduser.log"
 
+# A throw-away Kerberos realm (KDC on loopback) for the GSSAPI row:
+# dynconfd's keytab for kafka/127.0.0.1, the client's for "bench".
+KRBARGS=
+if [ "$KRB" = 1 ]; then
+  mkdir "$TMP/krb"
+  cat >"$TMP/realm.py" <<'PYEOF'
+import signal, sys
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True
+import dckrb
+tmp = sys.argv[2]
+realm = dckrb.Realm(tmp)
+realm.add_principal("kafka/127.0.0.1")
+realm.keytab(tmp + "/kafka.keytab", "kafka/127.0.0.1")
+realm.add_principal("bench")
+realm.keytab(tmp + "/bench.keytab", "bench")
+with open(tmp + "/krb.env", "w") as f:
+    for k in ("KRB5_CONFIG", "KRB5_KDC_PROFILE", "KRB5RCACHEDIR"):
+        f.write("%s=%s\nexport %s\n" % (k, realm.env[k], k))
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+open(tmp + "/ready", "w").close()
+while True:
+    signal.pause()
+PYEOF
+  /usr/bin/python3 -B "$TMP/realm.py" "$SRCDIR/tests" "$TMP/krb" \
+    >"$TMP/krb.log" 2>&1 &
+  KPID=$!
+  i=0
+  while [ ! -f "$TMP/krb/ready" ] && [ $i -lt 300 ] && kill -0 "$KPID" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  [ -f "$TMP/krb/ready" ] || fail_setup "the Kerberos realm did not start:" "$TMP/krb.log"
+  # shellcheck disable=SC1091
+  . "$TMP/krb/krb.env"
+  KRBARGS="--sasl-kerberos-keytab $TMP/krb/kafka.keytab --sasl-enabled-mechanisms SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,GSSAPI"
+fi
+
 TLSFILES="--ssl-cert $CERTS/server.pem --ssl-key $CERTS/server.key --ssl-ca $CERTS/ca.pem"
 mkdir "$TMP/data" "$TMP/data-mtls"
 # shellcheck disable=SC2086 # TLSFILES is a word list
 "$BUILDDIR/dynconfd" --data-dir "$TMP/data" \
   --listeners "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0" \
-  $TLSFILES --credentials "$TMP/credentials" \
+  $TLSFILES --credentials "$TMP/credentials" $KRBARGS \
   >"$TMP/dynconfd.out" 2>"$TMP/dynconfd.err" &
 DPID=$!
 if [ "$MTLS" = 1 ]; then
@@ -198,7 +248,9 @@ SETUP="--setup $SETUP_N --duration $SETUP_SECS"
 MTLS_ROW=
 [ "$MTLS" = 1 ] && MTLS_ROW=setup_mtls
 LOAD_ROWS="load_plain load_ssl load_sasl load_sasl_ssl"
-SETUP_ROWS="setup_plain setup_ssl $MTLS_ROW setup_scram256 setup_scram512 setup_plainmech setup_sasl_ssl"
+KRB_ROW=
+[ "$KRB" = 1 ] && KRB_ROW=setup_gssapi
+SETUP_ROWS="setup_plain setup_ssl $MTLS_ROW setup_scram256 setup_scram512 setup_plainmech $KRB_ROW setup_sasl_ssl"
 
 # row NAME: runs one row of a table once.
 # shellcheck disable=SC2086 # the option strings are word lists
@@ -229,6 +281,10 @@ row() {
   setup_sasl_ssl)
     run "$1" "$DPID" --target "$ADDR_SASL_SSL" $SETUP $TLSCA \
       --sasl-mechanism SCRAM-SHA-256 $SASL_CRED ;;
+  setup_gssapi)
+    run "$1" "$DPID" --target "$ADDR_SASL_PLAINTEXT" $SETUP \
+      --sasl-mechanism GSSAPI --sasl-user bench \
+      --sasl-password "$TMP/krb/bench.keytab" ;;
   esac
 }
 
@@ -364,11 +420,15 @@ setup_row SSL TLS setup_ssl
 setup_row SASL_PLAINTEXT SCRAM-SHA-256 setup_scram256
 setup_row SASL_PLAINTEXT SCRAM-SHA-512 setup_scram512
 setup_row SASL_PLAINTEXT PLAIN setup_plainmech
+[ "$KRB" = 1 ] && setup_row SASL_PLAINTEXT GSSAPI setup_gssapi
 setup_row SASL_SSL SCRAM-SHA-256 setup_sasl_ssl
 echo "   srv us/c and lg us/c: CPU per connection in dynconfd and in the client"
 echo "   (loadgen). SCRAM's PBKDF2 ($ITER iterations) runs in the client at every"
 echo "   log-in, PLAIN's in the server; RSA 2048 certificates."
 [ "$MTLS" = 1 ] && echo "   'TLS + client cert' is served by a second dynconfd with --ssl-client-auth required."
+[ "$KRB" = 1 ] && echo "   GSSAPI: Kerberos V5 with mutual authentication; the client's service ticket"
+[ "$KRB" = 1 ] && echo "   is cached after the first log-in, the server decrypts one and records it in"
+[ "$KRB" = 1 ] && echo "   its replay cache (KRB5RCACHEDIR, here on the bench's temporary directory)."
 
 if [ "$FAILED" -ne 0 ]; then
   echo "bench: FAILED (a run had errors or completed nothing; see above)" >&2
