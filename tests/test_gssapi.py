@@ -49,7 +49,7 @@ TIMEOUT_MS = 5000
 RULES = "RULE:[2:$1@$0](ops@DYNCONF.TEST)s/@.*/-team/,DEFAULT"
 
 
-def cli(ctx, props, *args, ccache=None):
+def cli(ctx, props, *args, ccache=None, entity_type="clients"):
     """dynconf-configs over GSSAPI with extra --command-config props and
     KRB5CCNAME=ccache (a file that may not exist): (rc, output)."""
     path = os.path.join(ctx["tmp"], "cli.props")
@@ -62,7 +62,7 @@ def cli(ctx, props, *args, ccache=None):
     r = subprocess.run(
         [os.path.join(dcpy.builddir(), "dynconf-configs"), "--bootstrap-server",
          "localhost:%d" % ctx["port"], "--command-config", path,
-         "--entity-type", "clients"] + list(args),
+         "--entity-type", entity_type] + list(args),
         capture_output=True, text=True, timeout=60, env=env)
     return r.returncode, (r.stdout + r.stderr).strip()
 
@@ -313,11 +313,18 @@ class Watch:
 
 def agent(ctx):
     base = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "GSSAPI"}
+    rc, out = cli(ctx, {}, "--entity-name", "alice", "--alter",
+                  "--add-config", "linger.ms=7", ccache=ctx["alice_cc"],
+                  entity_type="users")
+    t.ok(rc == 0, "alice sets a config for her user entity (User:alice): %s"
+         % out[-120:])
     w = Watch(ctx, "krb-app", base, ccache=ctx["alice_cc"])
     try:
         t.ok(w.wait_for("acks app->1"),
              "the agent (alice's ticket cache) applies krb-app's acks=1: %s"
              % (w.lines[-1:] or ["(nothing)"])[0][-160:])
+        t.ok(w.wait_for("linger.ms app->7 [user-override"),
+             "  and her user-scoped linger.ms=7, as a user override")
     finally:
         w.stop()
     props = dict(base)
@@ -387,6 +394,7 @@ def run(tmp):
     with open(acl, "w") as f:
         f.write("allow User:alice alter client:krb-*\n"
                 "allow User:alice describe client:*\n"
+                "allow User:alice alter user:alice\n"
                 "allow User:carol alter client:krb-carol\n"
                 "allow User:carol describe client:*\n"
                 "allow User:ops-team alter client:krb-ops\n"
