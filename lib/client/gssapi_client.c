@@ -32,6 +32,9 @@ struct dc_gssapi_creds {
 struct dc_gssapi_client {
   sasl_conn_t *conn;
   int started;
+  /* The default cache's credentials when no keytab's are given: Cyrus
+   * would otherwise acquire them itself and never release them. */
+  gss_cred_id_t own;
 };
 
 /* ---- credentials ----------------------------------------------------- */
@@ -145,15 +148,16 @@ static const sasl_callback_t g_conn_callbacks[] = {
     {SASL_CB_AUTHNAME, CB(empty_cb), NULL},
     {SASL_CB_LIST_END, NULL, NULL}};
 
-/* Without a keytab the default ticket cache must hold a live ticket;
- * saying so here beats Cyrus' words for it ("context has expired"). */
-static int check_ticket_cache(char *errstr, size_t errstr_size) {
+/* Without a keytab: the default ticket cache's credentials into *c. It
+ * must hold a live ticket; saying so here beats Cyrus' words for it
+ * ("context has expired"). */
+static int take_ticket_cache(gss_cred_id_t *c, char *errstr,
+                             size_t errstr_size) {
   OM_uint32 maj, min, ignored, left = 0;
-  gss_cred_id_t c = GSS_C_NO_CREDENTIAL;
   maj = gss_acquire_cred(&min, GSS_C_NO_NAME, GSS_C_INDEFINITE,
-                         GSS_C_NO_OID_SET, GSS_C_INITIATE, &c, NULL, &left);
-  gss_release_cred(&ignored, &c);
+                         GSS_C_NO_OID_SET, GSS_C_INITIATE, c, NULL, &left);
   if (GSS_ERROR(maj) || left == 0) {
+    gss_release_cred(&ignored, c);
     char words[400] = "";
     if (GSS_ERROR(maj))
       dc_gss_words(maj, min, words, sizeof(words));
@@ -175,22 +179,26 @@ dc_gssapi_client_t *dc_gssapi_client_new(const dc_gssapi_creds_t *creds,
               sasl_errstring(g_init_rc, NULL, NULL));
     return NULL;
   }
-  if ((!creds || creds->cred == GSS_C_NO_CREDENTIAL) &&
-      check_ticket_cache(errstr, errstr_size))
-    return NULL;
   dc_gssapi_client_t *c = calloc(1, sizeof(*c));
   if (!c) {
     dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
+  c->own = GSS_C_NO_CREDENTIAL;
+  if ((!creds || creds->cred == GSS_C_NO_CREDENTIAL) &&
+      take_ticket_cache(&c->own, errstr, errstr_size)) {
+    free(c);
+    return NULL;
+  }
+  gss_cred_id_t use = c->own != GSS_C_NO_CREDENTIAL ? c->own : creds->cred;
   int rc = sasl_client_new(service && *service ? service : "kafka", host,
                            NULL, NULL, g_conn_callbacks, 0, &c->conn);
   sasl_security_properties_t sp = {.min_ssf = 0, .max_ssf = 0,
                                    .maxbufsize = 0};
   if (rc == SASL_OK)
     rc = sasl_setprop(c->conn, SASL_SEC_PROPS, &sp);
-  if (rc == SASL_OK && creds && creds->cred != GSS_C_NO_CREDENTIAL)
-    rc = sasl_setprop(c->conn, SASL_GSS_CREDS, creds->cred);
+  if (rc == SASL_OK)
+    rc = sasl_setprop(c->conn, SASL_GSS_CREDS, use);
   if (rc != SASL_OK) {
     dc_seterr(errstr, errstr_size, "cannot start GSSAPI: %s",
               c->conn ? sasl_errdetail(c->conn)
@@ -206,6 +214,9 @@ void dc_gssapi_client_destroy(dc_gssapi_client_t *c) {
     return;
   if (c->conn)
     sasl_dispose(&c->conn);
+  OM_uint32 min;
+  if (c->own != GSS_C_NO_CREDENTIAL)
+    gss_release_cred(&min, &c->own);
   free(c);
 }
 
