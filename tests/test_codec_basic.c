@@ -866,6 +866,55 @@ static void envelope_vectors(void) {
          rb.error_code == 31, "an error without data round-trips");
 }
 
+/* ====================================================================== */
+/* Watch (dynconf's 20001)                                                */
+/* ====================================================================== */
+
+static void watch_vectors(void) {
+  reset();
+  dc_watch_req_t in = {.client_id = "app", .known_version = 258,
+                       .timeout_ms = 1000};
+  is_int(dc_watch_req_encode(&buf, 0, &in), 0, "Watch request encodes");
+  static const uint8_t want[] = {4, 'a', 'p', 'p', 0, 0, 0, 0, 0, 0, 1, 2,
+                                 0, 0, 3, 0xe8, 0};
+  ok(buf.len == sizeof(want) && !memcmp(buf.data, want, sizeof(want)),
+     "  compact string, int64, int32, empty tags");
+  dc_rd_t rd;
+  dc_watch_req_t out;
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_watch_req_decode(&rd, 0, &out) && !strcmp(out.client_id, "app") &&
+         out.known_version == 258 && out.timeout_ms == 1000,
+     "  and decodes back");
+  for (size_t n = 0; n < buf.len; n++) {
+    dc_rd_init(&rd, buf.data, n, &arena);
+    if (!dc_watch_req_decode(&rd, 0, &out)) {
+      ok(0, "  a request cut at %zu bytes decodes", n);
+      break;
+    }
+  }
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  is_int(dc_watch_req_decode(&rd, 1, &out), DC_ERR__UNSUPPORTED_API,
+         "v1 is not spoken");
+  dc_watch_entry_t es[2] = {{"acks", "all", 7}, {"linger.ms", NULL, 9}};
+  dc_watch_resp_t r = {.changed = true, .version = -2, .n_configs = 2,
+                       .configs = es},
+                  rb;
+  dc_buf_clear(&buf);
+  is_int(dc_watch_resp_encode(&buf, 0, &r), 0, "Watch response encodes");
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_watch_resp_decode(&rd, 0, &rb) && rb.changed && rb.version == -2 &&
+         rb.n_configs == 2 && !strcmp(rb.configs[0].name, "acks") &&
+         !strcmp(rb.configs[0].value, "all") && rb.configs[0].source == 7 &&
+         !rb.configs[1].value && rb.configs[1].source == 9 &&
+         !rb.error_message && rd.pos == rd.len,
+     "  and decodes back (a null value stays null)");
+  uint8_t huge[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                    0xff, 0xff, 0xff, 0xff, 0x0f};
+  dc_rd_init(&rd, huge, sizeof(huge), &arena);
+  ok(dc_watch_resp_decode(&rd, 0, &rb) != 0,
+     "a response claiming 2^32 entries in 21 bytes is refused");
+}
+
 int main(void) {
   dc_arena_init(&arena);
   dc_buf_init(&buf);
@@ -879,6 +928,7 @@ int main(void) {
   md_resp_roundtrips();
   md_bad_input();
   envelope_vectors();
+  watch_vectors();
   dc_buf_free(&buf);
   dc_buf_free(&buf2);
   dc_arena_free(&arena);

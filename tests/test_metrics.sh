@@ -117,6 +117,10 @@ tap_is "$(delta dynconfd_authentications_total "mechanism=SCRAM-SHA-256,result=f
 tap_is "$(delta dynconfd_store_commit_seconds_count "")" 1 "one store commit timed"
 tap_is "$(value "$DC_TMP/after" dynconfd_entities "")" 1 "entities: 1"
 tap_is "$(value "$DC_TMP/after" dynconfd_overrides "")" 1 "overrides: 1"
+tap_is "$(grep -c '^dynconfd_watches{} 0.0$' "$DC_TMP/after")" 1 \
+  "watches: the gauge is there, none parked"
+tap_is "$(grep -c '^dynconfd_watch_answers_total{reason=\(changed\|timeout\)} 0.0$' "$DC_TMP/after")" 2 \
+  "  and the answers by reason, none yet"
 tap_like "$(grep '^dynconfd_requests_total{api=DescribeConfigs' "$DC_TMP/after")" \
   "error=NONE" "a describe counted"
 tap_like "$(grep '^dynconfd_build_info{' "$DC_TMP/after")" \

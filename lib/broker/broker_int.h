@@ -19,6 +19,13 @@ struct dc_broker {
   bool oauth;                   /* OAUTHBEARER configured */
   struct dc_gssapi_acceptor *gss; /* one reference; NULL = no GSSAPI */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
+  /* Parked Watch requests (watch.c): owned, a doubly linked list. */
+  struct dc_watch *watches;
+  size_t n_watches;
+  int watch_fd;          /* timerfd: due answers; owned */
+  int64_t watch_armed;   /* when it fires (monotonic ms), -1 = disarmed */
+  bool store_applied;    /* the last store poll changed the snapshot */
+  uint64_t watches_woken, watches_timed_out; /* answered parked watches */
   int32_t writer;               /* the store's writer at the last poll */
   size_t fwd_bytes;             /* requests held by forwards in flight */
   uint64_t forwarded_ok, forwarded_failed;
@@ -99,4 +106,21 @@ const struct dc_jwt_policy *dc_broker_oauth_policy(dc_broker_t *b,
 bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           const char *resource_name, char *why,
                           size_t why_size);
+/* What a connection waits for (dc_conn_info_t.pending) starts with one
+ * of these, so the broker can tell a forwarded alter from a watch. */
+enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1 };
+
+/* ---- watch.c: parked Watch requests ------------------------------------ */
+typedef struct dc_watch dc_watch_t;
+int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size);
+void dc_broker_watch_free(dc_broker_t *b);
+int dc_handle_watch(dc_req_t *r);
+/* The configuration changed: wakes the watches whose version moved. */
+void dc_broker_watch_changed(dc_broker_t *b);
+/* Answers the due watches (woken, or past their timeout). */
+void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
+                             void *opaque);
+/* True (and pending freed) when pending is a watch. */
+bool dc_broker_watch_abandon(dc_broker_t *b, void *pending);
+
 #endif

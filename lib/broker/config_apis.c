@@ -890,6 +890,8 @@ static int handle_alter(dc_req_t *r, bool incremental) {
   }
   if ((err = commit_pending(r, pend, np, &resp)))
     return err;
+  if (np && !req.validate_only)
+    dc_broker_watch_changed(r->b); /* wakes the clients it affects */
   count_alters(r, &resp, req.validate_only);
   return incremental
              ? dc_incremental_alter_configs_resp_encode(r->out, v, &resp)

@@ -55,8 +55,8 @@ int dc_broker_event_fd(const dc_broker_t *b) {
 }
 
 void dc_broker_abandon(dc_broker_t *b, void *pending) {
-  (void)b;
-  ((dc_fwd_job_t *)pending)->abandoned = true;
+  if (!dc_broker_watch_abandon(b, pending))
+    ((dc_fwd_job_t *)pending)->abandoned = true;
 }
 
 /* The writer's listener to forward to, or NULL. */
@@ -87,6 +87,7 @@ static dc_fwd_job_t *job_new(const dc_req_t *r, int32_t writer,
   snprintf(job->addr, an, v6 ? "[%s]:%d" : "%s:%d", l->host, (int)l->port);
   memcpy(job->request, r->payload, r->payload_len);
   job->request_len = r->payload_len;
+  job->kind = DC_PENDING_FORWARD;
   job->token = r->conn->token;
   job->node = writer;
   return job;
@@ -185,6 +186,7 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
 }
 
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
+  dc_broker_watch_answers(b, cb, opaque);
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
     b->fwd_bytes -= job->request_len;

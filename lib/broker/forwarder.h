@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 typedef struct dc_fwd_job {
+  int kind; /* 0: what the broker waits for is a forward (broker_int.h) */
   /* In (owned by the job): */
   void *token;           /* the caller's, returned as is */
   char *addr;            /* "host:port" to forward to */

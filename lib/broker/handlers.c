@@ -71,6 +71,8 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     return NULL;
   }
   b->opts = *opts;
+  b->watch_fd = -1;
+  b->watch_armed = -1;
   b->cluster_id = strdup(opts->cluster_id ? opts->cluster_id : "dynconf");
   b->db = dc_configdb_new();
   b->store = store;
@@ -91,7 +93,8 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     warn_stale(b->db);
   }
   if (dc_broker_security_init(b, errstr, errstr_size) ||
-      dc_broker_forward_init(b, errstr, errstr_size)) {
+      dc_broker_forward_init(b, errstr, errstr_size) ||
+      dc_broker_watch_init(b, errstr, errstr_size)) {
     dc_broker_destroy(b);
     return NULL;
   }
@@ -107,12 +110,16 @@ static void apply_stored(void *opaque, int8_t type, const char *entity,
            "to serve it", entity);
   else
     dc_log(DC_LOG_DEBUG, "applied %s from the store (%zu configs)", entity, n);
+  b->store_applied = true;
 }
 
 void dc_broker_store_poll(dc_broker_t *b) {
   char err[512];
+  b->store_applied = false;
   if (b->store && dc_store_poll(b->store, apply_stored, b, err, sizeof(err)))
     dc_log(DC_LOG_ERR, "reading the store: %s", err);
+  if (b->store_applied) /* each replica wakes its own watches */
+    dc_broker_watch_changed(b);
   dc_broker_forward_writer_changed(b);
 }
 
@@ -132,6 +139,16 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
   dc_metrics_head(out, "dynconfd_overrides", "gauge",
                   "Overrides stored, over all entities.");
   dc_metrics_value(out, "dynconfd_overrides", NULL, NULL, (double)overrides);
+  dc_metrics_head(out, "dynconfd_watches", "gauge",
+                  "Watch requests parked now.");
+  dc_metrics_value(out, "dynconfd_watches", NULL, NULL,
+                   (double)b->n_watches);
+  dc_metrics_head(out, "dynconfd_watch_answers_total", "counter",
+                  "Parked watches answered, by why.");
+  dc_metrics_value(out, "dynconfd_watch_answers_total", "reason", "changed",
+                   (double)b->watches_woken);
+  dc_metrics_value(out, "dynconfd_watch_answers_total", "reason", "timeout",
+                   (double)b->watches_timed_out);
   const dc_store_replica_t *reps;
   int32_t writer;
   size_t n = dc_store_replicas(b->store, &reps, &writer);
@@ -157,6 +174,7 @@ void dc_broker_destroy(dc_broker_t *b) {
   if (!b)
     return;
   dc_broker_forward_free(b);
+  dc_broker_watch_free(b);
   dc_configdb_destroy(b->db);
   dc_broker_security_free(b);
   free(b->cluster_id);
@@ -300,6 +318,7 @@ static const struct {
     {DC_API_API_VERSIONS, handle_api_versions},
     {DC_API_METADATA, handle_metadata},
     {DC_API_JOIN_GROUP, handle_join_group},
+    {DC_API_WATCH, dc_handle_watch},
     {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},

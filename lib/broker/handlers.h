@@ -135,6 +135,9 @@ void dc_broker_destroy(dc_broker_t *b);
  * of the connection that asked (dc_conn_info_t.token) as a complete
  * size-prefixed response frame, valid during the call. Loop thread. */
 int dc_broker_event_fd(const dc_broker_t *b);
+/* Parked Watch requests: an fd readable when answers are due (always
+ * valid); the answers come through dc_broker_answers too. */
+int dc_broker_watch_fd(const dc_broker_t *b);
 typedef void(dc_broker_answer_cb)(void *opaque, void *token,
                                   const uint8_t *frame, size_t len);
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);

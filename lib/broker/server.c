@@ -88,8 +88,9 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake, watch, answers, http; /* watch: opts.watch_fd (borrowed);
-                                   answers: the broker's deferred answers
+  } wake, watch, answers, parked, http; /* watch: opts.watch_fd
+                                   (borrowed); answers, parked: the
+                                   broker's forwarded and watch answers
                                    (borrowed); http: the metrics endpoint */
   dc_http_t *metrics;  /* owned; NULL = no metrics endpoint */
   double start_time;   /* wall seconds, for process_start_time_seconds */
@@ -168,9 +169,13 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   }
   s->answers.kind = EP_ANSWERS;
   s->answers.fd = dc_broker_event_fd(broker);
+  s->parked.kind = EP_ANSWERS;
+  s->parked.fd = dc_broker_watch_fd(broker);
   struct epoll_event aev = {.events = EPOLLIN, .data.ptr = &s->answers};
-  if (s->answers.fd >= 0 &&
-      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) {
+  struct epoll_event pev = {.events = EPOLLIN, .data.ptr = &s->parked};
+  if ((s->answers.fd >= 0 &&
+       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) ||
+      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->parked.fd, &pev)) {
     dc_seterr(errstr, errstr_size, "cannot watch forwarded answers: %s",
              strerror(errno));
     dc_server_destroy(s);

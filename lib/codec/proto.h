@@ -42,6 +42,9 @@ enum {
    * reload TLS key/certificate/CA (and ACLs, credentials) from the same
    * paths. Advertised in ApiVersions. */
   DC_API_RELOAD_SECURITY = 20000,
+  /* dynconf's own: a parked request answered when the configuration that
+   * resolves for the caller changes (or at its timeout). */
+  DC_API_WATCH = 20001,
 };
 
 /* ConfigResource types and config sources. */
@@ -380,6 +383,42 @@ typedef struct dc_join_group_resp {
 int dc_join_group_req_decode(dc_rd_t *rd, int16_t v, dc_join_group_req_t *out);
 int dc_join_group_resp_encode(dc_buf_t *b, int16_t v,
                               const dc_join_group_resp_t *in);
+
+/* ---- Watch (20001) v0, dynconf's own, flexible ------------------------
+ * request:  client_id (the client-id entity whose resolution for the
+ *           caller's principal is watched), known_version (int64; -1 =
+ *           none: answer at once), timeout_ms (int32)
+ * response: throttle_time_ms, error_code, error_message (nullable),
+ *           changed (bool), version (int64), [name, value (nullable),
+ *           source (int8)] (the resolved configuration when changed)
+ * The version names a resolved configuration: equal versions, equal
+ * configurations. */
+typedef struct dc_watch_req {
+  char *client_id;
+  int64_t known_version;
+  int32_t timeout_ms;
+} dc_watch_req_t;
+
+typedef struct dc_watch_entry {
+  char *name;
+  char *value;
+  int8_t source;
+} dc_watch_entry_t;
+
+typedef struct dc_watch_resp {
+  int32_t throttle_time_ms;
+  int16_t error_code;
+  char *error_message;
+  bool changed;
+  int64_t version;
+  int32_t n_configs;
+  dc_watch_entry_t *configs;
+} dc_watch_resp_t;
+
+int dc_watch_req_decode(dc_rd_t *rd, int16_t v, dc_watch_req_t *out);
+int dc_watch_req_encode(dc_buf_t *b, int16_t v, const dc_watch_req_t *in);
+int dc_watch_resp_decode(dc_rd_t *rd, int16_t v, dc_watch_resp_t *out);
+int dc_watch_resp_encode(dc_buf_t *b, int16_t v, const dc_watch_resp_t *in);
 
 /* ---- Envelope (58), v0 (flexible) --------------------------------------- */
 typedef struct dc_envelope_req {

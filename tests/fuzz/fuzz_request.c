@@ -180,6 +180,10 @@ DEFINE_CHECK(chk_rl_req, dc_reload_req_t, dc_reload_req_decode,
              dc_reload_req_encode)
 DEFINE_CHECK(chk_rl_resp, dc_reload_resp_t, dc_reload_resp_decode,
              dc_reload_resp_encode)
+DEFINE_CHECK(chk_wt_req, dc_watch_req_t, dc_watch_req_decode,
+             dc_watch_req_encode)
+DEFINE_CHECK(chk_wt_resp, dc_watch_resp_t, dc_watch_resp_decode,
+             dc_watch_resp_encode)
 
 typedef void(check_fn)(const uint8_t *, size_t, int16_t, int16_t, bool);
 static const struct {
@@ -194,6 +198,7 @@ static const struct {
     {DC_API_SASL_HANDSHAKE, chk_hs_req, chk_hs_resp},
     {DC_API_SASL_AUTHENTICATE, chk_sa_req, chk_sa_resp},
     {DC_API_RELOAD_SECURITY, chk_rl_req, chk_rl_resp},
+    {DC_API_WATCH, chk_wt_req, chk_wt_resp},
 };
 #define N_CHECKS (sizeof(checks) / sizeof(checks[0]))
 
@@ -351,6 +356,11 @@ static void check_response(const uint8_t *req, size_t req_len,
     err = dc_reload_resp_decode(&rd, v, &r);
     break;
   }
+  case DC_API_WATCH: {
+    dc_watch_resp_t r;
+    err = dc_watch_resp_decode(&rd, v, &r);
+    break;
+  }
   default:
     die("broker answered an API we do not implement", h.api_key, v);
     return;
@@ -475,6 +485,9 @@ static int enc_sa(dc_buf_t *b, int16_t v, const void *m) {
 }
 static int enc_rl(dc_buf_t *b, int16_t v, const void *m) {
   return dc_reload_req_encode(b, v, m);
+}
+static int enc_wt(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_watch_req_encode(b, v, m);
 }
 
 static void seed_requests(dc_buf_t *b) {
@@ -609,6 +622,14 @@ static void seed_requests(dc_buf_t *b) {
   add_frame(b, DC_API_RELOAD_SECURITY, 0, 21, enc_rl, &rl_all);
   add_frame(b, DC_API_RELOAD_SECURITY, 0, 22, enc_rl, &rl_one);
   write_seed("reload-security", b);
+  /* Watches are answered at once here: the fuzzer's connection cannot
+   * wait, so none parks. */
+  dc_watch_req_t wt_new = {(char *)"fuzz-seed", -1, 1000},
+                 wt_known = {(char *)"<default>", 12345, 0};
+  dc_buf_clear(b);
+  add_frame(b, DC_API_WATCH, 0, 23, enc_wt, &wt_new);
+  add_frame(b, DC_API_WATCH, 0, 24, enc_wt, &wt_known);
+  write_seed("watch", b);
 
   /* A bare payload (no size prefix): DescribeConfigs v1. */
   dc_buf_clear(b);
