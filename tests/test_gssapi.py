@@ -195,9 +195,18 @@ def bad_server_keytab(tmp):
          "--data-dir", os.path.join(tmp, "data-bad"),
          "--sasl-kerberos-keytab", os.path.join(tmp, "carol.keytab")],
         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
-    t.ok(r.returncode != 0 and "no Kerberos key for service 'kafka'" in r.stderr,
-         "dynconfd with a keytab holding no kafka/* key does not start: %s"
-         % r.stderr.strip()[-200:])
+    t.ok(r.returncode != 0 and "no Kerberos key for service 'kafka'" in r.stderr
+         and "it holds carol@" in r.stderr,
+         "dynconfd with a keytab holding no kafka/* key does not start, "
+         "naming what it holds: %s" % r.stderr.strip()[-200:])
+    r = subprocess.run(
+        [dcpy.dynconfd_path(), "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+         "--data-dir", os.path.join(tmp, "data-bad"),
+         "--sasl-kerberos-keytab", os.path.join(tmp, "missing.keytab")],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    t.ok(r.returncode != 0 and "missing.keytab" in r.stderr and
+         "not found" in r.stderr,
+         "  nor with a keytab that is not there: %s" % r.stderr.strip()[-200:])
     r = subprocess.run(
         [dcpy.dynconfd_path(), "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
          "--data-dir", os.path.join(tmp, "data-bad"),
