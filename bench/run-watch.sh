@@ -1,0 +1,58 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# One-command benchmark of Watch fan-out: how fast one alter of <default>
+# reaches N parked watchers (dynconf's API 20001), beside one
+# DescribeConfigs by the same N clients at once, both measured in the same
+# run, plus dynconfd's memory per parked watch and CPU per woken one.
+#
+#   bench/run-watch.sh [BUILDDIR]   (or: make bench-watch)
+#
+# Environment: BENCH_WATCHERS (10000, or what the open-file limit allows),
+# BENCH_ROUNDS (3). About 20 s on two cores. Exits non-zero when a watcher
+# was not answered or answered wrong; never on speed.
+set -eu
+
+BUILDDIR=$(cd "${1:-.}" && pwd)
+ROUNDS=${BENCH_ROUNDS:-3}
+for bin in dynconfd bench/watch_fanout; do
+  if [ ! -x "$BUILDDIR/$bin" ]; then
+    echo "bench: $BUILDDIR/$bin not built (make dynconfd bench/watch_fanout)" >&2
+    exit 2
+  fi
+done
+# Each watcher is a connection at both ends: the open-file limit bounds N.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+LIMIT=$(ulimit -n)
+N=${BENCH_WATCHERS:-10000}
+[ "$N" -le $((LIMIT - 200)) ] || N=$((LIMIT - 200))
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-watchbench.XXXXXX")
+DPID=
+cleanup() {
+  [ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$BUILDDIR/dynconfd" --data-dir "$TMP/data" --listen 127.0.0.1:0 \
+  --metrics-listen 127.0.0.1:0 >"$TMP/out" 2>"$TMP/err" &
+DPID=$!
+i=0
+while [ $i -lt 100 ]; do
+  ADDR=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9]*\) .*/\1/p' "$TMP/out" | head -n 1)
+  METRICS=$(sed -n 's/^metrics on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$TMP/out" | head -n 1)
+  [ -n "$ADDR" ] && [ -n "$METRICS" ] && break
+  sleep 0.1
+  i=$((i + 1))
+done
+if [ -z "$ADDR" ] || [ -z "$METRICS" ]; then
+  echo "bench: dynconfd did not start:" >&2
+  cat "$TMP/out" "$TMP/err" >&2
+  exit 1
+fi
+echo "dynconf Watch fan-out: dynconfd (pid $DPID) on $ADDR, $N watchers," \
+  "$ROUNDS rounds; $(nproc 2>/dev/null || echo '?') core(s) shared with the" \
+  "client; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+"$BUILDDIR/bench/watch_fanout" --target "$ADDR" --metrics "$METRICS" \
+  --watchers "$N" --rounds "$ROUNDS" --pid "$DPID"
