@@ -22,20 +22,24 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The next word or quoted string at *p into the arena; NULL at the end
- * (*p at ';' or NUL) or with why on a bad quote. */
-static char *next_word(opts_t *o, const char **p, char *why,
+/* Where the words go: one buffer twice the size of the whole text (a
+ * word copies no more characters than it consumes, plus its NUL), so
+ * parsing is linear. */
+typedef struct words {
+  char *buf;
+  size_t used;
+} words_t;
+
+/* The next word or quoted string at *p into ws; NULL at the end (*p at
+ * ';' or NUL) or with why on a bad quote. */
+static char *next_word(words_t *ws, const char **p, char *why,
                        size_t why_size) {
   const char *s = *p + strspn(*p, " \t\r\n");
   *p = s;
   if (!*s || *s == ';')
     return NULL;
-  size_t cap = strlen(s) + 1, n = 0;
-  char *w = dc_arena_alloc(&o->arena, cap);
-  if (!w) {
-    dc_seterr(why, why_size, "out of memory");
-    return NULL;
-  }
+  size_t n = 0;
+  char *w = ws->buf + ws->used;
   bool quoted = false;
   for (; *s; s++) {
     if (*s == '"') {
@@ -56,6 +60,7 @@ static char *next_word(opts_t *o, const char **p, char *why,
     return NULL;
   }
   w[n] = '\0';
+  ws->used += n + 1;
   *p = s;
   return w;
 }
@@ -94,8 +99,13 @@ static char module_kind(const char *cls) {
 int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
   const char *p = jaas;
   why[0] = '\0';
-  char *cls = next_word(o, &p, why, why_size);
-  char *flag = cls ? next_word(o, &p, why, why_size) : NULL;
+  words_t ws = {dc_arena_alloc(&o->arena, 2 * strlen(jaas) + 2), 0};
+  if (!ws.buf) {
+    dc_seterr(why, why_size, "out of memory");
+    return -1;
+  }
+  char *cls = next_word(&ws, &p, why, why_size);
+  char *flag = cls ? next_word(&ws, &p, why, why_size) : NULL;
   char kind = cls ? module_kind(cls) : 0;
   if (!cls || !flag) {
     if (!why[0])
@@ -113,9 +123,9 @@ int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
   const char *kt = o->sec.sasl_kerberos_keytab;
   bool use_keytab = false;
   char *w;
-  while ((w = next_word(o, &p, why, why_size))) {
+  while ((w = next_word(&ws, &p, why, why_size))) {
     char *eq = strchr(w, '=');
-    char *val = eq && !eq[1] ? next_word(o, &p, why, why_size) : NULL;
+    char *val = eq && !eq[1] ? next_word(&ws, &p, why, why_size) : NULL;
     if (!eq || eq == w || (!eq[1] && !val)) {
       if (!why[0])
         dc_seterr(why, why_size, "sasl.jaas.config: expected KEY=VALUE, "
