@@ -114,31 +114,20 @@ static int describe_scoped(dc_req_t *r, const dc_describe_configs_req_t *req,
                                    r->hdr->api_version);
   dc_scope_level_t lv[DC_SCOPE_MAX_LEVELS];
   int nl = dc_scope_levels(r->b->db, ent, r->conn->principal, lv);
-  size_t pos[DC_SCOPE_MAX_LEVELS] = {0}, total = 0;
+  size_t total = 0;
   for (int i = 0; i < nl; i++)
     total += lv[i].e ? lv[i].e->n : 0;
   out->configs = dc_arena_alloc(r->arena, total * sizeof(*out->configs));
   if (!out->configs)
     return DC_ERR__NOMEM;
-  for (;;) {
-    const char *key = NULL;
-    for (int i = 0; i < nl; i++)
-      if (lv[i].e && pos[i] < lv[i].e->n &&
-          (!key || strcmp(lv[i].e->keys[pos[i]], key) < 0))
-        key = lv[i].e->keys[pos[i]];
-    if (!key)
-      break;
-    int have[DC_SCOPE_MAX_LEVELS], nh = 0;
-    const char *vals[DC_SCOPE_MAX_LEVELS];
+  dc_scope_merge_t m;
+  dc_scope_merge_init(&m, lv, nl);
+  int have[DC_SCOPE_MAX_LEVELS], nh;
+  const char *vals[DC_SCOPE_MAX_LEVELS], *key;
+  while ((key = dc_scope_merge_next(&m, vals, have, &nh))) {
     bool fits = !classic || fits_classic(key);
-    for (int i = 0; i < nl; i++)
-      if (lv[i].e && pos[i] < lv[i].e->n &&
-          !strcmp(lv[i].e->keys[pos[i]], key)) {
-        have[nh] = i;
-        vals[nh] = lv[i].e->values[pos[i]++];
-        fits = fits && (!classic || fits_classic(vals[nh]));
-        nh++;
-      }
+    for (int j = 0; j < nh; j++)
+      fits = fits && (!classic || fits_classic(vals[j]));
     if (!key_wanted(want, key))
       continue;
     if (!fits) {

@@ -372,3 +372,27 @@ bool dc_scope_check_pair(const dc_configdb_t *db, const dc_scope_ent_t *e,
     return check(&v, NULL, NULL) && check_default(&v);
   return check(&v, NULL, e->name) && check_client(&v);
 }
+
+void dc_scope_merge_init(dc_scope_merge_t *m, const dc_scope_level_t *lv,
+                         int nl) {
+  *m = (dc_scope_merge_t){.lv = lv, .nl = nl};
+}
+
+const char *dc_scope_merge_next(dc_scope_merge_t *m,
+                                const char *vals[DC_SCOPE_MAX_LEVELS],
+                                int have[DC_SCOPE_MAX_LEVELS], int *nh) {
+  const dc_scope_level_t *lv = m->lv;
+  const char *key = NULL;
+  for (int i = 0; i < m->nl; i++)
+    if (lv[i].e && m->pos[i] < lv[i].e->n &&
+        (!key || strcmp(lv[i].e->keys[m->pos[i]], key) < 0))
+      key = lv[i].e->keys[m->pos[i]];
+  *nh = 0;
+  for (int i = 0; key && i < m->nl; i++)
+    if (lv[i].e && m->pos[i] < lv[i].e->n &&
+        !strcmp(lv[i].e->keys[m->pos[i]], key)) {
+      have[*nh] = i;
+      vals[(*nh)++] = lv[i].e->values[m->pos[i]++];
+    }
+  return key;
+}

@@ -53,6 +53,22 @@ int dc_scope_levels(const dc_configdb_t *db, const dc_scope_ent_t *e,
                     const char *principal,
                     dc_scope_level_t out[DC_SCOPE_MAX_LEVELS]);
 
+/* The keys of a resolution, merged: every key once, in order, with the
+ * value of each level that has it, highest first (vals[0] wins). */
+typedef struct dc_scope_merge {
+  const dc_scope_level_t *lv;
+  int nl;
+  size_t pos[DC_SCOPE_MAX_LEVELS];
+} dc_scope_merge_t;
+
+void dc_scope_merge_init(dc_scope_merge_t *m, const dc_scope_level_t *lv,
+                         int nl);
+/* The next key (NULL when done); vals[i] came from level have[i], *nh of
+ * them. Pointers into the configdb, as dc_scope_levels'. */
+const char *dc_scope_merge_next(dc_scope_merge_t *m,
+                                const char *vals[DC_SCOPE_MAX_LEVELS],
+                                int have[DC_SCOPE_MAX_LEVELS], int *nh);
+
 /* The value an APPEND/SUBTRACT on e starts from when e has no own value
  * of key: what e inherits (NULL = nothing). */
 const char *dc_scope_inherited(const dc_configdb_t *db,

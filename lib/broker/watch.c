@@ -59,7 +59,7 @@ static int64_t resolve(const dc_broker_t *b, const dc_scope_ent_t *ent,
                        dc_watch_entry_t **out, int32_t *np) {
   dc_scope_level_t lv[DC_SCOPE_MAX_LEVELS];
   int nl = dc_scope_levels(b->db, ent, principal, lv);
-  size_t pos[DC_SCOPE_MAX_LEVELS] = {0}, total = 0;
+  size_t total = 0;
   for (int i = 0; i < nl; i++)
     total += lv[i].e ? lv[i].e->n : 0;
   dc_watch_entry_t *es = out ? dc_arena_alloc(arena, (total + 1) *
@@ -67,23 +67,13 @@ static int64_t resolve(const dc_broker_t *b, const dc_scope_ent_t *ent,
                              : NULL;
   uint64_t h = 0xcbf29ce484222325ull;
   int32_t n = 0;
-  for (;;) {
-    const char *key = NULL;
-    for (int i = 0; i < nl; i++)
-      if (lv[i].e && pos[i] < lv[i].e->n &&
-          (!key || strcmp(lv[i].e->keys[pos[i]], key) < 0))
-        key = lv[i].e->keys[pos[i]];
-    if (!key)
-      break;
-    const char *val = NULL;
-    int8_t src = 0;
-    for (int i = 0; i < nl; i++)
-      if (lv[i].e && pos[i] < lv[i].e->n &&
-          !strcmp(lv[i].e->keys[pos[i]], key)) {
-        if (!val)
-          val = lv[i].e->values[pos[i]], src = lv[i].source;
-        pos[i]++;
-      }
+  dc_scope_merge_t m;
+  dc_scope_merge_init(&m, lv, nl);
+  int have[DC_SCOPE_MAX_LEVELS], nh;
+  const char *vals[DC_SCOPE_MAX_LEVELS], *key;
+  while ((key = dc_scope_merge_next(&m, vals, have, &nh))) {
+    const char *val = vals[0];
+    int8_t src = lv[have[0]].source;
     char s[8];
     snprintf(s, sizeof(s), "%d", src);
     h = fnv(fnv(fnv(h, key), val), s);

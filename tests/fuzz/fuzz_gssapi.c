@@ -36,6 +36,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static dc_gssapi_acceptor_t *g_acceptor;
+static char g_dir[] = "/tmp/dynconf-fuzz-krb.XXXXXX";
+static char g_conf[600], g_keytab[600];
+
+/* The throw-away krb5.conf and keytab go when the fuzzer exits. */
+static void remove_realm(void) {
+  unlink(g_conf);
+  unlink(g_keytab + 5); /* after "FILE:" */
+  rmdir(g_dir);
+}
 
 static void oracle_fail(const char *what) {
   fprintf(stderr, "fuzz_gssapi oracle: %s\n", what);
@@ -72,12 +81,12 @@ static void write_seeds(const char *dir) {
 /* A krb5.conf naming the realm and a keytab with a random key for the
  * service, in a fresh directory; no replay cache is written. */
 static void make_realm(void) {
-  char dir[] = "/tmp/dynconf-fuzz-krb.XXXXXX";
-  if (!mkdtemp(dir))
+  if (!mkdtemp(g_dir))
     oracle_fail("mkdtemp");
-  char conf[600], kt[600];
-  snprintf(conf, sizeof(conf), "%s/krb5.conf", dir);
-  snprintf(kt, sizeof(kt), "FILE:%s/kafka.keytab", dir);
+  atexit(remove_realm);
+  char *conf = g_conf, *kt = g_keytab;
+  snprintf(g_conf, sizeof(g_conf), "%s/krb5.conf", g_dir);
+  snprintf(g_keytab, sizeof(g_keytab), "FILE:%s/kafka.keytab", g_dir);
   FILE *f = fopen(conf, "w");
   if (!f)
     oracle_fail("krb5.conf");
