@@ -71,6 +71,7 @@ static const struct prop {
      0, 3600000, "30000"},
     {"dynconf.ssl.check.interval.ms", T_INT, O(ssl_check_interval_ms), 0,
      86400000, "10000"},
+    {"dynconf.watch", T_BOOL, O(watch), 0, 1, "true"},
     /* Overrides of the application's connection settings. */
 #define S(id, name) {"dynconf." name, T_STR, O(sec[DC_SEC_##id]), 0, 0, ""}
     S(PROTOCOL, "security.protocol"),
@@ -128,7 +129,8 @@ static void test_defaults(void) {
       is_int(field_int(c, p), strtoll(p->def, NULL, 10),
              "%s field holds the default", p->name);
     else
-      is_int(field_int(c, p), 0, "%s field is false", p->name);
+      is_int(field_int(c, p), !strcmp(p->def, "true"),
+             "%s field holds %s", p->name, p->def);
   }
   ok(c->change_cb == NULL && c->log_cb == NULL && c->opaque == NULL,
      "no callbacks or opaque by default");

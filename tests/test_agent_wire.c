@@ -7,6 +7,8 @@
  *     agent sends to dynconfd: only ApiVersions v3 and DescribeConfigs, the
  *     latter at the highest version both sides speak, for resource type 9
  *     named by the client id, all on one connection kept across refreshes;
+ *     with dynconf.watch=true also Watch v0 for the client id, bounded by
+ *     the refresh interval, known version -1 only the first time;
  *   - a server without DescribeConfigs (librdkafka's mock cluster): the
  *     first fetch concludes UNSUPPORTED from the ApiVersions answer, fail-open
  *     and fail-closed, long before the start-up timeout;
@@ -14,7 +16,8 @@
  *     never answers (plaintext), or never completes a TLS handshake;
  *   - the agent costs one thread;
  *   - a kept connection closed by the server side (the proxy drops it,
- *     dynconfd restarts on its port) is replaced without a failed fetch;
+ *     dynconfd restarts on its port) is replaced without a failed fetch
+ *     (polling only: test_agent_watch has a restart under a parked Watch);
  *     every fresh connection starts with ApiVersions, so another server
  *     behind the same address (the mock cluster in dynconfd's place, or
  *     dynconfd in the mock's) is judged by its own answer at the next fetch;
@@ -55,6 +58,8 @@ typedef struct wp_req {
   int resource_type;     /* ... of its first resource */
   char resource_name[128];
   char software[64];     /* ApiVersions v3 client_software_name */
+  int64_t watch_known;   /* Watch: known_version */
+  int32_t watch_timeout; /* Watch: timeout_ms */
 } wp_req_t;
 
 typedef struct wproxy {
@@ -97,6 +102,14 @@ static void wp_log_request(void *opaque, int conn, int seq, const uint8_t *p,
                        ? q.resources[0].resource_name
                        : "(null)");
         }
+      }
+    } else if (h.api_key == DC_API_WATCH) {
+      dc_watch_req_t q;
+      if (!dc_watch_req_decode(&rd, h.api_version, &q) && q.client_id) {
+        r.body_ok = true;
+        snprintf(r.resource_name, sizeof(r.resource_name), "%s", q.client_id);
+        r.watch_known = q.known_version;
+        r.watch_timeout = q.timeout_ms;
       }
     } else if (h.api_key == DC_API_API_VERSIONS) {
       dc_apiversions_req_t q;
@@ -353,15 +366,32 @@ static int16_t describe_version_both(int port) {
 
 /* ---- 1: on the wire ---------------------------------------------------------- */
 
-static void test_wire(void) {
+/* Counts a Watch request of the wire log; diag()s a wrong one. */
+static void wire_watch(const wp_req_t *q, int i, const char *cid, int *n_watch,
+                       int *n_bad) {
+  bool good = q->body_ok && q->version == 0 && !strcmp(q->resource_name, cid) &&
+              q->watch_timeout > 0 && q->watch_timeout <= 100 &&
+              (*n_watch == 0) == (q->watch_known == -1);
+  if (!good) {
+    (*n_bad)++;
+    diag("  Watch %d: v%d decoded=%d client '%s' known %lld timeout %d", i,
+         q->version, q->body_ok, q->resource_name, (long long)q->watch_known,
+         q->watch_timeout);
+  }
+  (*n_watch)++;
+}
+
+/* watch: the agent may use dynconfd's Watch between its fetches. */
+static void test_wire(bool watch) {
   dc_tu_daemon_t d;
   char errstr[512];
   if (!ok(!dc_tu_daemon_start(&d, g_data, g_log, NULL, errstr, sizeof(errstr)),
-          "wire: dynconfd started")) {
+          "wire: dynconfd started (dynconf.watch=%s)",
+          watch ? "true" : "false")) {
     diag("%s", errstr);
     return;
   }
-  const char *cid = "wire-p";
+  const char *cid = watch ? "wire-w" : "wire-p";
   int16_t want_v = describe_version_both(d.port);
   ok(want_v >= 1, "wire: dynconfd and the codec share DescribeConfigs v%d",
      want_v);
@@ -377,6 +407,7 @@ static void test_wire(void) {
   rec_t r = {0};
   dynconf_t *dc = agent_new(bs, cid, &r, errstr, sizeof(errstr),
                             "dynconf.refresh.interval.ms", "100",
+                            "dynconf.watch", watch ? "true" : "false",
                             "dynconf.startup.required", "true", NULL);
   if (!ok(dc, "wire: agent created through the proxy")) {
     diag("%s", errstr);
@@ -397,6 +428,7 @@ static void test_wire(void) {
   int n;
   wp_req_t *log = wp_log_copy(&wp, 0, &n);
   int n_av = 0, n_dc = 0, n_other = 0, n_bad_dc = 0, n_wrong_conn = 0;
+  int n_watch = 0, n_bad_watch = 0;
   int16_t av_version = -1;
   for (int i = 0; log && i < n; i++) {
     const wp_req_t *q = &log[i];
@@ -407,6 +439,10 @@ static void test_wire(void) {
       av_version = q->version;
       if (q->seq != 0)
         diag("  ApiVersions is request %d of its connection", q->seq);
+      continue;
+    }
+    if (watch && q->key == DC_API_WATCH) {
+      wire_watch(q, i, cid, &n_watch, &n_bad_watch);
       continue;
     }
     if (q->key != DC_API_DESCRIBE_CONFIGS) {
@@ -429,8 +465,15 @@ static void test_wire(void) {
        "DescribeConfigs (v%d), %d other", n, n_av, av_version,
        log && n ? log[0].software : "", n_dc, n && log ? log[n - 1].version : -1,
        n_other);
-  is_int(n_other, 0, "wire: no API key but ApiVersions and DescribeConfigs "
-                     "(no Metadata, no other admin request)");
+  is_int(n_other, 0, "wire: no API key but ApiVersions, DescribeConfigs%s "
+                     "(no Metadata, no other admin request)",
+         watch ? " and Watch" : "");
+  if (watch) {
+    ok(n_watch >= 1, "wire: the agent watches between fetches (%d Watch "
+       "requests)", n_watch);
+    is_int(n_bad_watch, 0, "wire: every Watch is v0 for '%s', bounded by the "
+           "100 ms interval, known_version -1 only the first time", cid);
+  }
   is_int(n_av, 1, "wire: one ApiVersions");
   is_int(av_version, 3, "wire: ApiVersions v3");
   ok(n > 0 && log[0].key == DC_API_API_VERSIONS,
@@ -705,6 +748,7 @@ static void test_reconnect_proxy(void) {
   /* Refreshes only when asked, so every fetch is the test's. */
   dynconf_t *dc = agent_new(bs, "reconnect", &r, errstr, sizeof(errstr),
                             "dynconf.refresh.interval.ms", "3600000",
+                            "dynconf.watch", "false",
                             "dynconf.startup.required", "true", NULL);
   if (!ok(dc, "reconnect: agent created")) {
     diag("%s", errstr);
@@ -797,6 +841,7 @@ static void test_reconnect_restart(void) {
   rec_t r = {0};
   dynconf_t *dc = agent_new(bs, "restart", &r, errstr, sizeof(errstr),
                             "dynconf.refresh.interval.ms", "3600000",
+                            "dynconf.watch", "false",
                             "dynconf.startup.required", "true", NULL);
   if (!ok(dc, "restart: agent created")) {
     diag("%s", errstr);
@@ -864,7 +909,8 @@ int main(void) {
     return done_testing();
 
   test_one_thread();
-  test_wire();
+  test_wire(false);
+  test_wire(true);
   test_no_describe_configs();
   destroy_in_flight(false);
   destroy_in_flight(true);

@@ -16,7 +16,7 @@ want=$(cat "$dir/VERSION")
 
 # Those of the suite's programs that load librdkafka (test_agent_conf and
 # test_agent_resolve do not).
-PROGRAMS="test_agent_wire test_agent_e2e test_agent_failures
+PROGRAMS="test_agent_wire test_agent_watch test_agent_e2e test_agent_failures
   test_agent_hostile test_agent_security test_agent_consumer
   test_managed_producer test_managed_consumer test_cert_rotation"
 SCRIPTS="test_kafka_store_agents.sh"

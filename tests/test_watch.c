@@ -188,6 +188,36 @@ static void test_acl(void) {
   dc_tu_rmrf(dir);
 }
 
+/* A parked Watch keeps its connection out of the idle sweep; an idle
+ * connection beside it is closed (the sweep ran while the Watch waited). */
+static void test_not_idle(void) {
+  char sdir[PATH_MAX - 64], err[512];
+  dc_tu_daemon_t d;
+  const char *extra[] = {"--idle-timeout-ms", "100", NULL};
+  if (!ok(!dc_tu_daemon_start_tmp(&d, sdir, sizeof(sdir), extra, err,
+                                  sizeof(err)),
+          "dynconfd with --idle-timeout-ms 100 starts (%s)", err))
+    return;
+  char bs[64];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", dc_tu_daemon_port_of(&d, "PLAINTEXT"));
+  dc_kclient_t *w = connected(bs), *idle = connected(bs);
+  if (ok(w && idle, "idle: two connections")) {
+    answer_t x = watch_now(w, "idle-w", -1);
+    park(w, "idle-w", x.version, 2500);
+    answer_t y = await_answer(w, 10000);
+    ok(!y.rc && !y.error && !y.changed && y.version == x.version,
+       "idle: a 2.5 s Watch is answered unchanged, its connection kept past "
+       "the 100 ms idle timeout");
+    char e[256];
+    ok(dc_kclient_api_versions(idle, 5000, e, sizeof(e)) != 0,
+       "idle: the connection without a Watch was closed meanwhile (%s)", e);
+  }
+  dc_kclient_destroy(w);
+  dc_kclient_destroy(idle);
+  dc_tu_daemon_stop(&d);
+  dc_tu_rmrf(sdir);
+}
+
 int main(void) {
   char err[512];
   if (dc_tu_daemon_start_tmp(&g_d, g_dir, sizeof(g_dir), NULL, err,
@@ -209,5 +239,6 @@ int main(void) {
   is_int(dc_tu_daemon_stop(&g_d), 0, "dynconfd exits 0");
   dc_tu_rmrf(g_dir);
   test_acl();
+  test_not_idle();
   return done_testing();
 }

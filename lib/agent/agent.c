@@ -173,6 +173,21 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
   j->ev = NULL;
 }
 
+/* Makes a fetched (or watched) set the current one and publishes what
+ * judge() made of it. *set gets the previous one. Caller holds lock. */
+static void adopt_locked(dynconf_t *dc, dc_fetched_set_t *set, judged_t *j) {
+  dc->last_ok_ms = dc_wall_ms();
+  if (j->rc) {
+    dc_agent_log_locked(dc, 3, "FETCH", "out of memory applying a change set");
+    return;
+  }
+  dc_fetched_set_t old = dc->fetched;
+  dc->fetched = *set;
+  *set = old;
+  if (j->ev)
+    publish_locked(dc, j);
+}
+
 /* Records a fetch outcome and decides the next fetch. Caller holds lock.
  * On success *set becomes dc->fetched and *set gets the previous one,
  * which the caller frees (after unlocking). */
@@ -191,7 +206,6 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   int64_t now = dc_mono_ms();
   if (r == FETCH_OK) {
     dc->n_fetch_ok++;
-    dc->last_ok_ms = dc_wall_ms();
     if (dc->state == DYNCONF_STATE_DEGRADED ||
         dc->state == DYNCONF_STATE_UNSUPPORTED)
       dc_agent_log_locked(dc, 6, "FETCH", "dynamic configs for client.id "
@@ -199,17 +213,9 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
                           dc->bootstrap);
     dc->state = DYNCONF_STATE_UP;
     dc->failures = 0;
-    if (j->rc) {
-      dc_agent_log_locked(dc, 3, "FETCH",
-                          "out of memory applying a change set");
-    } else {
-      dc_fetched_set_t old = dc->fetched;
-      dc->fetched = *set;
-      *set = old;
-      if (j->ev)
-        publish_locked(dc, j);
-    }
+    adopt_locked(dc, set, j);
     dc->next_fetch_ms = now + jittered(dc, dc->interval_ms);
+    dc->conn.watch_off = false; /* the server may watch again */
     return;
   }
   dc->last_err = err;
@@ -281,6 +287,95 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   judged_free(&j);
 }
 
+/* The fallback to polling, logged once until a watch works again. */
+static void watch_fallback_locked(dynconf_t *dc, const char *why) {
+  dc->conn.watch_off = true;
+  dc->conn.watch_strikes = 0;
+  dc_agent_log_locked(dc, dc->conn.watch_noted ? 7 : 4, "WATCH",
+                      "%s; polling until the next fetch in %lld ms", why,
+                      (long long)(dc->next_fetch_ms - dc_mono_ms()));
+  dc->conn.watch_noted = true;
+}
+
+/* A strike against the server; enough of them and the agent polls (true
+ * then). */
+static bool watch_strike_locked(dynconf_t *dc, const char *why) {
+  if (++dc->conn.watch_strikes >= DC_AGENT_WATCH_STRIKES) {
+    watch_fallback_locked(dc, why);
+    return true;
+  }
+  dc_agent_log_locked(dc, 7, "WATCH", "%s", why);
+  return false;
+}
+
+/* What a Watch that was not interrupted brought. Caller holds lock. */
+static void watch_record_locked(dynconf_t *dc, dc_watch_res_t r,
+                                dc_fetched_set_t *set, judged_t *j,
+                                const char *errstr) {
+  dc_agent_conn_t *c = &dc->conn;
+  switch (r) {
+  case WATCH_CHANGED:
+    dc->n_watch_changed++;
+    dc->watched_version = c->watch_version;
+    /* Nothing new (the first watch, or one after a fetch that brought
+     * the change) is once normal, not twice in a row. */
+    if (j->rc || j->ev) {
+      c->watch_hollow = c->watch_strikes = 0;
+      c->watch_noted = false;
+    } else if (c->watch_hollow++) {
+      watch_strike_locked(dc, "the server woke the agent's Watch with "
+                              "nothing new twice in a row");
+    }
+    adopt_locked(dc, set, j);
+    return;
+  case WATCH_UNCHANGED:
+    dc->n_watch_unchanged++;
+    c->watch_hollow = c->watch_strikes = 0;
+    c->watch_noted = false;
+    return;
+  case WATCH_REFUSED:
+    dc->n_watch_refused++;
+    watch_fallback_locked(dc, errstr);
+    return;
+  case WATCH_FAILED:
+    dc->n_watch_failed++;
+    /* A lost connection may have lost a change: reconnect and fetch now,
+     * unless the server keeps doing this. */
+    if (!watch_strike_locked(dc, errstr) && !dc_kclient_connected(c->kc))
+      dc->next_fetch_ms = dc_mono_ms();
+    return;
+  }
+}
+
+/* Waits up to wait_ms for a change with the server's Watch. The caller
+ * has set dc->watching, so dynconf_refresh_now() interrupts the wait. */
+static void watch_and_record(dynconf_t *dc, int wait_ms) {
+  dc_fetched_set_t set;
+  dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
+  char errstr[512] = "";
+  dc_watch_res_t r = dc_agent_watch(dc, wait_ms, &set, &err, errstr,
+                                    sizeof(errstr));
+  judged_t j = {0};
+  if (r == WATCH_CHANGED)
+    judge(dc, &set, &j);
+  pthread_mutex_lock(&dc->lock);
+  /* An interrupted watch is no fault of the server's. */
+  bool interrupted = dc->stop || (r == WATCH_FAILED && dc->refresh_requested);
+  if (!interrupted || r == WATCH_CHANGED)
+    watch_record_locked(dc, r, &set, &j, errstr);
+  pthread_mutex_unlock(&dc->lock);
+  dc_fetched_set_free(&set);
+  judged_free(&j);
+}
+
+/* Whether the wait for the next fetch is spent in a Watch: wanted, the
+ * last fetch succeeded, its connection is open and its server offers
+ * Watch and has not earned a fallback. Agent thread, lock held. */
+static bool watch_wanted(dynconf_t *dc) {
+  return dc->conf.watch && dc->state == DYNCONF_STATE_UP &&
+         !dc->conn.watch_off && dc_agent_watch_offered(dc);
+}
+
 static void *agent_thread(void *arg) {
   dynconf_t *dc = arg;
   pthread_setname_np(pthread_self(), "dynconf:agent");
@@ -297,6 +392,16 @@ static void *agent_thread(void *arg) {
     if (!dc->refresh_requested && now < dc->next_fetch_ms) {
       struct timespec ts;
       int64_t at = dc->next_fetch_ms < cw_at ? dc->next_fetch_ms : cw_at;
+      if (at - now >= DC_AGENT_WATCH_MIN_MS && watch_wanted(dc)) {
+        dc->watching = true;
+        pthread_mutex_unlock(&dc->lock);
+        watch_and_record(dc, (int)(at - now));
+        pthread_mutex_lock(&dc->lock);
+        dc->watching = false;
+        if (!dc->stop)
+          dc_agent_conn_drain(&dc->conn); /* a refresh's byte, if any */
+        continue;
+      }
       ts.tv_sec = (time_t)(at / 1000);
       ts.tv_nsec = (long)(at % 1000) * 1000000;
       pthread_cond_timedwait(&dc->wake, &dc->lock, &ts);
@@ -368,6 +473,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   free(copy);
   dc->type = type;
   dc->started_ms = dc_wall_ms();
+  dc->watched_version = -1;
   dc->rng = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
   if (!dc->rng)
     dc->rng = 88172645463325252ull;
@@ -565,6 +671,8 @@ char *dynconf_stats_json(dynconf_t *dc) {
 void dynconf_refresh_now(dynconf_t *dc) {
   pthread_mutex_lock(&dc->lock);
   dc->refresh_requested = true;
+  if (dc->watching)
+    dc_agent_conn_cancel(&dc->conn); /* drained after the watch ends */
   pthread_cond_broadcast(&dc->wake);
   pthread_mutex_unlock(&dc->lock);
 }

@@ -73,6 +73,7 @@ struct dynconf_conf_s {
   int producer_max_block_ms;
   int producer_close_timeout_ms;
   int ssl_check_interval_ms; /* 0 = do not watch the ssl.* files */
+  int watch;                 /* use the server's Watch when it offers it */
   char *sec[DC_SEC_N];       /* dynconf.<name> overrides; "" = the app's */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
@@ -294,6 +295,13 @@ typedef struct dc_agent_conn {
   char sec_err[512];  /* why they could not be used ("" = they could) */
   size_t next_entry;  /* bootstrap entry the next connect starts with */
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
+  /* Watch (watch.c). Versions name a configuration on every server, so
+   * watch_version outlives connections. */
+  int64_t watch_version; /* of the last Watch answer; -1 = none yet */
+  int watch_strikes;     /* odd answers since the last good one */
+  int watch_hollow;      /* "changed" answers in a row with nothing new */
+  bool watch_off;        /* poll until the next fetch */
+  bool watch_noted;      /* the fallback to polling was logged */
 } dc_agent_conn_t;
 
 /* OAUTHBEARER tokens the application hands over through its refresh
@@ -326,6 +334,7 @@ struct dynconf_s {
   pthread_cond_t wake;  /* background thread: stop, refresh, interval */
   pthread_cond_t ready; /* dynconf_poll(): events or logs queued */
   bool stop, refresh_requested;
+  bool watching; /* the agent thread is in a Watch: refresh must cancel it */
   dynconf_state_t state;
   /* fetched, eff and generation are written (under the lock) only by the
    * thread that fetches: dynconf_new() before the agent thread starts,
@@ -340,6 +349,8 @@ struct dynconf_s {
   /* statistics */
   int64_t started_ms;
   int64_t n_fetch_ok, n_fetch_err, n_fetch_unsupported, n_events, n_dropped;
+  int64_t n_watch_changed, n_watch_unchanged, n_watch_failed, n_watch_refused;
+  int64_t watched_version; /* conn.watch_version, for the statistics */
   int64_t last_fetch_us, sum_fetch_us, max_fetch_us;
   /* Fetch times: counts per bucket of DC_FETCH_BOUNDS_US (and above). */
   int64_t fetch_hist[DC_FETCH_BUCKETS + 1];
@@ -389,6 +400,10 @@ void dc_agent_conn_free(dc_agent_conn_t *c);
 /* Ends any wait of the fetching thread now and every later one at once
  * (dynconf_destroy()). Any thread. */
 void dc_agent_conn_cancel(dc_agent_conn_t *c);
+/* Empties the cancel pipe: after a Watch that dynconf_refresh_now()
+ * interrupted. Agent thread, with dc->lock held and dc->stop false, so a
+ * byte dynconf_destroy() writes (after setting stop) is never taken. */
+void dc_agent_conn_drain(dc_agent_conn_t *c);
 /* Reads the connection settings again (the ssl.* files included) and
  * drops the connection, so the next fetch connects with them. Agent
  * thread. 0, or -1 with errstr (the old settings stay). */
@@ -424,6 +439,52 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
                                     dc_fetched_set_t *out, dynconf_err_t *errp,
                                     bool *undecodable, char *errstr,
                                     size_t errstr_size);
+
+/* ---- watch.c: waiting for changes with the server's Watch -------------- */
+
+/* The longest Watch the agent asks for (dynconfd's own bound). */
+#define DC_AGENT_WATCH_MAX_MS 600000
+/* A shorter wait for the next fetch is not worth a Watch round trip. */
+#define DC_AGENT_WATCH_MIN_MS 10
+/* Odd Watch answers in a row after which the agent polls until its next
+ * fetch. */
+#define DC_AGENT_WATCH_STRIKES 3
+
+/* How a Watch ended (watch.c, answer.c). */
+typedef enum {
+  WATCH_CHANGED,   /* a new version and its configuration */
+  WATCH_UNCHANGED, /* the server's timeout passed */
+  WATCH_REFUSED,   /* the server answered an error: use polling */
+  WATCH_FAILED     /* transport, timeout, cancel or a wrong answer */
+} dc_watch_res_t;
+
+/* Decodes and judges a Watch v0 response body for a watch on version
+ * known: WATCH_CHANGED with *out (normalized as dc_agent_answer_read()'s,
+ * caller frees) and *versionp; WATCH_UNCHANGED when the server kept
+ * version known; WATCH_REFUSED for an error answer; WATCH_FAILED for an
+ * answer no honest server sends (undecodable, "unchanged" with another
+ * version, "changed" with the same one, entries refused as a
+ * DescribeConfigs answer's would be). *errp and errstr say why unless
+ * changed or unchanged. Pure; linear in the body, bounded by
+ * DC_AGENT_MAX_ENTRIES. */
+dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
+                                          int64_t known, dc_fetched_set_t *out,
+                                          int64_t *versionp,
+                                          dynconf_err_t *errp,
+                                          bool *undecodable, char *errstr,
+                                          size_t errstr_size);
+
+/* The connection is open and its server lists Watch v0. Agent thread. */
+bool dc_agent_watch_offered(const dynconf_t *dc);
+/* One Watch on the open connection for conn.watch_version, asking the
+ * server to answer within wait_ms (at most DC_AGENT_WATCH_MAX_MS). On
+ * WATCH_CHANGED *out is the new configuration (caller frees) and
+ * conn.watch_version its version. WATCH_FAILED: *errp and errstr say why;
+ * the connection is closed unless the answer was read whole. An answer
+ * "unchanged" before half of wait_ms is WATCH_FAILED. Agent thread. */
+dc_watch_res_t dc_agent_watch(dynconf_t *dc, int wait_ms,
+                              dc_fetched_set_t *out, dynconf_err_t *errp,
+                              char *errstr, size_t errstr_size);
 
 /* ---- oauth.c: tokens from the application ----------------------------- */
 

@@ -62,6 +62,9 @@ static const struct prop {
      "how often the application's ssl.certificate.location, ssl.key.location "
      "and ssl.ca.location files are checked for a rotation (SSL and SASL_SSL "
      "only); 0 = never"},
+    {"dynconf.watch", P_BOOL, O(watch), 0, 1, "true",
+     "between fetches, wait for changes with the server's Watch (pushed in "
+     "milliseconds) when it offers it; false = poll only"},
 #define SEC_PROP_(id, name)                                                    \
   {"dynconf." name, P_STR, O(sec[DC_SEC_##id]), 0, 0, "",                     \
    "the agent's own connection to the config server: overrides the "          \

@@ -49,6 +49,7 @@ int dc_agent_conn_init(dynconf_t *dc, char *errstr, size_t errstr_size) {
   dc_agent_conn_t *c = &dc->conn;
   c->cancel[0] = c->cancel[1] = -1;
   c->version = -1;
+  c->watch_version = -1;
   if (pipe2(c->cancel, O_CLOEXEC | O_NONBLOCK)) {
     dc_seterr(errstr, errstr_size, "cannot make the agent's wake-up pipe: %s",
              strerror(errno));
@@ -80,6 +81,12 @@ void dc_agent_conn_cancel(dc_agent_conn_t *c) {
     ssize_t r = write(c->cancel[1], "x", 1);
     (void)r; /* full: a byte is already there, which is all it takes */
   }
+}
+
+void dc_agent_conn_drain(dc_agent_conn_t *c) {
+  char junk[64];
+  while (c->cancel[0] >= 0 && read(c->cancel[0], junk, sizeof(junk)) > 0)
+    ;
 }
 
 int dc_agent_conn_rebuild(dynconf_t *dc, char *errstr, size_t errstr_size) {

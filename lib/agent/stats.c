@@ -129,6 +129,22 @@ static void ssl_json(dc_buf_t *b, const dc_certwatch_t *cw) {
   dc_buf_printf(b, "}");
 }
 
+/* ,"watch":{...}: the server's Watch between fetches (watch.c) */
+static void watch_json(dc_buf_t *b, const dynconf_t *dc) {
+  dc_buf_printf(b,
+                ",\"watch\":{\"enabled\":%s,\"active\":%s,\"version\":",
+                dc->conf.watch ? "true" : "false",
+                dc->watching ? "true" : "false");
+  if (dc->watched_version >= 0)
+    dc_buf_printf(b, "%lld", (long long)dc->watched_version);
+  else
+    dc_buf_printf(b, "null");
+  dc_buf_printf(b, ",\"changes\":%lld,\"unchanged\":%lld,\"failures\":%lld,"
+                "\"refusals\":%lld}",
+                (long long)dc->n_watch_changed, (long long)dc->n_watch_unchanged,
+                (long long)dc->n_watch_failed, (long long)dc->n_watch_refused);
+}
+
 char *dc_stats_json_locked(const dynconf_t *dc) {
   dc_buf_t b;
   dc_buf_init(&b);
@@ -151,6 +167,7 @@ char *dc_stats_json_locked(const dynconf_t *dc) {
                 dc->conf.resource_type, dc->interval_ms,
                 (long long)(next > 0 ? next : 0), (long long)dc->generation);
   fetches_json(&b, dc, now);
+  watch_json(&b, dc);
   dc_buf_printf(&b, ",\"events\":{\"delivered\":%lld,\"queued\":%zu,\"dropped\":%lld}",
                 (long long)dc->n_events, dc->evq_len, (long long)dc->n_dropped);
   last_error_json(&b, dc);

@@ -731,7 +731,8 @@ static void sweep(dc_server_t *s, int64_t now) {
              c->ssl && !c->tls_ready ? "TLS handshake" : "SASL authentication",
              s->opts.auth_timeout_ms);
       conn_close(s, c);
-    } else if (now - c->last_active > s->opts.idle_timeout_ms) {
+    } else if (now - c->last_active > s->opts.idle_timeout_ms &&
+               !c->pending) { /* a parked request is not idleness */
       dc_log(DC_LOG_INFO, "closing idle connection from %s", c->peer);
       conn_close(s, c);
     } else if (c->frame_start &&

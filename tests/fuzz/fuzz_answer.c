@@ -3,12 +3,15 @@
  * libFuzzer target: the agent's reading of a DescribeConfigs answer
  * (lib/agent/answer.c), what a hostile or broken config server controls.
  *
- * Input: one byte choosing the version (1-4), then the response body as
- * it follows the response header. Oracles beyond the sanitizers: an
+ * Input: one byte choosing the answer, then the response body as it
+ * follows the response header: below 0x80 a DescribeConfigs answer of
+ * version 1 + byte % 4; from 0x80 a Watch v0 answer to a watch on known
+ * version byte - 0x81 (-1 for 0x80). Oracles beyond the sanitizers: an
  * accepted answer is a set the resolver may trust (at most
  * DC_AGENT_MAX_ENTRIES entries, sorted by key, each key once, every key
  * and value present, every source one the agent applies); a refused one
- * carries a sentence.
+ * carries a sentence. A Watch answer taken as "changed" never carries the
+ * version watched, nor "unchanged" another one.
  *
  * Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, writes valid answers of
  * every version (and a few hostile shapes) into DIR and exits.
@@ -46,9 +49,41 @@ static void check_set(const dc_fetched_set_t *s) {
   }
 }
 
+static void one_watch_answer(const uint8_t *data, size_t size) {
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dc_rd_t rd;
+  dc_rd_init(&rd, data + 1, size - 1, &arena);
+  int64_t known = (int64_t)data[0] - 0x81, version = -2;
+  dc_fetched_set_t set;
+  dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
+  bool undecodable;
+  char errstr[512] = "";
+  dc_watch_res_t r =
+      dc_agent_watch_answer_read(&rd, "fuzz:9092", known, &set, &version,
+                                 &err, &undecodable, errstr, sizeof(errstr));
+  if (r == WATCH_CHANGED) {
+    check_set(&set);
+    if (version == known)
+      oracle_fail("a Watch answer \"changed\" to the version watched");
+  } else if (r == WATCH_UNCHANGED) {
+    if (version != known || set.n)
+      oracle_fail("a Watch answer \"unchanged\" with another version or "
+                  "entries");
+  } else if (!errstr[0] || err == DYNCONF_ERR_NO_ERROR) {
+    oracle_fail("a refused Watch answer without an error and a sentence");
+  }
+  dc_fetched_set_free(&set);
+  dc_arena_free(&arena);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
+  if (data[0] >= 0x80) {
+    one_watch_answer(data, size);
+    return 0;
+  }
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;
@@ -88,6 +123,36 @@ static void write_seed(const char *dir, const char *tag, int16_t v,
   fclose(f);
 }
 
+/* Watch v0 answers: changed (to a watch on -1), unchanged (on version 5),
+ * refused. The first byte is the watch's known version + 0x81. */
+static void write_watch_seeds(const char *dir) {
+  static dc_watch_entry_t cfg[] = {{"acks", "1", 7},
+                                   {"session.timeout.ms", "30000", 8}};
+  static const struct {
+    const char *tag;
+    uint8_t known;
+    dc_watch_resp_t resp;
+  } seeds[] = {
+      {"watch-changed", 0x80, {.changed = true, .version = 5, .n_configs = 2,
+                               .configs = cfg}},
+      {"watch-unchanged", 0x86, {.version = 5}},
+      {"watch-refused", 0x80, {.error_code = 29, .error_message = "denied"}}};
+  for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+    dc_buf_t b;
+    dc_buf_init(&b);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, seeds[i].tag);
+    FILE *f = NULL;
+    if (!dc_watch_resp_encode(&b, 0, &seeds[i].resp) &&
+        (f = fopen(path, "wb"))) {
+      fwrite(&seeds[i].known, 1, 1, f);
+      fwrite(b.data, 1, b.len, f);
+      fclose(f);
+    }
+    dc_buf_free(&b);
+  }
+}
+
 static void write_seeds(const char *dir) {
   mkdir(dir, 0700);
   static dc_describe_configs_entry_t good[] = {
@@ -121,6 +186,7 @@ static void write_seeds(const char *dir) {
     res.error_message = NULL;
     dc_buf_free(&b);
   }
+  write_watch_seeds(dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -11,7 +11,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: tests/tsan/run.sh BUILDDIR}
 "$src/scripts/build.sh" "$build" --enable-tsan
 gcc -shared -fPIC -O1 -o "$build/c11shim.so" "$src/tests/tsan/c11shim.c" -lpthread
-tests="tests/test_agent_e2e tests/test_agent_consumer tests/test_agent_failures tests/test_agent_hostile tests/test_agent_wire tests/test_agent_security"
+tests="tests/test_agent_e2e tests/test_agent_consumer tests/test_agent_failures tests/test_agent_hostile tests/test_agent_wire tests/test_agent_watch tests/test_agent_security"
 make -C "$build" $tests >/dev/null
 cd "$build"
 LD_PRELOAD="$build/c11shim.so" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$src/tests/tsan/suppressions.txt" \
