@@ -7,16 +7,25 @@
 #
 #   bench/run-watch.sh [BUILDDIR]   (or: make bench-watch)
 #
+# Then real agents (bench/agent_fleet, libdynconf in worker processes):
+# BENCH_AGENTS of them with dynconf.watch=true (a one-hour refresh as the
+# safety net) and the same number polling every second, five alters of
+# <default> each, the delay of every agent's change event counted from the
+# alter CLI's return: the pushed figure beside the polling one, same run.
+#
 # Environment: BENCH_WATCHERS (10000, or what the open-file limit allows),
-# BENCH_ROUNDS (3). About 20 s on two cores. Exits non-zero when a watcher
-# was not answered or answered wrong; never on speed.
+# BENCH_ROUNDS (3), BENCH_AGENTS (500; 0 skips the real agents). About
+# 80 s on two cores. Exits non-zero when a watcher was not answered or
+# answered wrong, or an agent missed an alter; never on speed.
 set -eu
 
 BUILDDIR=$(cd "${1:-.}" && pwd)
 ROUNDS=${BENCH_ROUNDS:-3}
-for bin in dynconfd bench/watch_fanout; do
+AGENTS=${BENCH_AGENTS:-500}
+for bin in dynconfd dynconf-configs bench/watch_fanout bench/agent_fleet; do
   if [ ! -x "$BUILDDIR/$bin" ]; then
-    echo "bench: $BUILDDIR/$bin not built (make dynconfd bench/watch_fanout)" >&2
+    echo "bench: $BUILDDIR/$bin not built (make dynconfd dynconf-configs" \
+      "bench/watch_fanout bench/agent_fleet)" >&2
     exit 2
   fi
 done
@@ -56,3 +65,22 @@ echo "dynconf Watch fan-out: dynconfd (pid $DPID) on $ADDR, $N watchers," \
   "client; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BUILDDIR/bench/watch_fanout" --target "$ADDR" --metrics "$METRICS" \
   --watchers "$N" --rounds "$ROUNDS" --pid "$DPID"
+[ "$AGENTS" -gt 0 ] || exit 0
+# Each mode alters session.timeout.ms from its own base, so the second
+# run's values are changes too.
+for mode in on off; do
+  if [ $mode = on ]; then
+    refresh=3600000 base=100000 what=true
+  else
+    refresh=1000 base=200000 what=false
+  fi
+  echo
+  echo "real agents, dynconf.watch=$what:"
+  rc=0
+  "$BUILDDIR/bench/agent_fleet" --bootstrap "$ADDR" \
+    --configs-cli "$BUILDDIR/dynconf-configs" --agents "$AGENTS" \
+    --watch $mode --refresh-ms $refresh --stagger-ms 1000 \
+    --value-base $base --daemon-pid "$DPID" >"$TMP/fleet" || rc=$?
+  grep -v '^ALTER ' "$TMP/fleet" || true
+  [ $rc = 0 ] || exit $rc
+done
