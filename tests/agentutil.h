@@ -374,6 +374,65 @@ static inline bool au_eff_is(dynconf_t *dc, const char *key, const char *want,
   return same;
 }
 
+/* ---- dynconfd's fleet view (DescribeFleet) -------------------------------- */
+
+static inline int au_enc_fleet_(dc_buf_t *b, int16_t v, const void *q) {
+  return dc_describe_fleet_req_encode(b, v, q);
+}
+
+/* One client as DescribeFleet lists it, copied out of the arena. */
+typedef struct au_fleet_client {
+  char instance[80], client[80], principal[80], listener[40], agent[80];
+  char app[80], kind[20], reason[2100];
+  bool connected, peer_set;
+  int64_t served, current, reported, generation;
+  int outcome, state;
+} au_fleet_client_t;
+
+static inline void au_fleet_copy_(au_fleet_client_t *s, const dc_fleet_client_t *c) {
+  snprintf(s->instance, sizeof(s->instance), "%s", c->instance_id);
+  snprintf(s->client, sizeof(s->client), "%s", c->client_id);
+  snprintf(s->principal, sizeof(s->principal), "%s", c->principal);
+  snprintf(s->listener, sizeof(s->listener), "%s", c->listener);
+  snprintf(s->agent, sizeof(s->agent), "%s", c->agent_software);
+  snprintf(s->app, sizeof(s->app), "%s", c->app_software);
+  snprintf(s->kind, sizeof(s->kind), "%s", c->kind);
+  snprintf(s->reason, sizeof(s->reason), "%s", c->reason ? c->reason : "");
+  s->connected = c->connected;
+  s->peer_set = c->peer && strchr(c->peer, ':');
+  s->served = c->served_version;
+  s->current = c->current_version;
+  s->reported = c->reported_version;
+  s->generation = c->generation;
+  s->outcome = c->outcome;
+  s->state = c->state;
+}
+
+/* DescribeFleet on kc with the filters (NULL = any); up to max clients
+ * into out; the count, or -1 when the request failed or answered an
+ * error. */
+static inline int au_fleet(dc_kclient_t *kc, const char *client, const char *user,
+                 au_fleet_client_t *out, int max) {
+  dc_describe_fleet_req_t q = {(char *)client, (char *)user};
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  char err[256];
+  dc_describe_fleet_resp_t resp;
+  int n = -1;
+  if (!dc_kclient_request(kc, DC_API_DESCRIBE_FLEET, 0, au_enc_fleet_, &q, 10000,
+                          &rd, &a, err, sizeof(err)) &&
+      !dc_describe_fleet_resp_decode(&rd, 0, &resp) && !resp.error_code) {
+    n = resp.n_clients;
+    for (int i = 0; i < n && i < max; i++)
+      au_fleet_copy_(&out[i], &resp.clients[i]);
+  } else {
+    diag("DescribeFleet: %s", err);
+  }
+  dc_arena_free(&a);
+  return n;
+}
+
 /* ---- the mock cluster
  * ---------------------------------------------------------- */
 

@@ -22,7 +22,13 @@
  *       normal answer afterwards applies;
  *   (e) the server's ApiVersions decides: no DescribeConfigs (or only
  *       v0) is *unsupported* at once without a DescribeConfigs sent,
- *       v0-2 is used at v2, INVALID_REQUEST for the type is unsupported.
+ *       v0-2 is used at v2, INVALID_REQUEST for the type is unsupported;
+ *       and no Watch is sent to a server that does not list it;
+ *   (f) a server that lists Watch and answers every one wrongly ("unchanged"
+ *       at once, "changed" to the same version or with nothing new, a
+ *       truncated answer, a closed connection, an error): the agent falls
+ *       back to polling after a few Watches, then sends at most one per
+ *       fetch, and stays UP on the last good configuration.
  *
  * Waits are "until a condition or a generous deadline". The elapsed-time
  * checks are API promises with margins of seconds: dynconf_new() within
@@ -51,6 +57,8 @@ typedef struct fake {
   int mode;       /* how DescribeConfigs is answered (FK_*) */
   int versions;   /* what ApiVersions lists for DescribeConfigs (FKV_*) */
   int last_describe_version;
+  int watch_mode; /* how Watch is answered (FKW_*) */
+  int n_watch;    /* Watch requests received */
 } fake_t;
 
 /* Answers to DescribeConfigs. */
@@ -59,8 +67,14 @@ enum {
   FK_TWO_RESULTS, FK_OTHER_NAME, FK_BAD_SOURCE, FK_CLOSE,
   FK_INVALID_REQUEST, FK_HUGE_VALUE
 };
-/* DescribeConfigs in the ApiVersions answer. */
-enum { FKV_ALL, FKV_NONE, FKV_V0_2, FKV_V0_0 };
+/* DescribeConfigs in the ApiVersions answer. FKV_WATCH is FKV_ALL plus
+ * Watch v0; no other answer lists Watch, so no agent should send one. */
+enum { FKV_ALL, FKV_NONE, FKV_V0_2, FKV_V0_0, FKV_WATCH };
+/* Answers to Watch, each at once, each wrong in its own way: "unchanged"
+ * long before the timeout, "changed" to the version the agent has,
+ * "changed" to a new version with the configuration the agent has, a
+ * truncated body, a closed connection, an error code. */
+enum { FKW_EARLY, FKW_SAME, FKW_HOLLOW, FKW_GARBAGE, FKW_CLOSE, FKW_REFUSE };
 
 static fake_t fk;
 
@@ -81,6 +95,12 @@ static void fake_mode(int mode, int versions) {
   pthread_mutex_unlock(&fk.lock);
 }
 
+static void fake_watch_mode(int mode) {
+  pthread_mutex_lock(&fk.lock);
+  fk.watch_mode = mode;
+  pthread_mutex_unlock(&fk.lock);
+}
+
 static int fake_get(const int *field) {
   pthread_mutex_lock(&fk.lock);
   int v = *field;
@@ -90,17 +110,17 @@ static int fake_get(const int *field) {
 
 static int fake_api_versions(dc_buf_t *out, int16_t v) {
   static const int16_t keys[] = {DC_API_API_VERSIONS, DC_API_METADATA,
-                                 DC_API_DESCRIBE_CONFIGS};
-  dc_api_range_t r[3];
-  for (size_t i = 0; i < 3; i++) {
+                                 DC_API_DESCRIBE_CONFIGS, DC_API_WATCH};
+  dc_api_range_t r[4];
+  for (size_t i = 0; i < 4; i++) {
     const dc_api_info_t *ai = dc_api_info(keys[i]);
     r[i] = (dc_api_range_t){ai->key, ai->min_version, ai->max_version};
   }
   int versions = fake_get(&fk.versions);
   if (versions == FKV_V0_2 || versions == FKV_V0_0)
     r[2].max_version = versions == FKV_V0_2 ? 2 : 0;
-  dc_apiversions_resp_t resp = {.n_api_keys = versions == FKV_NONE ? 2 : 3,
-                                .api_keys = r};
+  int n = versions == FKV_NONE ? 2 : versions == FKV_WATCH ? 4 : 3;
+  dc_apiversions_resp_t resp = {.n_api_keys = n, .api_keys = r};
   return dc_apiversions_resp_encode(out, v, &resp);
 }
 
@@ -204,6 +224,58 @@ static int fake_describe(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
   return rc;
 }
 
+/* The test's current configuration as Watch entries, in rd's arena
+ * (fk.lock held); NULL when out of memory. */
+static dc_watch_entry_t *fake_watch_entries(dc_rd_t *rd) {
+  dc_watch_entry_t *e = dc_rd_alloc(rd, (size_t)fk.n_configs, sizeof(*e));
+  for (int32_t i = 0; e && i < fk.n_configs; i++)
+    e[i] = (dc_watch_entry_t){fk.configs[i].name, fk.configs[i].value,
+                              fk.configs[i].config_source};
+  return e;
+}
+
+/* Half of an encoded answer: what precedes the cut decodes, the rest is
+ * missing, as from a server that died mid-write. */
+static int fake_truncated(dc_buf_t *out, const dc_watch_resp_t *resp) {
+  dc_buf_t whole;
+  dc_buf_init(&whole);
+  int rc = dc_watch_resp_encode(&whole, 0, resp);
+  if (!rc)
+    dc_buf_append(out, whole.data, whole.len / 2);
+  dc_buf_free(&whole);
+  return rc;
+}
+
+/* Answers a Watch at once as fk.watch_mode says, and counts it (counted
+ * first: a request that does not decode was still sent). */
+static int fake_watch(dc_rd_t *rd, dc_buf_t *out, int16_t v) {
+  pthread_mutex_lock(&fk.lock);
+  fk.n_watch++;
+  int mode = fk.watch_mode;
+  dc_watch_entry_t *e = fake_watch_entries(rd);
+  int32_t n = fk.n_configs;
+  pthread_mutex_unlock(&fk.lock);
+  dc_watch_req_t req;
+  if (!e || dc_watch_req_decode(rd, v, &req))
+    return -1;
+  int64_t known = req.known_version;
+  dc_watch_resp_t resp = {.changed = true, .version = known,
+                          .n_configs = n, .configs = e};
+  switch (mode) {
+  case FKW_EARLY: resp.changed = false; resp.n_configs = 0; break;
+  case FKW_SAME: break;
+  case FKW_HOLLOW: resp.version = known < 0 ? 1 : known + 1; break;
+  case FKW_GARBAGE: return fake_truncated(out, &resp);
+  case FKW_CLOSE: return -1;
+  case FKW_REFUSE:
+    resp = (dc_watch_resp_t){
+        .error_code = DYNCONF_ERR_CLUSTER_AUTHORIZATION_FAILED,
+        .error_message = "hostile: no watching here", .version = -1};
+    break;
+  }
+  return dc_watch_resp_encode(out, v, &resp);
+}
+
 /* Answers one request frame; -1 = close the connection. */
 static int fake_request(int fd, const uint8_t *p, size_t n) {
   dc_arena_t a;
@@ -234,6 +306,7 @@ static int fake_request(int fd, const uint8_t *p, size_t n) {
   case DC_API_API_VERSIONS: rc = fake_api_versions(&out, v); break;
   case DC_API_METADATA: rc = fake_metadata(&rd, &out, v); break;
   case DC_API_DESCRIBE_CONFIGS: rc = fake_describe(&rd, &out, v); break;
+  case DC_API_WATCH: rc = fake_watch(&rd, &out, v); break;
   default: diag("fake broker: unexpected api key %d", h.api_key);
   }
   dc_wr_frame_end(&out, frame);
@@ -733,6 +806,120 @@ static void test_versions(void) {
   }
 }
 
+/* Whether the agent is parked until its next fetch: not in a Watch, and
+ * no fetch due (a strike that lost the connection makes one due at once).
+ * The agent thread keeps its lock from the end of one Watch to the start
+ * of the next, so "not watching" is never seen between two Watches. It
+ * can be seen for a moment between a fetch and the Watch after it; a
+ * refresh asked then only takes that Watch's place, so at worst the
+ * Watch count comes out lower, never higher. */
+static bool agent_polling(dynconf_t *dc) {
+  char *js = dynconf_stats_json(dc);
+  bool r = js && strstr(js, "\"active\":false") &&
+           au_json_ll(js, "next_fetch_in_ms") > 60000;
+  free(js);
+  return r;
+}
+
+/* Polls (delivering events) until agent_polling(); true before WAIT_MS. */
+static bool wait_polling(dynconf_t *dc) {
+  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+  while (dc_tu_now_ms() < deadline) {
+    if (agent_polling(dc))
+      return true;
+    dynconf_poll(dc, 10);
+  }
+  return false;
+}
+
+/* A hostile Watch answer, the agent's watch counter it moves, and that
+ * counter's value when the agent falls back to polling, which is also the
+ * bound on the Watches sent until then (each is answered and counted). */
+typedef struct watch_case {
+  const char *what;
+  int mode;         /* FKW_* */
+  const char *stat; /* "failures", "changes" or "refusals" */
+  int before;
+} watch_case_t;
+
+/* Three refreshes after the fallback: the agent stays UP on acks=0 with no
+ * new event, and sends at most one Watch per fetch. *ups gets how many
+ * refreshes ended UP and parked. Returns the refreshes that fetched. */
+static int watch_refreshes(dynconf_t *dc, int *ups) {
+  int refreshed = 0;
+  *ups = 0;
+  for (int i = 0; i < 3; i++) {
+    /* Parked again before the next refresh: every Watch this fetch
+     * leads to is sent by then, and none is cut short, so the count
+     * shows what the agent would send per fetch. */
+    bool fetched = refresh(dc, "ok", NULL);
+    refreshed += fetched;
+    *ups += fetched && wait_polling(dc) &&
+            dynconf_state(dc) == DYNCONF_STATE_UP;
+  }
+  return refreshed;
+}
+
+/* (f) Watch listed and answered as c->mode says, every time. */
+static void test_watch(const watch_case_t *c) {
+  fake_mode(FK_NORMAL, FKV_WATCH);
+  fake_watch_mode(c->mode);
+  fake_answer(good_acks0, 1);
+  int w0 = fake_get(&fk.n_watch), d0 = fake_get(&fk.n_describe);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "%s: an agent", c->what))
+    return;
+  ok(poll_until(dc, c->stat, c->before, NULL) && wait_polling(dc),
+     "%s: the agent falls back to polling (watch %s %d)", c->what, c->stat,
+     c->before);
+  int w1 = fake_get(&fk.n_watch), d1 = fake_get(&fk.n_describe);
+  int ups;
+  is_int(watch_refreshes(dc, &ups), 3, "%s: 3 refreshes fetch", c->what);
+  is_int(ups, 3, "%s: UP and parked after each refresh", c->what);
+  is_int(au_stat_ll(dc, "errors"), 0, "%s: no fetch failed", c->what);
+  char acks[32];
+  eff_acks(dc, acks, sizeof(acks));
+  is_str(acks, "0", "%s: acks=0 stays", c->what);
+  dynconf_poll(dc, 0);
+  dynconf_destroy(dc); /* joins the agent thread: the counts are final */
+  int w2 = fake_get(&fk.n_watch), d2 = fake_get(&fk.n_describe);
+  diag("%s: %d Watches and %d DescribeConfigs until the fallback, %d and "
+       "%d over 3 refreshes", c->what, w1 - w0, d1 - d0, w2 - w1, d2 - d1);
+  ok(w1 - w0 <= c->before, "%s: at most %d Watches until the fallback "
+     "(%d)", c->what, c->before, w1 - w0);
+  ok(w2 - w1 <= 3, "%s: at most one Watch per fetch after it (%d for 3)",
+     c->what, w2 - w1);
+  is_int(s.n_change, 1, "%s: one CHANGE event (the first fetch)", c->what);
+  is_int(s.n_error, 0, "%s: no ERROR event", c->what);
+}
+
+/* (f) The bounds, from lib/agent/agent.c (watch_record_locked()): each
+ * odd answer is one strike and DC_AGENT_WATCH_STRIKES of them end
+ * watching ("failures" counts them; after a truncated answer or a closed
+ * connection the agent fetches before each next Watch); a "changed" with
+ * nothing new is a strike only from the second in a row, and not at all
+ * as the answer to the connection's first Watch (on -1: it asks the
+ * version), so it takes two Watches more ("changes" counts them all); an
+ * error answer ends watching
+ * at once ("refusals"). After the fallback a fetch may lead to one Watch:
+ * strikes are reset only by a Watch that ends normally, so its odd answer
+ * ends watching again. */
+static void test_watch_all(void) {
+  const int k = DC_AGENT_WATCH_STRIKES;
+  const watch_case_t cases[] = {
+      {"Watch unchanged at once", FKW_EARLY, "failures", k},
+      {"Watch changed to the same version", FKW_SAME, "failures", k},
+      {"Watch changed with nothing new", FKW_HOLLOW, "changes", k + 2},
+      {"Watch answer truncated", FKW_GARBAGE, "failures", k},
+      {"Watch connection closed", FKW_CLOSE, "failures", k},
+      {"Watch refused", FKW_REFUSE, "refusals", 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    test_watch(&cases[i]);
+  fake_mode(FK_NORMAL, FKV_ALL);
+}
+
 int main(void) {
   if (fake_start()) {
     ok(0, "fake broker starts: %s", strerror(errno));
@@ -772,6 +959,10 @@ int main(void) {
                "unknown resource type");
   test_huge_value();
   test_versions();
+  /* Every agent so far had a server that does not list Watch. */
+  is_int(fake_get(&fk.n_watch), 0,
+         "no Watch sent to a server that does not list it");
+  test_watch_all();
   int nd = 0;
   pthread_mutex_lock(&fk.lock);
   nd = fk.n_describe;

@@ -12,7 +12,12 @@
  *     and fetches; the fetch applies nothing twice, and watching resumes;
  *   - dynconfd restarted on its port: the agent reconnects by itself and
  *     an alter made after the restart arrives, with no refresh asked;
- *   - dynconf.watch=false: the agent never watches.
+ *   - dynconf.watch=false: the agent never watches;
+ *   - the agents report (ClientReport): dynconfd's fleet view shows a
+ *     producer up to date with what it runs, a consumer whose own
+ *     heartbeat.interval.ms makes it reject a session.timeout.ms as
+ *     rejected with the reason, then up to date after a value it takes,
+ *     and a destroyed agent as silent.
  * A server that does not list Watch, and servers that answer it wrongly,
  * are test_agent_hostile's; the requests on the wire, test_agent_wire's.
  *
@@ -216,6 +221,9 @@ static void test_fleet(int port) {
     dynconf_destroy(dcs[i]);
 }
 
+static bool wait_fleet(int port, const char *client, int want, bool conn,
+                       au_fleet_client_t *out);
+
 /* ---- 4: dynconfd restarts under a parked Watch ---------------------------- */
 
 static void test_restart(void) {
@@ -245,6 +253,9 @@ static void test_restart(void) {
     dynconf_destroy(dc);
     return;
   }
+  au_fleet_client_t f;
+  ok(wait_fleet(port, "w-restart", DC_FLEET_UP_TO_DATE, true, &f),
+     "restart: the agent reconnects and reports to the new dynconfd");
   is_int(au_alter(port, "w-restart", "acks=-1"), 0,
          "restart: acks=-1 set after the restart");
   ok(wait_change(dc, &r, 2), "restart: the change arrives, no refresh asked");
@@ -281,6 +292,75 @@ static void test_off(int port) {
   dynconf_destroy(dc);
 }
 
+/* ---- 6: reporting back ---------------------------------------------------- */
+
+/* Polls dynconfd's fleet view until client's one entry has state want
+ * (and connected == conn); a copy in *out. */
+static bool wait_fleet(int port, const char *client, int want, bool conn,
+                       au_fleet_client_t *out) {
+  char bs[64], err[256];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+  dc_kclient_t *kc = dc_kclient_new("fleet-reader");
+  bool got = false;
+  if (kc && !dc_kclient_connect(kc, bs, 10000, err, sizeof(err))) {
+    int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+    do {
+      int n = au_fleet(kc, client, NULL, out, 1);
+      got = n == 1 && out->state == want && out->connected == conn;
+      if (!got)
+        dc_tu_sleep_ms(20);
+    } while (!got && dc_tu_now_ms() < deadline);
+    if (!got)
+      diag("  fleet: %s state %d connected %d, want %d %d", client,
+           out->state, out->connected, want, conn);
+  }
+  dc_kclient_destroy(kc);
+  return got;
+}
+
+static void test_report(int port) {
+  au_rec_t r, rc;
+  au_fleet_client_t f;
+  dynconf_t *p = agent(port, "w-rep", &r, NULL);
+  char bs[64];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+  rd_kafka_conf_t *app = au_app_conf(bs, "w-rej", "group.id", "g",
+                                     "heartbeat.interval.ms", "8000", NULL);
+  memset(&rc, 0, sizeof(rc));
+  rc.poller = pthread_self();
+  dynconf_t *c = au_agent_new_with(
+      RD_KAFKA_CONSUMER, app, port, au_on_change, au_on_log, &rc,
+      "dynconf.refresh.interval.ms", "3600000", "dynconf.startup.required",
+      "true", NULL);
+  rd_kafka_conf_destroy(app);
+  if (!ok(p && c, "report: a producer and a consumer agent")) {
+    dynconf_destroy(p);
+    dynconf_destroy(c);
+    return;
+  }
+  ok(wait_fleet(port, "w-rep", DC_FLEET_UP_TO_DATE, true, &f),
+     "report: the producer is up to date in dynconfd's fleet view");
+  ok(!strcmp(f.kind, "producer") && !strncmp(f.app, "librdkafka/", 11) &&
+         !strncmp(f.agent, "dynconf-agent/", 14) && strlen(f.instance) == 32,
+     "report:   as a producer on %s, %s, instance %s", f.app, f.agent,
+     f.instance);
+  is_int(au_alter(port, "w-rej", "session.timeout.ms=7000"), 0,
+         "report: session.timeout.ms=7000 for w-rej (heartbeat 8000)");
+  ok(wait_fleet(port, "w-rej", DC_FLEET_REJECTED, true, &f),
+     "report: the consumer is shown rejecting it");
+  ok(strstr(f.reason, "heartbeat.interval.ms") && !strcmp(f.kind, "consumer"),
+     "report:   with the reason: %s", f.reason);
+  is_int(au_alter(port, "w-rej", "session.timeout.ms=30000"), 0,
+         "report: session.timeout.ms=30000 for w-rej");
+  ok(wait_fleet(port, "w-rej", DC_FLEET_UP_TO_DATE, true, &f) &&
+         f.generation == dynconf_generation(c),
+     "report: then up to date, at its generation %lld", (long long)f.generation);
+  dynconf_destroy(p);
+  ok(wait_fleet(port, "w-rep", DC_FLEET_SILENT, false, &f),
+     "report: a destroyed agent is shown silent (gone)");
+  dynconf_destroy(c);
+}
+
 int main(void) {
   char dir[256], errstr[512];
   if (au_scratch(dir, sizeof(dir), g_data, sizeof(g_data), g_log,
@@ -293,6 +373,7 @@ int main(void) {
     test_who_wakes(d.port);
     test_fleet(d.port);
     test_off(d.port);
+    test_report(d.port);
     is_int(dc_tu_daemon_stop(&d), 0, "dynconfd stops cleanly");
   } else {
     diag("%s", errstr);

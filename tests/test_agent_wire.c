@@ -8,7 +8,8 @@
  *     latter at the highest version both sides speak, for resource type 9
  *     named by the client id, all on one connection kept across refreshes;
  *     with dynconf.watch=true also Watch v0 for the client id, bounded by
- *     the refresh interval, known version -1 only the first time;
+ *     the refresh interval, known version -1 only the first time; and one
+ *     ClientReport (the version from the Watch answer, or -1 polling);
  *   - a server without DescribeConfigs (librdkafka's mock cluster): the
  *     first fetch concludes UNSUPPORTED from the ApiVersions answer, fail-open
  *     and fail-closed, long before the start-up timeout;
@@ -58,8 +59,10 @@ typedef struct wp_req {
   int resource_type;     /* ... of its first resource */
   char resource_name[128];
   char software[64];     /* ApiVersions v3 client_software_name */
-  int64_t watch_known;   /* Watch: known_version */
+  int64_t watch_known;   /* Watch: known_version; ClientReport: version */
   int32_t watch_timeout; /* Watch: timeout_ms */
+  int report_outcome;    /* ClientReport */
+  char instance[40], kind[16], library[40]; /* ClientReport */
 } wp_req_t;
 
 typedef struct wproxy {
@@ -110,6 +113,17 @@ static void wp_log_request(void *opaque, int conn, int seq, const uint8_t *p,
         snprintf(r.resource_name, sizeof(r.resource_name), "%s", q.client_id);
         r.watch_known = q.known_version;
         r.watch_timeout = q.timeout_ms;
+      }
+    } else if (h.api_key == DC_API_CLIENT_REPORT) {
+      dc_client_report_req_t q;
+      if (!dc_client_report_req_decode(&rd, h.api_version, &q)) {
+        r.body_ok = true;
+        snprintf(r.resource_name, sizeof(r.resource_name), "%s", q.client_id);
+        snprintf(r.instance, sizeof(r.instance), "%s", q.instance_id);
+        snprintf(r.kind, sizeof(r.kind), "%s", q.kind);
+        snprintf(r.library, sizeof(r.library), "%s", q.client_library);
+        r.watch_known = q.version;
+        r.report_outcome = q.outcome;
       }
     } else if (h.api_key == DC_API_API_VERSIONS) {
       dc_apiversions_req_t q;
@@ -381,6 +395,25 @@ static void wire_watch(const wp_req_t *q, int i, const char *cid, int *n_watch,
   (*n_watch)++;
 }
 
+/* Counts a ClientReport of the wire log; diag()s a wrong one. A watching
+ * agent names the version (from a Watch answer), a polling one -1. */
+static void wire_report(const wp_req_t *q, int i, const char *cid, bool watch,
+                        int *n_report, int *n_bad) {
+  bool good = q->body_ok && q->version == 0 && !strcmp(q->resource_name, cid) &&
+              strlen(q->instance) == 32 && !strcmp(q->kind, "producer") &&
+              !strncmp(q->library, "librdkafka/", 11) &&
+              q->report_outcome == DC_OUTCOME_APPLIED &&
+              (watch ? q->watch_known >= 0 : q->watch_known == -1);
+  if (!good) {
+    (*n_bad)++;
+    diag("  ClientReport %d: v%d decoded=%d client '%s' instance '%s' kind "
+         "'%s' library '%s' outcome %d version %lld", i, q->version,
+         q->body_ok, q->resource_name, q->instance, q->kind, q->library,
+         q->report_outcome, (long long)q->watch_known);
+  }
+  (*n_report)++;
+}
+
 /* watch: the agent may use dynconfd's Watch between its fetches. */
 static void test_wire(bool watch) {
   dc_tu_daemon_t d;
@@ -428,7 +461,7 @@ static void test_wire(bool watch) {
   int n;
   wp_req_t *log = wp_log_copy(&wp, 0, &n);
   int n_av = 0, n_dc = 0, n_other = 0, n_bad_dc = 0, n_wrong_conn = 0;
-  int n_watch = 0, n_bad_watch = 0;
+  int n_watch = 0, n_bad_watch = 0, n_report = 0, n_bad_report = 0;
   int16_t av_version = -1;
   for (int i = 0; log && i < n; i++) {
     const wp_req_t *q = &log[i];
@@ -443,6 +476,10 @@ static void test_wire(bool watch) {
     }
     if (watch && q->key == DC_API_WATCH) {
       wire_watch(q, i, cid, &n_watch, &n_bad_watch);
+      continue;
+    }
+    if (q->key == DC_API_CLIENT_REPORT) {
+      wire_report(q, i, cid, watch, &n_report, &n_bad_report);
       continue;
     }
     if (q->key != DC_API_DESCRIBE_CONFIGS) {
@@ -465,9 +502,14 @@ static void test_wire(bool watch) {
        "DescribeConfigs (v%d), %d other", n, n_av, av_version,
        log && n ? log[0].software : "", n_dc, n && log ? log[n - 1].version : -1,
        n_other);
-  is_int(n_other, 0, "wire: no API key but ApiVersions, DescribeConfigs%s "
-                     "(no Metadata, no other admin request)",
+  is_int(n_other, 0, "wire: no API key but ApiVersions, DescribeConfigs, "
+                     "ClientReport%s (no Metadata, no other admin request)",
          watch ? " and Watch" : "");
+  is_int(n_report, 1, "wire: one ClientReport (the configuration did not "
+                      "change again)");
+  is_int(n_bad_report, 0, "wire: it names '%s', a 32-digit instance, a "
+         "producer on librdkafka, applied, %s", cid,
+         watch ? "the version its Watch answer named" : "version -1");
   if (watch) {
     ok(n_watch >= 1, "wire: the agent watches between fetches (%d Watch "
        "requests)", n_watch);

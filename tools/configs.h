@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dynconf-configs internals, shared by its four files, each calling only
+ * dynconf-configs internals, shared by its files, each calling only
  * the ones below it:
  *   configs_main.c      option parsing, entity resolution, main()
+ *   configs_fleet.c     --describe-fleet and --alter --wait
  *   configs_security.c  --command-config and --reload-keystore
  *   configs_requests.c  connecting, the request/response plumbing every
  *                       command shares, --describe and --alter
@@ -23,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+/* EXIT_FAIL is also --wait's "a client rejected the change"; 3 is its
+ * time-out. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_WAIT_TIMEOUT = 3 };
 enum { ENT_NONE = 0, ENT_CLIENTS, ENT_BROKERS, ENT_USERS };
 
 #define PROG "dynconf-configs"
@@ -43,7 +46,8 @@ typedef struct opts {
   char wire_name[DC_ENTITY_ENC_NAME_SIZE];
   bool entity_default;
   bool describe, alter, all, dry_run, json;
-  int timeout_ms;
+  bool describe_fleet, wait; /* --describe-fleet, --alter --wait */
+  int timeout_ms;            /* 0 until main() applies the default */
   /* Security and the keystore reload command (strings point into argv or
    * into `arena`). */
   const char *command_config;
@@ -140,5 +144,18 @@ int cli_load_command_config(opts_t *o, const char *path);
 /* --reload-keystore: ReloadSecurity (dynconf's API key 20000). One line
  * per listener; EXIT_FAIL when any listener (or the request) failed. */
 int cli_reload(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+
+/* ---- configs_fleet.c -------------------------------------------------- */
+/* DescribeFleet (dynconf's API key 20003), used by main(). */
+
+/* --describe-fleet: the clients of the entity (o->entity_type ENT_NONE:
+ * all) grouped by rollout state, or as JSON; exit status. */
+int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+/* --alter --wait: refuses before altering a server without DescribeFleet;
+ * alters; waits until the server shows the change, then until every
+ * connected client of the entity that reports has applied it (EXIT_OK),
+ * one rejected it (EXIT_FAIL) or the deadline passed (EXIT_WAIT_TIMEOUT),
+ * saying who. */
+int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 
 #endif

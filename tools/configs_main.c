@@ -7,12 +7,16 @@
  *   dynconf-configs --bootstrap-server H:P --entity-type clients \
  *       --entity-default --alter --add-config 'session.timeout.ms=30000'
  *
+ *   dynconf-configs --bootstrap-server H:P --describe-fleet [--json]
+ *
  * Talks the Kafka wire protocol through lib/common/kclient (sockets) and
  * lib/codec (encoding). Exit status: 0 success, 1 the server refused or
- * could not be reached, 2 usage error.
+ * could not be reached (or, with --wait, a client rejected the change),
+ * 2 usage error, 3 --wait timed out.
  *
  * This file: option parsing, entity resolution and main(). The requests
- * are in configs_requests.c, --command-config and --reload-keystore in
+ * are in configs_requests.c, --describe-fleet and --wait in
+ * configs_fleet.c, --command-config and --reload-keystore in
  * configs_security.c, the shared output and error helpers in
  * configs_util.c (see configs.h).
  */
@@ -153,7 +157,11 @@ static void print_help(void) {
       "Usage: " PROG " --bootstrap-server HOST:PORT[,HOST:PORT]\n"
       "         --entity-type clients|users|brokers (--entity-name NAME | --entity-default)\n"
       "         [--entity-type clients --entity-name CLIENT_ID]  (after users)\n"
-      "         (--describe [--all] | --alter CHANGES [--dry-run])\n"
+      "         (--describe [--all] | --alter CHANGES [--dry-run | --wait])\n"
+      "         [--json] [--timeout-ms N] [--command-config FILE]\n"
+      "       " PROG " --bootstrap-server HOST:PORT --describe-fleet\n"
+      "         [--entity-type clients|users (--entity-name NAME | --entity-default)]\n"
+      "         [--entity-type clients --entity-name CLIENT_ID]  (after users)\n"
       "         [--json] [--timeout-ms N] [--command-config FILE]\n"
       "       " PROG " --bootstrap-server HOST:PORT --reload-keystore\n"
       "         [--listener NAME] [--command-config FILE]\n"
@@ -179,8 +187,19 @@ static void print_help(void) {
       "  --append-config 'k=v'    add items to a list key\n"
       "  --subtract-config 'k=v'  remove items from a list key\n"
       "  --dry-run                validate on the server, change nothing\n"
+      "  --wait                   with --alter: then wait until every connected\n"
+      "                           client of the entity that reports to the\n"
+      "                           server has applied the change (exit 0), one\n"
+      "                           rejected it (exit 1) or --timeout-ms passed\n"
+      "                           (exit 3), saying who\n"
+      "  --describe-fleet         the clients the server knows, grouped by\n"
+      "                           whether they run the configuration that\n"
+      "                           resolves for them now (up to date, behind,\n"
+      "                           rejected, silent); the entity, if given,\n"
+      "                           narrows the list to a client-id or a user\n"
       "  --json                   machine-readable output\n"
-      "  --timeout-ms N           give up after N ms (default 10000)\n"
+      "  --timeout-ms N           give up after N ms (default 10000; with\n"
+      "                           --wait 30000, the wait included)\n"
       "  --command-config FILE    connection properties, one KEY=VALUE a line:\n"
       "                           security.protocol (PLAINTEXT, SSL,\n"
       "                           SASL_PLAINTEXT, SASL_SSL), ssl.ca.location\n"
@@ -203,7 +222,8 @@ static void print_help(void) {
       "  --listener NAME          with --reload-keystore: only this listener\n"
       "  --help, --version\n"
       "\n"
-      "Exit status: 0 success, 1 server error or unreachable, 2 usage error.\n"
+      "Exit status: 0 success, 1 server error or unreachable (with --wait: or\n"
+      "a client rejected the change), 2 usage error, 3 --wait timed out.\n"
       "\n"
       "Examples:\n"
       "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
@@ -215,14 +235,17 @@ static void print_help(void) {
       "      --entity-name app-1 --describe --all\n"
       "  " PROG " --bootstrap-server localhost:9092 --entity-type users \\\n"
       "      --entity-name alice --entity-type clients --entity-name app-1 \\\n"
-      "      --alter --add-config acks=all\n");
+      "      --alter --add-config acks=all\n"
+      "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
+      "      --entity-default --alter --add-config linger.ms=20 --wait\n"
+      "  " PROG " --bootstrap-server localhost:9092 --describe-fleet\n");
 }
 
 enum {
   O_BOOTSTRAP = 256, O_ENTITY_TYPE, O_ENTITY_NAME, O_ENTITY_DEFAULT,
   O_DESCRIBE, O_ALL, O_ALTER, O_ADD, O_DELETE, O_APPEND, O_SUBTRACT,
   O_DRY_RUN, O_JSON, O_TIMEOUT, O_HELP, O_VERSION,
-  O_COMMAND_CONFIG, O_RELOAD_KEYSTORE, O_LISTENER
+  O_COMMAND_CONFIG, O_RELOAD_KEYSTORE, O_LISTENER, O_DESCRIBE_FLEET, O_WAIT
 };
 
 /* ---- entity resolution ------------------------------------------------ */
@@ -377,6 +400,8 @@ static const struct option longopts[] = {
     {"command-config", required_argument, NULL, O_COMMAND_CONFIG},
     {"reload-keystore", no_argument, NULL, O_RELOAD_KEYSTORE},
     {"listener", required_argument, NULL, O_LISTENER},
+    {"describe-fleet", no_argument, NULL, O_DESCRIBE_FLEET},
+    {"wait", no_argument, NULL, O_WAIT},
     {NULL, 0, NULL, 0}};
 
 /* --entity-type: records one of up to two types, in order (paired with
@@ -453,6 +478,12 @@ static bool set_plain_option(opts_t *o, int c, char *arg) {
   case O_RELOAD_KEYSTORE:
     o->reload = true;
     return true;
+  case O_DESCRIBE_FLEET:
+    o->describe_fleet = true;
+    return true;
+  case O_WAIT:
+    o->wait = true;
+    return true;
   }
   return false;
 }
@@ -518,12 +549,54 @@ static int apply_option(opts_t *o, int c, char *arg, char **argv) {
 static int check_reload_alone(const opts_t *o) {
   if (o->describe || o->alter || o->entity_type != ENT_NONE ||
       o->entity_name || o->entity_default || o->n_ops || o->all ||
-      o->dry_run) {
+      o->dry_run || o->describe_fleet || o->wait) {
     cli_usage_error("--reload-keystore is a command of its own: no "
-                    "--describe, --alter or --entity-* with it");
+                    "--describe, --alter, --describe-fleet or --entity-* "
+                    "with it");
     return EXIT_USAGE;
   }
   return -1;
+}
+
+/* --describe-fleet is a command of its own; an entity, optional, narrows
+ * the list to a client-id, a user-principal, or both. Resolves it. -1, or
+ * EXIT_USAGE after a usage error. */
+static int check_describe_fleet(opts_t *o) {
+  if (o->describe || o->alter || o->all || o->dry_run || o->n_ops ||
+      o->wait) {
+    cli_usage_error("--describe-fleet is a command of its own: no "
+                    "--describe, --alter, --all, --dry-run, --wait or "
+                    "config changes with it");
+    return EXIT_USAGE;
+  }
+  if (!o->n_types && !o->n_names && !o->entity_default)
+    return -1; /* every client */
+  if (resolve_entities(o))
+    return EXIT_USAGE;
+  if (o->entity_type == ENT_BROKERS) {
+    cli_usage_error("--describe-fleet lists clients: --entity-type clients "
+                    "or users, not brokers");
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
+/* --wait follows a change to client configs until the clients run it.
+ * -1, or EXIT_USAGE after a usage error. */
+static int check_wait(const opts_t *o) {
+  const char *why =
+      !o->alter ? "--wait goes with --alter"
+      : o->dry_run ? "--wait follows a change, and --dry-run makes none"
+      : o->entity_type == ENT_BROKERS
+          ? "--wait follows clients applying a change; broker configs are "
+            "not served to clients"
+      : o->json ? "--wait reports in text (its exit status says how the "
+                  "rollout ended); drop --json"
+                : NULL;
+  if (!why)
+    return -1;
+  cli_usage_error("%s", why);
+  return EXIT_USAGE;
 }
 
 /* Cross-option rules, in the order an operator would fix them; resolves
@@ -540,8 +613,11 @@ static int check_option_rules(opts_t *o) {
     cli_usage_error("--listener goes with --reload-keystore");
     return EXIT_USAGE;
   }
+  if (o->describe_fleet)
+    return check_describe_fleet(o);
   if (o->describe == o->alter) {
-    cli_usage_error("exactly one of --describe or --alter is required");
+    cli_usage_error("exactly one of --describe, --alter or "
+                    "--describe-fleet is required");
     return EXIT_USAGE;
   }
   if (resolve_entities(o))
@@ -560,7 +636,7 @@ static int check_option_rules(opts_t *o) {
                     "--append-config or --subtract-config");
     return EXIT_USAGE;
   }
-  return -1;
+  return o->wait ? check_wait(o) : -1;
 }
 
 /* Returns -1 to continue, or an exit status. */
@@ -580,13 +656,15 @@ static int parse_args(opts_t *o, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  opts_t o = {.timeout_ms = 10000};
+  opts_t o = {.timeout_ms = 0};
   dc_arena_init(&o.arena);
   dc_kclient_t *kc = NULL;
   int rc = parse_args(&o, argc, argv);
   if (rc >= 0)
     goto out;
 
+  if (!o.timeout_ms) /* a wait takes longer than one request */
+    o.timeout_ms = o.wait ? 30000 : 10000;
   rc = EXIT_FAIL;
   int64_t deadline = dc_mono_ms() + o.timeout_ms;
   kc = dc_kclient_new(PROG);
@@ -597,9 +675,11 @@ int main(int argc, char **argv) {
   rc = cli_connect(&o, kc, deadline);
   if (rc >= 0)
     goto out;
-  rc = o.reload     ? cli_reload(&o, kc, deadline)
-       : o.describe ? cli_describe(&o, kc, deadline)
-                    : cli_alter(&o, kc, deadline);
+  rc = o.reload           ? cli_reload(&o, kc, deadline)
+       : o.describe_fleet ? cli_describe_fleet(&o, kc, deadline)
+       : o.describe       ? cli_describe(&o, kc, deadline)
+       : o.wait           ? cli_alter_wait(&o, kc, deadline)
+                          : cli_alter(&o, kc, deadline);
 out:
   dc_kclient_destroy(kc);
   free(o.ops);

@@ -58,6 +58,7 @@ typedef struct settings {
   bool allow_unknown;
   int64_t max_req_resources, max_req_configs, max_entity_configs,
       max_req_writes, max_entities, max_response;
+  int64_t fleet_retention_ms; /* fleet.retention.ms */
   dc_server_opts_t srv;
   bool verbose;
   /* The store: "sqlite" (default) or "kafka" and the latter's settings. */
@@ -189,7 +190,9 @@ static void usage_limits(FILE *f) {
 "                            4194304); results past it get an error\n"
 "  --max-buffered-bytes N    input and output buffered for all connections\n"
 "                            together (default 268435456); above it the\n"
-"                            connections holding the most are closed\n", f);
+"                            connections holding the most are closed\n"
+"  --fleet-retention-ms N    how long an agent that disconnected stays in the\n"
+"                            fleet view (default 3600000)\n", f);
 }
 
 /* --help: the modes that run once, and the exit status. */
@@ -497,6 +500,9 @@ static bool apply_limit_setting(settings_t *st, const char *key,
     return parse_num(key, val, 1, INT64_MAX / 2, &st->max_entities);
   if (!strcmp(key, "max.request.writes"))
     return parse_num(key, val, 3000, 100000000, &st->max_req_writes);
+  if (!strcmp(key, "fleet.retention.ms"))
+    return parse_num(key, val, 0, INT64_C(86400000) * 30,
+                     &st->fleet_retention_ms);
   if (!strcmp(key, "max.response.bytes"))
     return parse_num(key, val, 65536, 1024 * 1024 * 1024, &st->max_response);
   if (!strcmp(key, "max.buffered.bytes")) {
@@ -1126,6 +1132,7 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->max_request_writes = (int32_t)st->max_req_writes;
   bo->max_entities = st->max_entities;
   bo->max_response_size = (size_t)st->max_response;
+  bo->fleet_retention_ms = st->fleet_retention_ms;
   bo->n_static = N_BROKER_KEYS;
   bo->static_keys = broker_keys;
   bo->static_values = s->values.vals;
@@ -1348,7 +1355,7 @@ enum long_option {
   O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
-  O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES
+  O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION
 };
 
 static const struct option longopts[] = {
@@ -1411,6 +1418,7 @@ static const struct option longopts[] = {
     {"max-request-writes", required_argument, NULL, O_MAXWR},
     {"max-entities", required_argument, NULL, O_MAXENTS},
     {"max-response-bytes", required_argument, NULL, O_MAXRESP},
+    {"fleet-retention-ms", required_argument, NULL, O_FLEET_RETENTION},
     {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -1427,6 +1435,7 @@ static const char *const option_keys[] = {
     [O_STMAX - 256] = "group.max.session.timeout.ms",
     [O_MAXREQ - 256] = "socket.request.max.bytes",
     [O_IDLE - 256] = "connections.max.idle.ms",
+    [O_FLEET_RETENTION - 256] = "fleet.retention.ms",
     [O_REAUTH - 256] = "connections.max.reauth.ms",
     [O_MAXCONN - 256] = "max.connections",
     [O_LISTENERS - 256] = "listeners",
@@ -1487,6 +1496,7 @@ static void cmdline_init(cmdline_t *cl) {
              .max_req_writes = DC_DEFAULT_MAX_REQUEST_WRITES,
              .max_entities = DC_DEFAULT_MAX_ENTITIES,
              .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
+             .fleet_retention_ms = 3600000,
              .store_timeout_ms = 10000,
              .store_session_ms = DC_KAFKA_STORE_SESSION_MS,
              .oauth_skew_s = 30},

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /* ---- error events -------------------------------------------------------- */
@@ -151,6 +152,7 @@ static void judged_free(judged_t *j) {
 static void publish_locked(dynconf_t *dc, judged_t *j) {
   dynconf_event_t *ev = j->ev;
   dc->generation = ev->generation;
+  dc_agent_report_state_locked(dc, ev);
   for (size_t i = 0; i < ev->n; i++) {
     const dc_event_entry_t *e = &ev->entries[i];
     dc_agent_log_locked(
@@ -262,7 +264,7 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   dc->next_fetch_ms = now + jittered(dc, backoff);
 }
 
-static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
+static dc_fetch_res_t fetch_and_record(dynconf_t *dc, int timeout_ms) {
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   char errstr[512] = "";
@@ -285,12 +287,14 @@ static void fetch_and_record(dynconf_t *dc, int timeout_ms) {
   /* What record() did not take, or handed back, is freed unlocked. */
   dc_fetched_set_free(&set);
   judged_free(&j);
+  return r;
 }
 
 /* The fallback to polling, logged once until a watch works again. */
+/* The strikes stay: only a watch that ends normally clears them, so after
+ * the next fetch one more odd answer ends watching again. */
 static void watch_fallback_locked(dynconf_t *dc, const char *why) {
   dc->conn.watch_off = true;
-  dc->conn.watch_strikes = 0;
   dc_agent_log_locked(dc, dc->conn.watch_noted ? 7 : 4, "WATCH",
                       "%s; polling until the next fetch in %lld ms", why,
                       (long long)(dc->next_fetch_ms - dc_mono_ms()));
@@ -308,21 +312,23 @@ static bool watch_strike_locked(dynconf_t *dc, const char *why) {
   return false;
 }
 
-/* What a Watch that was not interrupted brought. Caller holds lock. */
+/* What a Watch on version asked that was not interrupted brought.
+ * Caller holds lock. */
 static void watch_record_locked(dynconf_t *dc, dc_watch_res_t r,
-                                dc_fetched_set_t *set, judged_t *j,
-                                const char *errstr) {
+                                int64_t asked, dc_fetched_set_t *set,
+                                judged_t *j, const char *errstr) {
   dc_agent_conn_t *c = &dc->conn;
   switch (r) {
   case WATCH_CHANGED:
     dc->n_watch_changed++;
     dc->watched_version = c->watch_version;
-    /* Nothing new (the first watch, or one after a fetch that brought
-     * the change) is once normal, not twice in a row. */
+    /* Nothing new is the answer to a Watch on -1 (a connection's first:
+     * it asks the version), and once after a fetch that brought the
+     * change; not twice in a row. */
     if (j->rc || j->ev) {
       c->watch_hollow = c->watch_strikes = 0;
       c->watch_noted = false;
-    } else if (c->watch_hollow++) {
+    } else if (asked >= 0 && c->watch_hollow++) {
       watch_strike_locked(dc, "the server woke the agent's Watch with "
                               "nothing new twice in a row");
     }
@@ -349,10 +355,11 @@ static void watch_record_locked(dynconf_t *dc, dc_watch_res_t r,
 
 /* Waits up to wait_ms for a change with the server's Watch. The caller
  * has set dc->watching, so dynconf_refresh_now() interrupts the wait. */
-static void watch_and_record(dynconf_t *dc, int wait_ms) {
+static dc_watch_res_t watch_and_record(dynconf_t *dc, int wait_ms) {
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   char errstr[512] = "";
+  int64_t asked = dc->conn.watch_version;
   dc_watch_res_t r = dc_agent_watch(dc, wait_ms, &set, &err, errstr,
                                     sizeof(errstr));
   judged_t j = {0};
@@ -362,10 +369,21 @@ static void watch_and_record(dynconf_t *dc, int wait_ms) {
   /* An interrupted watch is no fault of the server's. */
   bool interrupted = dc->stop || (r == WATCH_FAILED && dc->refresh_requested);
   if (!interrupted || r == WATCH_CHANGED)
-    watch_record_locked(dc, r, &set, &j, errstr);
+    watch_record_locked(dc, r, asked, &set, &j, errstr);
   pthread_mutex_unlock(&dc->lock);
   dc_fetched_set_free(&set);
   judged_free(&j);
+  return r;
+}
+
+/* Reports to the server; a connection lost doing so is replaced at once
+ * (a change may come meanwhile). Agent thread, lock not held. */
+static void report(dynconf_t *dc, int64_t version) {
+  if (dc_agent_report(dc, version))
+    return;
+  pthread_mutex_lock(&dc->lock);
+  dc->next_fetch_ms = dc_mono_ms();
+  pthread_mutex_unlock(&dc->lock);
 }
 
 /* Whether the wait for the next fetch is spent in a Watch: wanted, the
@@ -395,7 +413,8 @@ static void *agent_thread(void *arg) {
       if (at - now >= DC_AGENT_WATCH_MIN_MS && watch_wanted(dc)) {
         dc->watching = true;
         pthread_mutex_unlock(&dc->lock);
-        watch_and_record(dc, (int)(at - now));
+        if (watch_and_record(dc, (int)(at - now)) == WATCH_CHANGED)
+          report(dc, dc->conn.watch_version); /* exact: from the answer */
         pthread_mutex_lock(&dc->lock);
         dc->watching = false;
         if (!dc->stop)
@@ -409,11 +428,28 @@ static void *agent_thread(void *arg) {
     }
     dc->refresh_requested = false;
     pthread_mutex_unlock(&dc->lock);
-    fetch_and_record(dc, dc->conf.request_timeout_ms);
+    /* A watching agent reports from its next Watch answer, which names
+     * the version; one that cannot watch reports what it was served. */
+    if (fetch_and_record(dc, dc->conf.request_timeout_ms) == FETCH_OK &&
+        !(dc->conf.watch && dc_agent_watch_offered(dc)))
+      report(dc, -1);
     pthread_mutex_lock(&dc->lock);
   }
   pthread_mutex_unlock(&dc->lock);
   return NULL;
+}
+
+/* 128 random bits in hex: the agent's name in the server's fleet view,
+ * the same across its reconnects. */
+static void instance_id_make(char *out, size_t size) {
+  uint8_t r[16];
+  if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+    uint64_t x = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32);
+    for (size_t i = 0; i < sizeof(r); i++, x = x * 6364136223846793005ull + 1)
+      r[i] = (uint8_t)(x >> 56);
+  }
+  for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < size; i++)
+    snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -474,6 +510,8 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   dc->type = type;
   dc->started_ms = dc_wall_ms();
   dc->watched_version = -1;
+  instance_id_make(dc->instance_id, sizeof(dc->instance_id));
+  /* dc->report starts "applied", nothing to say: the calloc's zeros. */
   dc->rng = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
   if (!dc->rng)
     dc->rng = 88172645463325252ull;

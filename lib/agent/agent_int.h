@@ -295,14 +295,26 @@ typedef struct dc_agent_conn {
   char sec_err[512];  /* why they could not be used ("" = they could) */
   size_t next_entry;  /* bootstrap entry the next connect starts with */
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
-  /* Watch (watch.c). Versions name a configuration on every server, so
-   * watch_version outlives connections. */
-  int64_t watch_version; /* of the last Watch answer; -1 = none yet */
+  /* Watch (watch.c). */
+  int64_t watch_version; /* of the last Watch answer on this connection;
+                            -1 = none yet */
   int watch_strikes;     /* odd answers since the last good one */
   int watch_hollow;      /* "changed" answers in a row with nothing new */
   bool watch_off;        /* poll until the next fetch */
   bool watch_noted;      /* the fallback to polling was logged */
+  /* ClientReport (report.c): what this connection was told last. */
+  uint64_t conn_seq;     /* connections made so far */
+  uint64_t report_conn;  /* conn_seq of the last report; 0 = none */
+  int64_t report_version, report_generation;
+  int8_t report_outcome;
+  bool report_noted;     /* a failed report was logged */
 } dc_agent_conn_t;
+
+/* What the agent did with the last change set, for its reports. */
+typedef struct dc_agent_report_state {
+  int8_t outcome;    /* DC_OUTCOME_* (codec/proto.h) */
+  char reason[1024]; /* the keys rejected, pinned or ignored, and why */
+} dc_agent_report_state_t;
 
 /* OAUTHBEARER tokens the application hands over through its refresh
  * callback (oauth.c). Under dc->lock. */
@@ -363,6 +375,8 @@ struct dynconf_s {
   char server[300];      /* host:port of the last answer ("" = none yet) */
   int server_version;    /* its DescribeConfigs version; -1 = none yet */
   dynconf_event_t *last_rejected; /* copy of the last rejected change set */
+  dc_agent_report_state_t report;
+  char instance_id[33]; /* random hex, fixed for the agent's life */
   uint64_t rng;
   dc_certwatch_t cw; /* see the comments in its type */
 };
@@ -485,6 +499,16 @@ bool dc_agent_watch_offered(const dynconf_t *dc);
 dc_watch_res_t dc_agent_watch(dynconf_t *dc, int wait_ms,
                               dc_fetched_set_t *out, dynconf_err_t *errp,
                               char *errstr, size_t errstr_size);
+
+/* ---- report.c: telling the server what the agent did ------------------ */
+
+/* Records what ev did, for the next report. Caller holds dc->lock. */
+void dc_agent_report_state_locked(dynconf_t *dc, const dynconf_event_t *ev);
+/* Sends a ClientReport for version (-1 = the one the server served this
+ * connection last) when the server lists it and the report says anything
+ * new on this connection. Failures are logged. false when the connection
+ * was lost doing so. Agent thread. */
+bool dc_agent_report(dynconf_t *dc, int64_t version);
 
 /* ---- oauth.c: tokens from the application ----------------------------- */
 

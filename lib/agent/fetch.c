@@ -145,6 +145,11 @@ static dc_err_t connect_server(dynconf_t *dc, int64_t deadline, char *errstr,
   if (err) {
     c->next_entry++;
     dc_kclient_close(c->kc);
+  } else {
+    /* A new server may not know this agent: the first Watch asks for the
+     * version at once (-1), and the report that follows names it. */
+    c->conn_seq++;
+    c->watch_version = -1;
   }
   return err;
 }

@@ -7,6 +7,16 @@
 #include "broker/metrics.h"
 #include "codec/proto.h"
 
+/* The most agent instances kept; gone ones make room, oldest first. */
+#define DC_FLEET_MAX_CLIENTS 100000
+typedef struct dc_fleet_entry dc_fleet_entry_t;
+typedef struct dc_fleet {
+  dc_fleet_entry_t **buckets; /* owned, with the entries */
+  size_t n_buckets, n;
+  dc_fleet_entry_t *gone_head, *gone_tail; /* connection closed, by age */
+  int64_t retention_ms;                    /* how long gone ones stay */
+} dc_fleet_t;
+
 struct dc_broker {
   dc_broker_opts_t opts;
   char *cluster_id;   /* owned copy */
@@ -30,6 +40,7 @@ struct dc_broker {
   size_t fwd_bytes;             /* requests held by forwards in flight */
   uint64_t forwarded_ok, forwarded_failed;
   dc_metrics_t metrics;
+  dc_fleet_t fleet; /* fleet.c */
 };
 
 /* Everything a handler needs about the request in hand. */
@@ -110,6 +121,17 @@ bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
  * of these, so the broker can tell a forwarded alter from a watch. */
 enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1 };
 
+/* ---- fleet.c: the clients that report, and their rollout state -------- */
+
+void dc_fleet_init(dc_fleet_t *f, int64_t retention_ms);
+void dc_fleet_free(dc_fleet_t *f);
+int dc_handle_client_report(dc_req_t *r);
+int dc_handle_describe_fleet(dc_req_t *r);
+/* Agents per DC_FLEET_* state, as DescribeFleet would list them all. */
+void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]);
+/* A Watch answer of version went out on the connection with slot. */
+void dc_broker_fleet_served(void **slot, int64_t version);
+
 /* ---- watch.c: parked Watch requests ------------------------------------ */
 typedef struct dc_watch dc_watch_t;
 int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size);
@@ -120,6 +142,10 @@ void dc_broker_watch_changed(dc_broker_t *b);
 /* Answers the due watches (woken, or past their timeout). */
 void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque);
+/* The version of the configuration that resolves now for client_id and
+ * principal (as Watch computes it); -1 for a name no entity may have. */
+int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
+                                 const char *principal);
 /* True (and pending freed) when pending is a watch. */
 bool dc_broker_watch_abandon(dc_broker_t *b, void *pending);
 

@@ -23,6 +23,7 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->max_request_writes = DC_DEFAULT_MAX_REQUEST_WRITES;
   o->max_entities = DC_DEFAULT_MAX_ENTITIES;
   o->max_response_size = DC_DEFAULT_MAX_RESPONSE_SIZE;
+  o->fleet_retention_ms = 3600000;
 }
 
 static int load_cb(void *opaque, int8_t type, const char *entity,
@@ -71,6 +72,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     return NULL;
   }
   b->opts = *opts;
+  dc_fleet_init(&b->fleet, opts->fleet_retention_ms);
   b->watch_fd = -1;
   b->watch_armed = -1;
   b->cluster_id = strdup(opts->cluster_id ? opts->cluster_id : "dynconf");
@@ -149,6 +151,15 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
                    (double)b->watches_woken);
   dc_metrics_value(out, "dynconfd_watch_answers_total", "reason", "timeout",
                    (double)b->watches_timed_out);
+  uint64_t fleet[4];
+  static const char *const states[4] = {"up_to_date", "behind", "rejected",
+                                        "silent"};
+  dc_broker_fleet_counts(b, fleet);
+  dc_metrics_head(out, "dynconfd_fleet_clients", "gauge",
+                  "Agents in the fleet view, by rollout state.");
+  for (int i = 0; i < 4; i++)
+    dc_metrics_value(out, "dynconfd_fleet_clients", "state", states[i],
+                     (double)fleet[i]);
   const dc_store_replica_t *reps;
   int32_t writer;
   size_t n = dc_store_replicas(b->store, &reps, &writer);
@@ -175,6 +186,7 @@ void dc_broker_destroy(dc_broker_t *b) {
     return;
   dc_broker_forward_free(b);
   dc_broker_watch_free(b);
+  dc_fleet_free(&b->fleet);
   dc_configdb_destroy(b->db);
   dc_broker_security_free(b);
   free(b->cluster_id);
@@ -200,10 +212,10 @@ static int handle_api_versions(dc_req_t *r) {
   int16_t v = r->hdr->api_version;
   size_t n;
   const dc_api_info_t *all = dc_api_all(&n);
-  dc_api_range_t ranges[16];
+  dc_api_range_t ranges[32]; /* the codec's table fits: checked below */
   dc_apiversions_resp_t resp = {0};
   size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && m < sizeof(ranges) / sizeof(ranges[0]); i++) {
     if (all[i].key == DC_API_JOIN_GROUP && !r->b->gss)
       continue; /* only librdkafka's GSSAPI probe needs it */
     ranges[m].api_key = all[i].key;
@@ -319,6 +331,8 @@ static const struct {
     {DC_API_METADATA, handle_metadata},
     {DC_API_JOIN_GROUP, handle_join_group},
     {DC_API_WATCH, dc_handle_watch},
+    {DC_API_CLIENT_REPORT, dc_handle_client_report},
+    {DC_API_DESCRIBE_FLEET, dc_handle_describe_fleet},
     {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},

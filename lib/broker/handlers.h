@@ -52,6 +52,9 @@ typedef struct dc_broker_opts {
    * it gets INVALID_REQUEST; default 5000 (about 10 ms of writing). */
   int32_t max_request_writes;
   size_t max_response_size;        /* default 4 MiB */
+  /* How long an agent whose connection closed stays in the fleet view;
+   * default 3600000 (one hour). */
+  int64_t fleet_retention_ms;
   /* The server's own settings, served read-only as the BROKER resource.
    * n_static pairs; borrowed, must outlive the broker. */
   size_t n_static;
@@ -144,6 +147,9 @@ void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);
 /* The connection that waits for *pending (dc_conn_info_t.pending) closed:
  * its answer is dropped. */
 void dc_broker_abandon(dc_broker_t *b, void *pending);
+/* The connection whose fleet slot holds entry closed: the agent it
+ * carried is kept as gone (fleet.retention.ms). */
+void dc_broker_fleet_conn_closed(dc_broker_t *b, void *entry);
 
 /* Appends the broker's metrics (requests, alters, security, the store,
  * entities) as Prometheus text. Loop thread. */
@@ -208,6 +214,10 @@ typedef struct dc_conn_info {
    * nothing is deferred). */
   void *token;
   void **pending;
+  /* The connection's place for the fleet entry of the agent reporting on
+   * it (NULL: reports are refused). The caller starts it NULL and calls
+   * dc_broker_fleet_conn_closed() at close when it is not NULL. */
+  void **fleet;
 } dc_conn_info_t;
 
 enum {

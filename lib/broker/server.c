@@ -75,6 +75,7 @@ typedef struct conn {
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
   void *pending;        /* a request answered later (dc_broker_answers):
                            no further request is read until then */
+  void *fleet;          /* the reporting agent's fleet entry (broker's) */
   const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
   size_t buffered;      /* in.cap + out.cap as last counted in the server */
@@ -188,6 +189,8 @@ static void conn_close(dc_server_t *s, conn_t *c) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   if (c->pending)
     dc_broker_abandon(s->broker, c->pending);
+  if (c->fleet)
+    dc_broker_fleet_conn_closed(s->broker, c->fleet);
   if (c->ssl) {
     if (c->tls_ready)
       SSL_shutdown(c->ssl); /* best effort close_notify; never waits */
@@ -616,7 +619,8 @@ static void conn_process(dc_server_t *s, conn_t *c) {
                            .advertised_port = c->listener->adv_port,
                            .auth = &c->auth,
                            .token = c,
-                           .pending = &c->pending};
+                           .pending = &c->pending,
+                           .fleet = &c->fleet};
     why[0] = '\0';
     int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
                              (size_t)size, &s->arena, &c->out, why,

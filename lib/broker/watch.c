@@ -37,6 +37,7 @@ struct dc_watch {
   int kind; /* DC_PENDING_WATCH */
   struct dc_watch *prev, *next;
   void *token;       /* the connection's */
+  void **fleet;      /* the connection's fleet slot (fleet.c); NULL = none */
   char *client_id;   /* owned */
   char *principal;   /* owned */
   int64_t known;     /* the version the client has */
@@ -86,6 +87,15 @@ static int64_t resolve(const dc_broker_t *b, const dc_scope_ent_t *ent,
   if (np)
     *np = n;
   return (int64_t)(h & INT64_MAX); /* never -1: "none" */
+}
+
+int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
+                                 const char *principal) {
+  dc_scope_ent_t ent;
+  char why[256];
+  if (dc_scope_ent_init(&ent, DC_RES_CLIENT, client_id, why, sizeof(why)))
+    return -1;
+  return resolve(b, &ent, principal, NULL, NULL, NULL);
 }
 
 /* ---- the set ----------------------------------------------------------- */
@@ -191,10 +201,11 @@ bool dc_broker_watch_abandon(dc_broker_t *b, void *pending) {
  * that would pass max.response.bytes is replaced by an error saying so. */
 static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
                          const dc_scope_ent_t *ent, const char *principal,
-                         int64_t known, dc_arena_t *arena) {
+                         int64_t known, dc_arena_t *arena, void **fleet) {
   dc_watch_resp_t resp = {0};
   resp.version = resolve(b, ent, principal, arena, &resp.configs,
                          &resp.n_configs);
+  dc_broker_fleet_served(fleet, resp.version);
   resp.changed = resp.version != known;
   if (!resp.configs)
     return DC_ERR__NOMEM;
@@ -224,6 +235,7 @@ static int park(dc_req_t *r, const dc_watch_req_t *req) {
   }
   w->kind = DC_PENDING_WATCH;
   w->token = r->conn->token;
+  w->fleet = r->conn->fleet;
   w->known = req->known_version;
   int32_t t = req->timeout_ms < WATCH_MAX_TIMEOUT_MS ? req->timeout_ms
                                                      : WATCH_MAX_TIMEOUT_MS;
@@ -266,7 +278,7 @@ int dc_handle_watch(dc_req_t *r) {
       resolve(r->b, &ent, r->conn->principal, r->arena, NULL, NULL) !=
           req.known_version)
     return encode_answer(r->b, r->out, v, &ent, r->conn->principal,
-                         req.known_version, r->arena);
+                         req.known_version, r->arena, r->conn->fleet);
   return park(r, &req);
 }
 
@@ -286,7 +298,7 @@ static void answer(dc_broker_t *b, dc_watch_t *w, dc_broker_answer_cb *cb,
                               sizeof(why));
   if (!err)
     err = encode_answer(b, &out, w->api_version, &ent, w->principal, w->known,
-                        &arena);
+                        &arena, w->fleet);
   dc_wr_frame_end(&out, frame);
   if (err || out.err)
     cb(opaque, w->token, NULL, 0);

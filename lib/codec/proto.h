@@ -45,6 +45,10 @@ enum {
   /* dynconf's own: a parked request answered when the configuration that
    * resolves for the caller changes (or at its timeout). */
   DC_API_WATCH = 20001,
+  /* dynconf's own: an agent says what it did with a configuration. */
+  DC_API_CLIENT_REPORT = 20002,
+  /* dynconf's own: the clients a server knows and their rollout state. */
+  DC_API_DESCRIBE_FLEET = 20003,
 };
 
 /* ConfigResource types and config sources. */
@@ -419,6 +423,92 @@ int dc_watch_req_decode(dc_rd_t *rd, int16_t v, dc_watch_req_t *out);
 int dc_watch_req_encode(dc_buf_t *b, int16_t v, const dc_watch_req_t *in);
 int dc_watch_resp_decode(dc_rd_t *rd, int16_t v, dc_watch_resp_t *out);
 int dc_watch_resp_encode(dc_buf_t *b, int16_t v, const dc_watch_resp_t *in);
+
+/* ---- ClientReport (20002) v0, dynconf's own, flexible -----------------
+ * request:  client_id, instance_id (the agent's, random, fixed for its
+ *           life), kind ("producer"/"consumer"), software_name,
+ *           software_version (the agent's), client_library (the
+ *           application's, e.g. "librdkafka/2.0.2"), version (int64: the configuration the report is about; -1 =
+ *           the one this connection was served last), generation (int64),
+ *           outcome (int8, DC_OUTCOME_*), reason (nullable)
+ * response: throttle_time_ms, error_code, error_message (nullable) */
+enum {
+  DC_OUTCOME_NONE = -1, /* nothing reported yet */
+  DC_OUTCOME_APPLIED = 0,
+  DC_OUTCOME_PARTLY = 1,   /* applied; some keys pinned or ignored */
+  DC_OUTCOME_REJECTED = 2, /* refused as a whole; the last good stays */
+};
+
+typedef struct dc_client_report_req {
+  char *client_id, *instance_id, *kind, *software_name, *software_version;
+  char *client_library;
+  int64_t version, generation;
+  int8_t outcome;
+  char *reason;
+} dc_client_report_req_t;
+
+typedef struct dc_client_report_resp {
+  int32_t throttle_time_ms;
+  int16_t error_code;
+  char *error_message;
+} dc_client_report_resp_t;
+
+int dc_client_report_req_decode(dc_rd_t *rd, int16_t v,
+                                dc_client_report_req_t *out);
+int dc_client_report_req_encode(dc_buf_t *b, int16_t v,
+                                const dc_client_report_req_t *in);
+int dc_client_report_resp_decode(dc_rd_t *rd, int16_t v,
+                                 dc_client_report_resp_t *out);
+int dc_client_report_resp_encode(dc_buf_t *b, int16_t v,
+                                 const dc_client_report_resp_t *in);
+
+/* ---- DescribeFleet (20003) v0, dynconf's own, flexible ----------------
+ * request:  client_id (nullable: any), user (nullable: any; the name of
+ *           the User: principal)
+ * response: throttle_time_ms, error_code, error_message (nullable),
+ *           [instance_id, client_id, principal, peer, listener,
+ *            agent_software, app_software, kind, first_seen_ms,
+ *            last_seen_ms, connected (bool), served_version,
+ *            current_version, reported_version, generation, outcome
+ *            (int8), reason (nullable), state (int8, DC_FLEET_*)] */
+enum {
+  DC_FLEET_UP_TO_DATE = 0, /* applied the version that resolves now */
+  DC_FLEET_BEHIND = 1,     /* connected; its report is of another version */
+  DC_FLEET_REJECTED = 2,   /* refused the version that resolves now */
+  DC_FLEET_SILENT = 3,     /* gone, or never reported */
+};
+
+typedef struct dc_fleet_client {
+  char *instance_id, *client_id, *principal, *peer, *listener;
+  char *agent_software, *app_software, *kind;
+  int64_t first_seen_ms, last_seen_ms;
+  bool connected;
+  int64_t served_version, current_version, reported_version, generation;
+  int8_t outcome;
+  char *reason;
+  int8_t state;
+} dc_fleet_client_t;
+
+typedef struct dc_describe_fleet_req {
+  char *client_id, *user;
+} dc_describe_fleet_req_t;
+
+typedef struct dc_describe_fleet_resp {
+  int32_t throttle_time_ms;
+  int16_t error_code;
+  char *error_message;
+  int32_t n_clients;
+  dc_fleet_client_t *clients;
+} dc_describe_fleet_resp_t;
+
+int dc_describe_fleet_req_decode(dc_rd_t *rd, int16_t v,
+                                 dc_describe_fleet_req_t *out);
+int dc_describe_fleet_req_encode(dc_buf_t *b, int16_t v,
+                                 const dc_describe_fleet_req_t *in);
+int dc_describe_fleet_resp_decode(dc_rd_t *rd, int16_t v,
+                                  dc_describe_fleet_resp_t *out);
+int dc_describe_fleet_resp_encode(dc_buf_t *b, int16_t v,
+                                  const dc_describe_fleet_resp_t *in);
 
 /* ---- Envelope (58), v0 (flexible) --------------------------------------- */
 typedef struct dc_envelope_req {

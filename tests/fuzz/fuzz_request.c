@@ -61,13 +61,34 @@ static const char *const static_keys[] = {"listeners", "message.max.bytes"};
 static const char *const static_values[] = {"PLAINTEXT://127.0.0.1:9092",
                                             "1048588"};
 
+/* Each broker's PLAINTEXT connection, with its own fleet slot: a
+ * ClientReport is recorded, and the connection closes at every input. */
+static void *g_fleet_strict, *g_fleet_relay; /* the brokers' entries */
 static const dc_conn_info_t g_conn = {
     .peer = "127.0.0.1:40000",
     .principal = "User:ANONYMOUS",
     .listener = "PLAINTEXT",
     .advertised_host = "127.0.0.1",
     .advertised_port = 9092,
+    .fleet = &g_fleet_strict,
 };
+static const dc_conn_info_t g_conn_relay = {
+    .peer = "127.0.0.1:40000",
+    .principal = "User:ANONYMOUS",
+    .listener = "PLAINTEXT",
+    .advertised_host = "127.0.0.1",
+    .advertised_port = 9092,
+    .fleet = &g_fleet_relay,
+};
+
+/* The input's connections close: what reported on them is gone. */
+static void close_fleet_conns(void) {
+  if (g_fleet_strict)
+    dc_broker_fleet_conn_closed(g_strict, g_fleet_strict);
+  if (g_fleet_relay)
+    dc_broker_fleet_conn_closed(g_relay, g_fleet_relay);
+  g_fleet_strict = g_fleet_relay = NULL;
+}
 /* A connection on a SASL listener; its state is reset for every input. */
 static dc_conn_auth_t g_auth; /* owned; cleared per input and at exit */
 static dc_conn_info_t g_sasl_conn = {
@@ -184,6 +205,14 @@ DEFINE_CHECK(chk_wt_req, dc_watch_req_t, dc_watch_req_decode,
              dc_watch_req_encode)
 DEFINE_CHECK(chk_wt_resp, dc_watch_resp_t, dc_watch_resp_decode,
              dc_watch_resp_encode)
+DEFINE_CHECK(chk_cr_req, dc_client_report_req_t, dc_client_report_req_decode,
+             dc_client_report_req_encode)
+DEFINE_CHECK(chk_cr_resp, dc_client_report_resp_t,
+             dc_client_report_resp_decode, dc_client_report_resp_encode)
+DEFINE_CHECK(chk_df_req, dc_describe_fleet_req_t, dc_describe_fleet_req_decode,
+             dc_describe_fleet_req_encode)
+DEFINE_CHECK(chk_df_resp, dc_describe_fleet_resp_t,
+             dc_describe_fleet_resp_decode, dc_describe_fleet_resp_encode)
 
 typedef void(check_fn)(const uint8_t *, size_t, int16_t, int16_t, bool);
 static const struct {
@@ -199,6 +228,8 @@ static const struct {
     {DC_API_SASL_AUTHENTICATE, chk_sa_req, chk_sa_resp},
     {DC_API_RELOAD_SECURITY, chk_rl_req, chk_rl_resp},
     {DC_API_WATCH, chk_wt_req, chk_wt_resp},
+    {DC_API_CLIENT_REPORT, chk_cr_req, chk_cr_resp},
+    {DC_API_DESCRIBE_FLEET, chk_df_req, chk_df_resp},
 };
 #define N_CHECKS (sizeof(checks) / sizeof(checks[0]))
 
@@ -361,6 +392,16 @@ static void check_response(const uint8_t *req, size_t req_len,
     err = dc_watch_resp_decode(&rd, v, &r);
     break;
   }
+  case DC_API_CLIENT_REPORT: {
+    dc_client_report_resp_t r;
+    err = dc_client_report_resp_decode(&rd, v, &r);
+    break;
+  }
+  case DC_API_DESCRIBE_FLEET: {
+    dc_describe_fleet_resp_t r;
+    err = dc_describe_fleet_resp_decode(&rd, v, &r);
+    break;
+  }
   default:
     die("broker answered an API we do not implement", h.api_key, v);
     return;
@@ -417,7 +458,7 @@ static void one_payload(const uint8_t *slice, size_t n) {
     abort();
   memcpy(p, slice, n);
   dispatch(g_strict, &g_conn, p, n);
-  dispatch(g_relay, &g_conn, p, n);
+  dispatch(g_relay, &g_conn_relay, p, n);
   dispatch(g_strict, &g_sasl_conn, p, n);
   dc_rd_t rd;
   dc_req_header_t h;
@@ -488,6 +529,12 @@ static int enc_rl(dc_buf_t *b, int16_t v, const void *m) {
 }
 static int enc_wt(dc_buf_t *b, int16_t v, const void *m) {
   return dc_watch_req_encode(b, v, m);
+}
+static int enc_cr(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_client_report_req_encode(b, v, m);
+}
+static int enc_df(dc_buf_t *b, int16_t v, const void *m) {
+  return dc_describe_fleet_req_encode(b, v, m);
 }
 
 static void seed_requests(dc_buf_t *b) {
@@ -630,6 +677,19 @@ static void seed_requests(dc_buf_t *b) {
   add_frame(b, DC_API_WATCH, 0, 23, enc_wt, &wt_new);
   add_frame(b, DC_API_WATCH, 0, 24, enc_wt, &wt_known);
   write_seed("watch", b);
+  /* A report, then the fleet view with and without filters. */
+  dc_client_report_req_t cr = {
+      (char *)"fuzz-seed", (char *)"0123456789abcdef0123456789abcdef",
+      (char *)"producer", (char *)"dynconf-agent", (char *)"0.1.0",
+      (char *)"librdkafka/2.0.2", -1, 1, DC_OUTCOME_PARTLY,
+      (char *)"acks=1 (pinned)"};
+  dc_describe_fleet_req_t df_all = {NULL, NULL},
+                          df_one = {(char *)"fuzz-seed", (char *)"ANONYMOUS"};
+  dc_buf_clear(b);
+  add_frame(b, DC_API_CLIENT_REPORT, 0, 25, enc_cr, &cr);
+  add_frame(b, DC_API_DESCRIBE_FLEET, 0, 26, enc_df, &df_all);
+  add_frame(b, DC_API_DESCRIBE_FLEET, 0, 27, enc_df, &df_one);
+  write_seed("fleet", b);
 
   /* A bare payload (no size prefix): DescribeConfigs v1. */
   dc_buf_clear(b);
@@ -868,6 +928,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g_strict = make_broker(false);
     g_relay = make_broker(true);
   }
+  close_fleet_conns();
   check_headers(data, size);
   check_decoders(data, size);
   dc_conn_auth_clear(&g_auth); /* a new connection on the SASL listener */

@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""dynconf-configs --describe-fleet and --alter --wait against a scripted
+fake server, so every case is exact and needs no agents: the grouping,
+order and wording of the text output, the JSON, the filter each entity
+sends, a server without DescribeFleet, --wait's three endings (applied,
+rejected, time-out) and its first step (no judgement of the fleet before
+DescribeConfigs shows the change), the progress bar on a terminal and
+the usage errors. tests/test_cli_fleet.py runs the same against dynconfd
+and real agents.
+
+The fake speaks ApiVersions v0/v3, DescribeConfigs v0 and
+IncrementalAlterConfigs v0 (the CLI picks them when nothing newer is
+offered) and DescribeFleet v0; each DescribeConfigs and DescribeFleet
+answer is the next of a list of snapshots (the last one repeats).
+
+Prints TAP. A global alarm turns any hang into a failure.
+"""
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+from dcpy import t  # noqa: E402
+import dcpy  # noqa: E402
+
+CLI = os.path.join(dcpy.builddir(), "dynconf-configs")
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER, API_VERSIONS, DESCRIBE_FLEET = 32, 44, 18, 20003
+UP_TO_DATE, BEHIND, REJECTED, SILENT = 0, 1, 2, 3
+V1 = 0x0123456789ABCDEF
+V2 = int.from_bytes(bytes.fromhex("deadbeefdeadbeef"), "big", signed=True)
+H1, H2 = "0123456789abcdef", "deadbeefdeadbeef"
+
+
+# ---- the wire ------------------------------------------------------------
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.p = data, 0
+
+    def take(self, n):
+        b = self.d[self.p:self.p + n]
+        self.p += n
+        return b
+
+    def i8(self):
+        return struct.unpack(">b", self.take(1))[0]
+
+    def i16(self):
+        return struct.unpack(">h", self.take(2))[0]
+
+    def i32(self):
+        return struct.unpack(">i", self.take(4))[0]
+
+    def str16(self):
+        n = self.i16()
+        return None if n < 0 else self.take(n).decode(errors="replace")
+
+    def uv(self):
+        n = shift = 0
+        while True:
+            b = self.take(1)[0]
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return n
+
+    def cstr(self):
+        n = self.uv()
+        return None if n == 0 else self.take(n - 1).decode(errors="replace")
+
+    def tags(self):
+        for _ in range(self.uv()):
+            self.uv()
+            self.take(self.uv())
+
+
+def uv(n):
+    out = b""
+    while n >= 0x80:
+        out += bytes([(n & 0x7F) | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def s16(s):
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack(">h", len(b)) + b
+
+
+def cstr(s):
+    if s is None:
+        return b"\0"
+    b = s.encode() if isinstance(s, str) else s
+    return uv(len(b) + 1) + b
+
+
+def apiversions(ver, keys):
+    if ver >= 3:
+        body = struct.pack(">h", 0) + uv(len(keys) + 1)
+        body += b"".join(struct.pack(">hhh", *k) + b"\0" for k in keys)
+        return body + struct.pack(">i", 0) + b"\0"
+    body = struct.pack(">hi", 0, len(keys))
+    return body + b"".join(struct.pack(">hhh", *k) for k in keys)
+
+
+def fleet_client(c, now):
+    out = b"".join(cstr(c[k]) for k in (
+        "instance_id", "client_id", "principal", "peer", "listener",
+        "agent_software", "app_software", "kind"))
+    out += struct.pack(">qq?qqqqb", now - c["first_ago"], now - c["last_ago"],
+                       c["connected"], c["served"], c["current"],
+                       c["reported"], c["generation"], c["outcome"])
+    return out + cstr(c["reason"]) + struct.pack(">b", c["state"]) + b"\0"
+
+
+def client(cid, inst, state, **kw):
+    """One DescribeFleet entry: an agent that applied V2, which resolves
+    now, unless kw says otherwise (times are ms before the answer)."""
+    c = dict(instance_id=inst, client_id=cid, principal="User:alice",
+             peer="10.0.0.7:%d" % (51000 + len(inst)), listener="PLAINTEXT",
+             agent_software="dynconf-agent/0.1.0",
+             app_software="librdkafka/2.0.2", kind="producer",
+             first_ago=60500, last_ago=1500, connected=True, served=V2,
+             current=V2, reported=V2, generation=2, outcome=0, reason=None,
+             state=state)
+    c.update(kw)
+    return c
+
+
+class Fake:
+    """The scripted server, one connection at a time, in a thread."""
+
+    def __init__(self):
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(8)
+        self.port = self.srv.getsockname()[1]
+        self.lock = threading.Lock()
+        self.script()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def script(self, offer_fleet=True, configs=None, fleets=None,
+               fleet_error=(0, None)):
+        """configs: snapshots of [(name, value, is_default)]; fleets:
+        snapshots of [client(...)]. Clears the request log."""
+        with self.lock:
+            self.offer_fleet = offer_fleet
+            self.configs = list(configs or [[]])
+            self.fleets = list(fleets or [[]])
+            self.fleet_error = fleet_error
+            self.log = []
+
+    def requests(self, key=None):
+        with self.lock:
+            return [r for r in self.log if key is None or r[0] == key]
+
+    def serve(self):
+        while True:
+            c, _ = self.srv.accept()
+            c.settimeout(60)
+            try:
+                while self.exchange(c):
+                    pass
+            except (EOFError, OSError, struct.error, IndexError):
+                pass
+            c.close()
+
+    def exchange(self, c):
+        size = struct.unpack(">i", recvn(c, 4))[0]
+        rd = Reader(recvn(c, size))
+        key, ver, corr = rd.i16(), rd.i16(), rd.i32()
+        rd.str16()
+        if key == DESCRIBE_FLEET or (key == API_VERSIONS and ver >= 3):
+            rd.tags()
+        with self.lock:
+            body = self.answer(key, ver, rd)
+        if body is None:
+            return False
+        head = struct.pack(">i", corr) + (b"\0" if key == DESCRIBE_FLEET else b"")
+        c.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
+        return True
+
+    def next_of(self, seq):
+        return seq.pop(0) if len(seq) > 1 else seq[0]
+
+    def answer(self, key, ver, rd):
+        if key == API_VERSIONS:
+            keys = [(18, 0, 3), (32, 0, 0), (44, 0, 0)]
+            self.log.append((key, ver))
+            return apiversions(ver, keys + ([(20003, 0, 0)] if self.offer_fleet else []))
+        if key == DESCRIBE_CONFIGS:
+            rd.i32()
+            rtype, name = rd.i8(), rd.str16()
+            self.log.append((key, rtype, name))
+            cfgs = self.next_of(self.configs)
+            res = struct.pack(">hhb", 0, -1, rtype) + s16(name) + struct.pack(">i", len(cfgs))
+            res += b"".join(s16(n) + s16(v) + struct.pack(">???", False, d, False)
+                            for n, v, d in cfgs)
+            return struct.pack(">ii", 0, 1) + res
+        if key == INCREMENTAL_ALTER:
+            rd.i32()
+            rtype, name = rd.i8(), rd.str16()
+            ops = [(rd.str16(), rd.i8(), rd.str16()) for _ in range(rd.i32())]
+            self.log.append((key, rtype, name, ops))
+            return struct.pack(">iihhb", 0, 1, 0, -1, rtype) + s16(name)
+        if key == DESCRIBE_FLEET:
+            filt = (rd.cstr(), rd.cstr())
+            self.log.append((key, filt))
+            now = int(time.time() * 1000)
+            cs = self.next_of(self.fleets)
+            err, msg = self.fleet_error
+            return (struct.pack(">ih", 0, err) + cstr(msg) + uv(len(cs) + 1)
+                    + b"".join(fleet_client(c, now) for c in cs) + b"\0")
+        return None
+
+
+def recvn(c, n):
+    d = b""
+    while len(d) < n:
+        x = c.recv(n - len(d))
+        if not x:
+            raise EOFError
+        d += x
+    return d
+
+
+# ---- running the CLI -----------------------------------------------------
+
+FAKE = None
+
+
+def cli(*args, tty=False):
+    """(exit status, stdout, stderr) of the CLI against the fake; with tty
+    its stderr is a pseudo-terminal (what was written there is returned
+    raw)."""
+    cmd = [CLI, "--bootstrap-server", "127.0.0.1:%d" % FAKE.port] + list(args)
+    if not tty:
+        p = subprocess.run(cmd, capture_output=True, timeout=60)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    err = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 60)
+        try:
+            chunk = os.read(master, 4096) if r else b""
+        except OSError:  # EIO: the CLI closed its end
+            chunk = b""
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    out = p.stdout.read().decode(errors="replace")
+    p.wait(60)
+    return p.returncode, out, err.decode(errors="replace")
+
+
+def expect(got, rc, desc, out=None, err=None):
+    """got is cli()'s triple: exit status rc, and out / err found in
+    stdout / stderr."""
+    ok = got[0] == rc and (out is None or out in got[1]) and (err is None or err in got[2])
+    if not t.ok(ok, desc):
+        t.diag("exit %d (want %d)" % (got[0], rc))
+        t.diag("stdout:\n" + got[1])
+        t.diag("stderr:\n" + got[2])
+    return ok
+
+
+# ---- --describe-fleet ----------------------------------------------------
+
+MIXED = [
+    client("app-b", "i2", UP_TO_DATE),
+    client("app-a", "i9", UP_TO_DATE),
+    client("app-a", "i1", UP_TO_DATE, first_ago=3723500),
+    client("app-c", "i3", BEHIND, reported=V1),
+    client("app-d", "i4", REJECTED, kind="consumer", outcome=2,
+           reason="heartbeat.interval.ms (8000) must be lower than "
+                  "session.timeout.ms (7000), as librdkafka requires"),
+    client("app-e", "i5", SILENT, connected=False, reported=V1, last_ago=125500),
+    client("app-f", "i6", SILENT, reported=-1, outcome=-1, served=-1),
+    client("app-g", "i7", UP_TO_DATE, outcome=1,
+           reason="linger.ms pinned by the application"),
+]
+
+
+def line(cid, inst, port, tail, kind="producer"):
+    return ("  %s instance %s, User:alice at 10.0.0.7:%d via PLAINTEXT, %s, "
+            "librdkafka/2.0.2, dynconf-agent/0.1.0, generation 2, %s"
+            % (cid, inst, port, kind, tail))
+
+
+def test_describe_text():
+    FAKE.script(fleets=[MIXED])
+    rc, out, err = got = cli("--describe-fleet")
+    expect(got, 0, "--describe-fleet: exit 0")
+    want = [
+        "Up to date (4):",
+        line("app-a", "i1", 51002, "reported %s applied, first seen 1h02m ago, last seen 1s ago" % H2),
+        line("app-a", "i9", 51002, "reported %s applied, first seen 1m00s ago, last seen 1s ago" % H2),
+        line("app-b", "i2", 51002, "reported %s applied, first seen 1m00s ago, last seen 1s ago" % H2),
+        line("app-g", "i7", 51002, "reported %s partly applied, first seen 1m00s ago, "
+             "last seen 1s ago; linger.ms pinned by the application" % H2),
+        "Behind (1):",
+        line("app-c", "i3", 51002, "reported %s applied, now %s, first seen 1m00s ago, "
+             "last seen 1s ago" % (H1, H2)),
+        "Rejected (1):",
+        line("app-d", "i4", 51002, "reported %s rejected, first seen 1m00s ago, last seen "
+             "1s ago; heartbeat.interval.ms (8000) must be lower than session.timeout.ms "
+             "(7000), as librdkafka requires" % H2, kind="consumer"),
+        "Silent (2):",
+        line("app-e", "i5", 51002, "reported %s applied, gone since 2m05s ago, first seen "
+             "1m00s ago, last seen 2m05s ago" % H1),
+        line("app-f", "i6", 51002, "never reported, first seen 1m00s ago, last seen 1s ago"),
+        "8 clients: 4 up to date, 1 behind, 1 rejected, 2 silent",
+    ]
+    got_lines = out.splitlines()
+    if not t.is_(len(got_lines), len(want), "one heading per group, one line per client, a summary"):
+        t.diag(out)
+    for i, w in enumerate(want):
+        g = got_lines[i] if i < len(got_lines) else None
+        t.is_(g, w, "line %d: %s" % (i + 1, w.strip()[:60]))
+    t.is_(err, "", "nothing on stderr")
+    t.is_(FAKE.requests(DESCRIBE_FLEET), [(DESCRIBE_FLEET, (None, None))],
+          "no entity: one DescribeFleet for every client")
+
+    FAKE.script(fleets=[[client("evil\x1b]0;owned\x07\nfake line", "i1", UP_TO_DATE,
+                                reason="a\rb\x7f")]])
+    out = cli("--describe-fleet")[1]
+    t.ok(out.splitlines()[1].startswith("  evil?]0;owned??fake line instance i1, ")
+         and out.splitlines()[1].endswith("; a?b?") and len(out.splitlines()) == 3,
+         "control bytes an agent sent become '?' in the text")
+    FAKE.script(fleets=[[client("solo", "i1", BEHIND, reported=V1)]])
+    rc, out, err = cli("--describe-fleet")
+    t.is_(out.splitlines()[-1], "1 client: 0 up to date, 1 behind, 0 rejected, 0 silent",
+          "one client: singular, empty groups counted as 0")
+    t.ok("Up to date" not in out, "an empty group has no heading")
+    FAKE.script(fleets=[[]])
+    t.is_(cli("--describe-fleet")[1],
+          "0 clients: 0 up to date, 0 behind, 0 rejected, 0 silent\n",
+          "no clients: just the summary")
+
+
+def test_describe_json():
+    weird = b'we"ird\\name\n\xff'
+    fleet = MIXED + [client(weird, "i8", UP_TO_DATE)]
+    FAKE.script(fleets=[fleet])
+    rc, out, err = got = cli("--describe-fleet", "--json")
+    expect(got, 0, "--describe-fleet --json: exit 0")
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        t.ok(False, "--json output is one JSON document (%s)" % e)
+        t.diag(out)
+        return
+    t.ok(True, "--json output is one JSON document")
+    cs = doc.get("clients", [])
+    t.is_([(c["client_id"], c["instance_id"]) for c in cs],
+          [("app-a", "i1"), ("app-a", "i9"), ("app-b", "i2"), ("app-c", "i3"),
+           ("app-d", "i4"), ("app-e", "i5"), ("app-f", "i6"), ("app-g", "i7"),
+           ('we"ird\\name\n\ufffd', "i8")],
+          "clients sorted by client-id then instance; strings escaped, bad UTF-8 replaced")
+    by = {c["instance_id"]: c for c in cs}
+    t.is_([by[i]["state"] for i in ("i1", "i3", "i4", "i5", "i6")],
+          ["up_to_date", "behind", "rejected", "silent", "silent"], "state names")
+    t.is_((by["i3"]["reported_version"], by["i3"]["current_version"]), (H1, H2),
+          "versions as 16 hex digits")
+    t.is_((by["i6"]["reported_version"], by["i6"]["served_version"], by["i6"]["outcome"]),
+          (None, None, None), "nothing reported or served: null")
+    t.is_((by["i7"]["outcome"], by["i7"]["reason"]),
+          ("partly_applied", "linger.ms pinned by the application"), "outcome and reason")
+    t.is_((by["i5"]["connected"], by["i4"]["kind"], by["i4"]["generation"]),
+          (False, "consumer", 2), "connected, kind, generation")
+    now = time.time() * 1000
+    t.ok(abs(now - 60500 - by["i2"]["first_seen_ms"]) < 30000 and
+         by["i2"]["last_seen_ms"] > by["i2"]["first_seen_ms"], "times in wall-clock ms")
+    want_keys = {"client_id", "instance_id", "principal", "peer", "listener", "kind",
+                 "app_software", "agent_software", "first_seen_ms", "last_seen_ms",
+                 "connected", "served_version", "current_version", "reported_version",
+                 "generation", "outcome", "reason", "state"}
+    t.is_(set(cs[0]), want_keys, "every field of a client")
+    t.is_(doc.get("summary"), {"clients": 9, "up_to_date": 5, "behind": 1,
+                               "rejected": 1, "silent": 2}, "summary")
+
+
+def test_describe_errors():
+    FAKE.script(fleets=[[client("x", "i1", 7)]])
+    expect(cli("--describe-fleet"), 1, "a state this CLI does not know: exit 1, said",
+           err="state 7")
+    FAKE.script(fleet_error=(31, "no describe on cluster"))
+    expect(cli("--describe-fleet"), 1, "the server's error: name and message",
+           err="Error: CLUSTER_AUTHORIZATION_FAILED: no describe on cluster")
+    FAKE.script(offer_fleet=False)
+    expect(cli("--describe-fleet"), 1, "a server without DescribeFleet: said, naming it",
+           err="Error: the server at 127.0.0.1:%d does not offer DescribeFleet "
+               "(a dynconfd older than the fleet view)" % FAKE.port)
+    t.is_(FAKE.requests(DESCRIBE_FLEET), [], "... and not asked")
+
+
+def test_filters():
+    cases = [
+        ([], (None, None), "no entity: all"),
+        (["--entity-type", "clients", "--entity-default"], (None, None), "<default>: all"),
+        (["--entity-type", "clients", "--entity-name", "app-a"], ("app-a", None),
+         "clients X: client_id X"),
+        (["--entity-type", "users", "--entity-name", "CN=bob,O=x"], (None, "CN=bob,O=x"),
+         "users U: user U, as written"),
+        (["--entity-type", "users", "--entity-name", "bob", "--entity-type", "clients",
+          "--entity-name", "app-a"], ("app-a", "bob"), "users U clients X: both"),
+        (["--entity-type", "clients", "--entity-name", "app-a", "--entity-type", "users",
+          "--entity-name", "bob"], ("app-a", "bob"), "clients X users U: both"),
+    ]
+    for args, want, desc in cases:
+        FAKE.script()
+        rc = cli("--describe-fleet", *args)[0]
+        t.is_((rc, FAKE.requests(DESCRIBE_FLEET)), (0, [(DESCRIBE_FLEET, want)]),
+              "--describe-fleet filter, " + desc)
+
+
+# ---- --alter --wait ------------------------------------------------------
+
+CX = ["--entity-type", "clients", "--entity-name", "app-a"]
+
+
+def test_wait_applied():
+    FAKE.script(
+        configs=[[("acks", "1", False)], [("acks", "0", True)], [("acks", "0", False)]],
+        fleets=[[client("app-a", "i1", BEHIND, reported=V1),
+                 client("app-a", "i2", UP_TO_DATE),
+                 client("app-a", "i3", BEHIND, connected=False, reported=V1),
+                 client("app-a", "i4", SILENT, reported=-1, outcome=-1)],
+                [client("app-a", "i1", UP_TO_DATE),
+                 client("app-a", "i2", UP_TO_DATE),
+                 client("app-a", "i3", BEHIND, connected=False, reported=V1),
+                 client("app-a", "i4", SILENT, reported=-1, outcome=-1)]])
+    got = cli("--alter", *CX, "--add-config", "acks=0", "--wait")
+    expect(got, 0, "--wait: every connected reporting client up to date: exit 0",
+           out="Completed updating config for client-id 'app-a'.\n"
+               "2 clients applied the change\n"
+               "  app-a instance i4, User:alice at 10.0.0.7:51002: silent: cannot tell "
+               "(connected, never reported)\n")
+    t.is_(got[1].count("\n"), 3, "... a gone client is nobody to wait for")
+    t.is_(got[2], "", "no progress output when stderr is not a terminal")
+    kinds = [r[0] for r in FAKE.requests() if r[0] != API_VERSIONS]
+    t.is_(kinds, [INCREMENTAL_ALTER] + [DESCRIBE_CONFIGS] * 3 + [DESCRIBE_FLEET] * 2,
+          "the alter, DescribeConfigs until the entity's own value shows it "
+          "(an inherited one does not count), then DescribeFleet until done")
+    t.is_(FAKE.requests(DESCRIBE_CONFIGS)[0], (DESCRIBE_CONFIGS, 9, "app-a"),
+          "DescribeConfigs asks for the altered entity")
+    t.is_(FAKE.requests(DESCRIBE_FLEET)[0], (DESCRIBE_FLEET, ("app-a", None)),
+          "DescribeFleet filtered by its client-id")
+
+
+def test_wait_shown_ops():
+    pas = "partition.assignment.strategy"
+    FAKE.script(configs=[
+        [("acks", "0", False), ("linger.ms", "5", False), (pas, "range", False)],
+        [("acks", "0", False), (pas, "range", False)],
+        [("acks", "0", False), (pas, "range,cooperative-sticky", False),
+         ("linger.ms", "5", True)],
+    ], fleets=[[client("app-a", "i1", UP_TO_DATE)]])
+    got = cli("--alter", *CX, "--add-config", "acks=0", "--delete-config", "linger.ms",
+              "--append-config", pas + "=[cooperative-sticky]", "--wait")
+    expect(got, 0, "--wait with set, delete and append: exit 0")
+    t.is_(len(FAKE.requests(DESCRIBE_CONFIGS)), 3,
+          "shown once the key is gone and the list has the item (an inherited "
+          "value of a deleted key is not the entity's)")
+    FAKE.script(configs=[[(pas, "range,roundrobin", False)], [(pas, "range", False)]],
+                fleets=[[client("app-a", "i1", UP_TO_DATE)]])
+    got = cli("--alter", *CX, "--subtract-config", pas + "=roundrobin", "--wait")
+    expect(got, 0, "--wait with subtract: exit 0")
+    t.is_(len(FAKE.requests(DESCRIBE_CONFIGS)), 2, "shown once the item is gone")
+
+
+def test_wait_rejected():
+    reason = "heartbeat.interval.ms (8000) must be lower than session.timeout.ms (7000)"
+    FAKE.script(
+        configs=[[("session.timeout.ms", "7000", False)]],
+        fleets=[[client("app-c", "i1", BEHIND, reported=V1, kind="consumer"),
+                 client("app-a", "i2", UP_TO_DATE)],
+                [client("app-c", "i1", REJECTED, outcome=2, reason=reason, kind="consumer"),
+                 client("app-a", "i2", BEHIND, reported=V1)]])
+    got = cli("--alter", "--entity-type", "clients", "--entity-default",
+              "--add-config", "session.timeout.ms=7000", "--wait")
+    expect(got, 1, "--wait: a client rejected the change: exit 1 at once, naming it",
+           out="0 clients applied the change\n1 client rejected it:\n"
+               "  app-c instance i1, User:alice at 10.0.0.7:51002: " + reason + "\n",
+           err="Error: 1 client rejected the change")
+    t.is_(len(FAKE.requests(DESCRIBE_FLEET)), 2, "... without waiting for the others")
+    t.is_(FAKE.requests(DESCRIBE_FLEET)[0], (DESCRIBE_FLEET, (None, None)),
+          "the <default> entity's wait watches every client")
+    t.is_(FAKE.requests(DESCRIBE_CONFIGS)[0], (DESCRIBE_CONFIGS, 9, "<default>"),
+          "... after DescribeConfigs of <default>")
+
+
+def test_wait_timeout():
+    FAKE.script(configs=[[("linger.ms", "7", False)]],
+                fleets=[[client("app-b", "i1", BEHIND, reported=V1),
+                         client("app-a", "i2", UP_TO_DATE)]])
+    start = time.monotonic()
+    got = cli("--alter", "--entity-type", "clients", "--entity-name", "app-b",
+              "--add-config", "linger.ms=7", "--wait", "--timeout-ms", "1500")
+    took = time.monotonic() - start
+    expect(got, 3, "--wait: clients still behind at --timeout-ms: exit 3, naming them",
+           out="1 client applied the change\n1 client behind:\n"
+               "  app-b instance i1, User:alice at 10.0.0.7:51002: reports %s, needs %s\n"
+               % (H1, H2),
+           err="within 1500 ms (--timeout-ms)")
+    t.ok(1.3 <= took < 10, "... after about --timeout-ms (%.1f s)" % took)
+    n = len(FAKE.requests(DESCRIBE_FLEET))
+    t.ok(5 <= n <= 16, "... asking about every 100 ms (%d DescribeFleet in 1.5 s)" % n)
+
+    FAKE.script(configs=[[("linger.ms", "6", False)]], fleets=[[]])
+    got = cli("--alter", "--entity-type", "clients", "--entity-name", "app-b",
+              "--add-config", "linger.ms=7", "--wait", "--timeout-ms", "1000")
+    expect(got, 3, "--wait: the server never shows the change: exit 3, said",
+           err="still does not show the change after 1000 ms")
+    t.is_(FAKE.requests(DESCRIBE_FLEET), [], "... and the fleet is never judged")
+
+
+def test_wait_users():
+    FAKE.script(configs=[[("acks", "all", False)]], fleets=[[]])
+    got = cli("--alter", "--entity-type", "users", "--entity-name", "bob smith",
+              "--entity-type", "clients", "--entity-name", "app/1",
+              "--add-config", "acks=all", "--wait")
+    expect(got, 0, "--wait on a user's client-id, nobody connected: exit 0",
+           out="0 clients applied the change\n")
+    t.is_(FAKE.requests(DESCRIBE_CONFIGS)[0], (DESCRIBE_CONFIGS, 10, "bob%20smith/app%2F1"),
+          "DescribeConfigs of the type-10 entity as the alter named it")
+    t.is_(FAKE.requests(DESCRIBE_FLEET)[0], (DESCRIBE_FLEET, ("app/1", "bob smith")),
+          "DescribeFleet filtered by client-id and user, as written")
+
+
+def test_wait_no_fleet():
+    FAKE.script(offer_fleet=False)
+    expect(cli("--alter", *CX, "--add-config", "acks=0", "--wait"), 1,
+           "--wait on a server without DescribeFleet: exit 1 before altering",
+           err="does not offer DescribeFleet (a dynconfd older than the fleet view), which --wait "
+               "needs; nothing was changed")
+    t.is_(FAKE.requests(INCREMENTAL_ALTER), [], "... no alter was sent")
+
+
+def test_progress_bar():
+    FAKE.script(configs=[[("acks", "0", False)]],
+                fleets=[[client("app-a", "i%d" % i, BEHIND, reported=V1) for i in range(3)]
+                        + [client("app-a", "i9", UP_TO_DATE)]] * 3
+                + [[client("app-a", "i%d" % i, UP_TO_DATE) for i in range(3)]
+                   + [client("app-a", "i9", UP_TO_DATE)]])
+    rc, out, err = got = cli("--alter", *CX, "--add-config", "acks=0", "--wait", tty=True)
+    expect(got, 0, "--wait on a terminal: exit 0", out="4 clients applied the change")
+    t.ok("\r[#####...............] 1/4 applied, 3 behind\x1b[K" in err,
+         "a progress bar on stderr while clients are behind")
+    t.ok(err.endswith("\r\x1b[K"), "... cleared at the end")
+    t.ok("\n" not in err, "... on one line")
+    if t.failed:
+        t.diag(repr(err))
+
+
+def test_usage():
+    cases = [
+        ("--wait without --alter", [*CX, "--describe", "--wait"]),
+        ("--wait alone", ["--wait"]),
+        ("--wait with --dry-run", ["--alter", *CX, "--add-config", "acks=0", "--dry-run",
+                                   "--wait"]),
+        ("--wait on a broker", ["--alter", "--entity-type", "brokers", "--entity-name", "1",
+                                "--add-config", "acks=0", "--wait"]),
+        ("--wait with --json", ["--alter", *CX, "--add-config", "acks=0", "--wait",
+                                "--json"]),
+        ("--describe-fleet with --describe", ["--describe-fleet", "--describe", *CX]),
+        ("--describe-fleet with --alter", ["--describe-fleet", "--alter", *CX,
+                                           "--add-config", "acks=0"]),
+        ("--describe-fleet with --all", ["--describe-fleet", "--all"]),
+        ("--describe-fleet with --wait", ["--describe-fleet", "--wait"]),
+        ("--describe-fleet for brokers", ["--describe-fleet", "--entity-type", "brokers",
+                                          "--entity-name", "1"]),
+        ("--describe-fleet --entity-name without a type", ["--describe-fleet",
+                                                           "--entity-name", "x"]),
+        ("--describe-fleet --entity-type without a name", ["--describe-fleet",
+                                                           "--entity-type", "clients"]),
+        ("--describe-fleet users --entity-default", ["--describe-fleet", "--entity-type",
+                                                     "users", "--entity-default"]),
+        ("--reload-keystore with --describe-fleet", ["--reload-keystore",
+                                                     "--describe-fleet"]),
+    ]
+    for desc, args in cases:
+        FAKE.script()
+        rc, out, err = cli(*args)
+        ok = (rc == 2 and out == "" and err.count("\n") == 1
+              and "see dynconf-configs --help" in err)
+        if not t.ok(ok, "usage error: " + desc):
+            t.diag("exit %d, stdout %r, stderr %r" % (rc, out, err))
+        t.is_(FAKE.requests(), [], "... nothing sent")
+
+
+def on_alarm(_sig, _frame):
+    raise TimeoutError("test exceeded 240 s (a request hung?)")
+
+
+def main():
+    global FAKE
+    if not os.access(CLI, os.X_OK):
+        print("Bail out! %s is not built (set DC_BUILDDIR)" % CLI)
+        return 1
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(240)
+    try:
+        FAKE = Fake()
+        for test in (test_describe_text, test_describe_json, test_describe_errors,
+                     test_filters, test_wait_applied, test_wait_shown_ops,
+                     test_wait_rejected, test_wait_timeout, test_wait_users,
+                     test_wait_no_fleet, test_progress_bar, test_usage):
+            test()
+    except Exception:  # any failure is a test failure, never a skip
+        t.ok(False, "unexpected exception")
+        t.diag(traceback.format_exc())
+    finally:
+        signal.alarm(0)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

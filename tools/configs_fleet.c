@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dynconf-configs: the fleet. --describe-fleet lists the clients a server
+ * knows with their rollout state (DescribeFleet, dynconf's API key 20003);
+ * --alter --wait follows one change until the clients it concerns have
+ * applied it, one of them rejected it, or --timeout-ms passed.
+ *
+ * The state of each client is the server's judgement (proto.h: DC_FLEET_*);
+ * this file only groups, prints and counts. Requests go through
+ * configs_requests.c, output through configs_util.c.
+ */
+#include "configs.h"
+
+#include "common/clock.h"
+#include "common/json.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How often --wait asks again: fast enough that a Watch-driven rollout
+ * (milliseconds) is seen at once, slow enough to be no load. */
+#define POLL_MS 100
+#define BAR_WIDTH 20
+
+/* ---- naming and formatting (pure) --------------------------------------- */
+
+static const char *const state_json[] = {"up_to_date", "behind", "rejected",
+                                         "silent"};
+static const char *const state_heading[] = {"Up to date", "Behind",
+                                            "Rejected", "Silent"};
+static const char *const state_words[] = {"up to date", "behind", "rejected",
+                                          "silent"};
+enum { N_STATES = 4 };
+
+static bool known_state(int8_t s) {
+  return s >= DC_FLEET_UP_TO_DATE && s <= DC_FLEET_SILENT;
+}
+
+/* The outcome as words, or NULL for none (or one this tool does not know). */
+static const char *outcome_words(int8_t outcome) {
+  switch (outcome) {
+  case DC_OUTCOME_APPLIED: return "applied";
+  case DC_OUTCOME_PARTLY: return "partly applied";
+  case DC_OUTCOME_REJECTED: return "rejected";
+  }
+  return NULL;
+}
+
+static const char *outcome_json(int8_t outcome) {
+  switch (outcome) {
+  case DC_OUTCOME_APPLIED: return "applied";
+  case DC_OUTCOME_PARTLY: return "partly_applied";
+  case DC_OUTCOME_REJECTED: return "rejected";
+  }
+  return NULL;
+}
+
+/* A configuration version (a 64-bit hash) as 16 hex digits; -1 is "none". */
+typedef struct { char s[17]; } hexver_t;
+
+static hexver_t hex_version(int64_t v) {
+  hexver_t h;
+  if (v == -1)
+    snprintf(h.s, sizeof(h.s), "none");
+  else
+    snprintf(h.s, sizeof(h.s), "%016" PRIx64, (uint64_t)v);
+  return h;
+}
+
+/* "3s ago", "4m05s ago", "2h10m ago", "3d04h ago": coarse enough to read,
+ * fine enough to tell a client that just left from one gone for hours. A
+ * time ahead of ours (clock skew) reads "0s ago"; 0 or less is "never". */
+typedef struct { char s[48]; } age_t;
+
+static age_t age_of(int64_t now_ms, int64_t then_ms) {
+  age_t a;
+  if (then_ms <= 0) {
+    snprintf(a.s, sizeof(a.s), "never");
+    return a;
+  }
+  long long s = now_ms > then_ms ? (now_ms - then_ms) / 1000 : 0;
+  if (s < 60)
+    snprintf(a.s, sizeof(a.s), "%llds ago", s);
+  else if (s < 3600)
+    snprintf(a.s, sizeof(a.s), "%lldm%02llds ago", s / 60, s % 60);
+  else if (s < 86400)
+    snprintf(a.s, sizeof(a.s), "%lldh%02lldm ago", s / 3600, s / 60 % 60);
+  else
+    snprintf(a.s, sizeof(a.s), "%lldd%02lldh ago", s / 86400, s / 3600 % 24);
+  return a;
+}
+
+static const char *str_or(const char *s, const char *dflt) {
+  return s && *s ? s : dflt;
+}
+
+/* ---- ordering --------------------------------------------------------- */
+
+static int cmp_client(const void *a, const void *b) {
+  const dc_fleet_client_t *x = *(const dc_fleet_client_t *const *)a;
+  const dc_fleet_client_t *y = *(const dc_fleet_client_t *const *)b;
+  int c = strcmp(str_or(x->client_id, ""), str_or(y->client_id, ""));
+  return c ? c : strcmp(str_or(x->instance_id, ""), str_or(y->instance_id, ""));
+}
+
+/* The clients sorted by client-id, then instance: a malloc'd array of
+ * pointers into cs (the caller frees it), or NULL (said) when out of
+ * memory. */
+static const dc_fleet_client_t **sorted_clients(const dc_fleet_client_t *cs,
+                                                int32_t n) {
+  const dc_fleet_client_t **v = calloc(n > 0 ? (size_t)n : 1, sizeof(*v));
+  if (!v) {
+    cli_fail("out of memory");
+    return NULL;
+  }
+  for (int32_t i = 0; i < n; i++)
+    v[i] = &cs[i];
+  qsort(v, (size_t)(n > 0 ? n : 0), sizeof(*v), cmp_client);
+  return v;
+}
+
+/* ---- one client as text ----------------------------------------------- */
+
+/* Agents choose these strings: a control byte (an escape sequence for the
+ * operator's terminal, a newline faking a line of output) becomes '?'. */
+static void defang(char *s) {
+  for (; s && *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f)
+      *s = '?';
+}
+
+static void defang_all(dc_describe_fleet_resp_t *r) {
+  for (int32_t i = 0; i < r->n_clients; i++) {
+    dc_fleet_client_t *c = &r->clients[i];
+    char *f[] = {c->instance_id,  c->client_id, c->principal,
+                 c->peer,         c->listener,  c->agent_software,
+                 c->app_software, c->kind,      c->reason};
+    for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+      defang(f[k]);
+  }
+}
+
+/* "app-a instance 5b0e..., User:alice at 10.0.0.7:51234": enough to find
+ * the process. */
+static void put_who(dc_buf_t *b, const dc_fleet_client_t *c) {
+  dc_buf_printf(b, "%s instance %s, %s at %s", str_or(c->client_id, "?"),
+                str_or(c->instance_id, "?"), str_or(c->principal, "?"),
+                str_or(c->peer, "?"));
+}
+
+/* What the client last said, and for a silent one what is known instead. */
+static void put_report(dc_buf_t *b, const dc_fleet_client_t *c,
+                       int64_t now_ms) {
+  if (c->reported_version == -1) {
+    dc_buf_printf(b, "never reported");
+  } else {
+    const char *w = outcome_words(c->outcome);
+    dc_buf_printf(b, "reported %s %s", hex_version(c->reported_version).s,
+                  w ? w : "without an outcome");
+  }
+  if (c->state == DC_FLEET_BEHIND)
+    dc_buf_printf(b, ", now %s", hex_version(c->current_version).s);
+  if (!c->connected)
+    dc_buf_printf(b, ", gone since %s", age_of(now_ms, c->last_seen_ms).s);
+}
+
+/* One line of --describe-fleet's text output. The reason goes last: it
+ * is free text and may hold commas. */
+static void put_client_line(dc_buf_t *b, const dc_fleet_client_t *c,
+                            int64_t now_ms) {
+  dc_buf_printf(b, "  ");
+  put_who(b, c);
+  dc_buf_printf(b, " via %s, %s, %s, %s, generation %" PRId64 ", ",
+                str_or(c->listener, "?"), str_or(c->kind, "?"),
+                str_or(c->app_software, "?"), str_or(c->agent_software, "?"),
+                c->generation);
+  put_report(b, c, now_ms);
+  dc_buf_printf(b, ", first seen %s, last seen %s",
+                age_of(now_ms, c->first_seen_ms).s,
+                age_of(now_ms, c->last_seen_ms).s);
+  if (c->reason && *c->reason)
+    dc_buf_printf(b, "; %s", c->reason);
+  dc_buf_printf(b, "\n");
+}
+
+/* ---- --describe-fleet's output ---------------------------------------- */
+
+static void count_states(const dc_fleet_client_t *const *v, int32_t n,
+                         size_t count[N_STATES]) {
+  memset(count, 0, N_STATES * sizeof(count[0]));
+  for (int32_t i = 0; i < n; i++)
+    count[v[i]->state]++;
+}
+
+/* "12 clients: 10 up to date, 1 behind, 1 rejected, 0 silent" */
+static void put_summary(dc_buf_t *b, int32_t n, const size_t count[N_STATES]) {
+  dc_buf_printf(b, "%d client%s:", (int)n, n == 1 ? "" : "s");
+  for (int s = 0; s < N_STATES; s++)
+    dc_buf_printf(b, "%s %zu %s", s ? "," : "", count[s], state_words[s]);
+  dc_buf_printf(b, "\n");
+}
+
+/* One group per state in the order of a rollout, up to date first, each
+ * with its count; the clients in v's order. */
+static void render_text(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                        int32_t n, int64_t now_ms) {
+  size_t count[N_STATES];
+  count_states(v, n, count);
+  for (int s = 0; s < N_STATES; s++) {
+    if (!count[s])
+      continue;
+    dc_buf_printf(b, "%s (%zu):\n", state_heading[s], count[s]);
+    for (int32_t i = 0; i < n; i++)
+      if (v[i]->state == s)
+        put_client_line(b, v[i], now_ms);
+  }
+  put_summary(b, n, count);
+}
+
+static void json_str_member(dc_buf_t *b, const char *name, const char *s) {
+  dc_buf_printf(b, ",\"%s\":", name);
+  dc_json_str(b, s);
+}
+
+/* Versions are strings of hex digits in JSON too: a 64-bit hash does not
+ * survive a double. */
+static void json_version_member(dc_buf_t *b, const char *name, int64_t v) {
+  json_str_member(b, name, v == -1 ? NULL : hex_version(v).s);
+}
+
+static void render_json_client(dc_buf_t *b, const dc_fleet_client_t *c) {
+  dc_buf_printf(b, "{\"client_id\":");
+  dc_json_str(b, c->client_id);
+  json_str_member(b, "instance_id", c->instance_id);
+  json_str_member(b, "principal", c->principal);
+  json_str_member(b, "peer", c->peer);
+  json_str_member(b, "listener", c->listener);
+  json_str_member(b, "kind", c->kind);
+  json_str_member(b, "app_software", c->app_software);
+  json_str_member(b, "agent_software", c->agent_software);
+  dc_buf_printf(b, ",\"first_seen_ms\":%" PRId64 ",\"last_seen_ms\":%" PRId64
+                   ",\"connected\":%s",
+                c->first_seen_ms, c->last_seen_ms,
+                c->connected ? "true" : "false");
+  json_version_member(b, "served_version", c->served_version);
+  json_version_member(b, "current_version", c->current_version);
+  json_version_member(b, "reported_version", c->reported_version);
+  dc_buf_printf(b, ",\"generation\":%" PRId64, c->generation);
+  json_str_member(b, "outcome", outcome_json(c->outcome));
+  json_str_member(b, "reason", c->reason);
+  json_str_member(b, "state", state_json[c->state]);
+  dc_buf_printf(b, "}");
+}
+
+static void render_json(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                        int32_t n) {
+  size_t count[N_STATES];
+  count_states(v, n, count);
+  dc_buf_printf(b, "{\"clients\":[");
+  for (int32_t i = 0; i < n; i++) {
+    dc_buf_printf(b, "%s", i ? "," : "");
+    render_json_client(b, v[i]);
+  }
+  dc_buf_printf(b, "],\"summary\":{\"clients\":%d", (int)n);
+  for (int s = 0; s < N_STATES; s++)
+    dc_buf_printf(b, ",\"%s\":%zu", state_json[s], count[s]);
+  dc_buf_printf(b, "}}\n");
+}
+
+/* ---- the DescribeFleet request ---------------------------------------- */
+
+static int enc_fleet(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_describe_fleet_req_encode(b, v, req);
+}
+
+/* Every call's response type begins with the decoded response, so
+ * cli_call() decodes into it and the report finds its context behind it. */
+typedef struct fleet_call {
+  dc_describe_fleet_resp_t resp;
+  int verdict;     /* --wait: WAIT_* after a poll */
+  bool bar_drawn;  /* --wait: a progress bar is on stderr */
+  dc_buf_t behind; /* --wait: the last poll's behind list */
+} fleet_call_t;
+
+static int dec_fleet(dc_rd_t *rd, int16_t v, void *resp) {
+  return dc_describe_fleet_resp_decode(rd, v, &((fleet_call_t *)resp)->resp);
+}
+
+/* A state this tool has no group for would be miscounted: refuse the
+ * response instead. EXIT_OK, or EXIT_FAIL said. */
+static int check_response(const dc_describe_fleet_resp_t *r,
+                          dc_kclient_t *kc) {
+  int rc = cli_check_error(r->error_code, r->error_message);
+  for (int32_t i = 0; rc == EXIT_OK && i < r->n_clients; i++)
+    if (!known_state(r->clients[i].state)) {
+      cli_fail("the DescribeFleet response from %s gives client '%s' state "
+               "%d, which this " PROG " does not know",
+               dc_kclient_peer(kc), str_or(r->clients[i].client_id, "?"),
+               r->clients[i].state);
+      rc = EXIT_FAIL;
+    }
+  return rc;
+}
+
+/* Whether the server lists DescribeFleet in a version we speak; else says
+ * so, naming the server, with `tail` appended. */
+static bool fleet_offered(dc_kclient_t *kc, const char *tail) {
+  int16_t lo, hi;
+  if (!dc_kclient_api_range(kc, DC_API_DESCRIBE_FLEET, &lo, &hi)) {
+    cli_fail("the server at %s does not offer DescribeFleet (a dynconfd "
+             "older than the fleet view)%s",
+             dc_kclient_peer(kc), tail);
+    return false;
+  }
+  if (dc_kclient_pick_version(kc, DC_API_DESCRIBE_FLEET) < 0) {
+    cli_fail("the server at %s offers DescribeFleet v%d to v%d, none of "
+             "which this " PROG " speaks%s",
+             dc_kclient_peer(kc), lo, hi, tail);
+    return false;
+  }
+  return true;
+}
+
+/* The filter for the entity: a client-id, a user-principal's name, both,
+ * or neither (all) for <default> and for no entity at all. */
+static dc_describe_fleet_req_t fleet_filter(const opts_t *o) {
+  dc_describe_fleet_req_t req = {0};
+  if (o->entity_type == ENT_USERS) {
+    req.user = (char *)o->user;
+    req.client_id = (char *)o->client;
+  } else if (o->entity_type == ENT_CLIENTS &&
+             !dc_entity_is_default(o->entity_name)) {
+    req.client_id = (char *)o->entity_name;
+  }
+  return req;
+}
+
+/* ---- --describe-fleet ------------------------------------------------- */
+
+static int report_describe_fleet(const opts_t *o, dc_kclient_t *kc,
+                                 int16_t v, void *resp) {
+  (void)v;
+  dc_describe_fleet_resp_t *r = &((fleet_call_t *)resp)->resp;
+  int rc = check_response(r, kc);
+  if (rc != EXIT_OK)
+    return rc;
+  if (!o->json) /* JSON escapes them */
+    defang_all(r);
+  const dc_fleet_client_t **sorted = sorted_clients(r->clients, r->n_clients);
+  if (!sorted)
+    return EXIT_FAIL;
+  dc_buf_t b;
+  dc_buf_init(&b);
+  if (o->json)
+    render_json(&b, sorted, r->n_clients);
+  else
+    render_text(&b, sorted, r->n_clients, dc_wall_ms());
+  free(sorted);
+  rc = cli_flush_out(&b);
+  dc_buf_free(&b);
+  return rc;
+}
+
+static const cli_api_t describe_fleet_api = {
+    .key = DC_API_DESCRIBE_FLEET,
+    .name = "DescribeFleet",
+    .unsupported = " (a dynconfd older than the fleet view)",
+    .encode = enc_fleet,
+    .decode = dec_fleet,
+    .report = report_describe_fleet,
+};
+
+int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  if (!fleet_offered(kc, ""))
+    return EXIT_FAIL;
+  dc_describe_fleet_req_t req = fleet_filter(o);
+  fleet_call_t call = {.bar_drawn = false};
+  return cli_call(o, kc, deadline, &describe_fleet_api, &req, &call);
+}
+
+/* ---- --wait, step 1: the server shows the change ---------------------- */
+/* A replica of the Kafka-topic store applies an alter from its log a
+ * moment after the writer acknowledged it; until it shows the change, its
+ * fleet would be judged against the old configuration. */
+
+/* Sleeps POLL_MS and returns true when another poll fits before the
+ * deadline; else returns false at once. */
+static bool pause_poll(int64_t deadline) {
+  if (deadline - dc_mono_ms() <= POLL_MS)
+    return false;
+  struct timespec ts = {0, POLL_MS * 1000000L};
+  nanosleep(&ts, NULL);
+  return true;
+}
+
+static int8_t wire_type(const opts_t *o) {
+  return o->entity_type == ENT_USERS ? DC_RES_USER : DC_RES_CLIENT;
+}
+
+/* The source of the entity's own values, as --describe picks it. */
+static int own_source(const opts_t *o) {
+  if (o->entity_type == ENT_USERS)
+    return o->client ? DC_SRC_DYNAMIC_USER_CLIENT : DC_SRC_DYNAMIC_USER;
+  return dc_entity_is_default(o->entity_name) ? DC_SRC_DYNAMIC_DEFAULT
+                                              : DC_SRC_DYNAMIC_CLIENT;
+}
+
+/* Whether item (len bytes) is one of list's comma-separated items;
+ * blanks around items do not count. */
+static bool list_has(const char *list, const char *item, size_t len) {
+  while (*list) {
+    const char *end = strchr(list, ',');
+    size_t n = end ? (size_t)(end - list) : strlen(list);
+    while (n && *list == ' ')
+      list++, n--;
+    while (n && list[n - 1] == ' ')
+      n--;
+    if (n == len && !memcmp(list, item, len))
+      return true;
+    if (!end)
+      break;
+    list = end + 1;
+  }
+  return false;
+}
+
+/* Whether each item of items is in list (want) or absent from it (!want).
+ * A hidden (NULL) list cannot be checked: it counts as shown. */
+static bool items_are(const char *items, const char *list, bool want) {
+  if (!list)
+    return true;
+  while (*items) {
+    while (*items == ' ')
+      items++;
+    size_t n = strcspn(items, ",");
+    size_t t = n;
+    while (t && items[t - 1] == ' ')
+      t--;
+    if (t && list_has(list, items, t) != want)
+      return false;
+    items += n + (items[n] == ',');
+  }
+  return true;
+}
+
+/* Whether the entity's own value of the op's key (set says whether it has
+ * one; value NULL when hidden) shows the op done. */
+static bool op_shown(const dc_alter_config_t *op, bool set,
+                     const char *value) {
+  switch (op->op) {
+  case DC_OP_SET:
+    return set && (!value || !strcmp(value, op->value));
+  case DC_OP_DELETE:
+    return !set;
+  case DC_OP_APPEND:
+    return set && items_are(op->value, value, true);
+  case DC_OP_SUBTRACT:
+    return !set || items_are(op->value, value, false);
+  }
+  return true;
+}
+
+/* The entity's own value of key in the result: the entry's when it is
+ * the entity's, else its synonym at the entity's level (a level above may
+ * shadow it). False when the entity does not set the key. */
+static bool own_value(const dc_describe_configs_result_t *res, int16_t v,
+                      int own, const char *key, const char **value) {
+  for (int32_t i = 0; i < res->n_configs; i++) {
+    const dc_describe_configs_entry_t *e = &res->configs[i];
+    if (!e->name || strcmp(e->name, key))
+      continue;
+    if (v == 0 ? !e->is_default : e->config_source == own) {
+      *value = e->value;
+      return true;
+    }
+    for (int32_t j = 0; j < e->n_synonyms; j++)
+      if (e->synonyms[j].source == own) {
+        *value = e->synonyms[j].value;
+        return true;
+      }
+  }
+  return false;
+}
+
+typedef struct shown_call {
+  dc_describe_configs_resp_t resp;
+  bool shown;
+} shown_call_t;
+
+static int enc_describe(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_describe_configs_req_encode(b, v, req);
+}
+
+static int dec_describe(dc_rd_t *rd, int16_t v, void *resp) {
+  return dc_describe_configs_resp_decode(rd, v, &((shown_call_t *)resp)->resp);
+}
+
+/* Sets shown when every op of --alter shows in the entity's configs. */
+static int report_shown(const opts_t *o, dc_kclient_t *kc, int16_t v,
+                        void *resp) {
+  shown_call_t *call = resp;
+  const dc_describe_configs_result_t *res = NULL;
+  for (int32_t i = 0; i < call->resp.n_results && !res; i++)
+    if (call->resp.results[i].resource_type == wire_type(o) &&
+        call->resp.results[i].resource_name &&
+        !strcmp(call->resp.results[i].resource_name, o->entity_name))
+      res = &call->resp.results[i];
+  if (!res) {
+    cli_fail("the DescribeConfigs response from %s does not mention the "
+             "entity just altered",
+             dc_kclient_peer(kc));
+    return EXIT_FAIL;
+  }
+  if (cli_check_error(res->error_code, res->error_message) != EXIT_OK)
+    return EXIT_FAIL;
+  call->shown = true;
+  for (size_t i = 0; i < o->n_ops && call->shown; i++) {
+    const char *value = NULL;
+    bool set = own_value(res, v, own_source(o), o->ops[i].name, &value);
+    call->shown = op_shown(&o->ops[i], set, value);
+  }
+  return EXIT_OK;
+}
+
+/* Polls DescribeConfigs until the server shows the change. EXIT_OK, or
+ * EXIT_WAIT_TIMEOUT / EXIT_FAIL said. */
+static int wait_shown(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  static const cli_api_t api = {
+      .key = DC_API_DESCRIBE_CONFIGS,
+      .name = "DescribeConfigs",
+      .unsupported = ", which --wait needs",
+      .encode = enc_describe,
+      .decode = dec_describe,
+      .report = report_shown,
+  };
+  dc_describe_configs_req_resource_t r = {
+      .resource_type = wire_type(o),
+      .resource_name = (char *)o->entity_name,
+      .n_configuration_keys = -1,
+  };
+  dc_describe_configs_req_t req = {
+      .n_resources = 1, .resources = &r, .include_synonyms = true};
+  shown_call_t call = {.shown = false};
+  do {
+    int rc = cli_call(o, kc, deadline, &api, &req, &call);
+    if (rc != EXIT_OK)
+      return dc_mono_ms() >= deadline ? EXIT_WAIT_TIMEOUT : rc;
+    if (call.shown)
+      return EXIT_OK;
+  } while (pause_poll(deadline));
+  cli_fail("the server at %s still does not show the change after %d ms "
+           "(--timeout-ms)",
+           dc_kclient_peer(kc), o->timeout_ms);
+  return EXIT_WAIT_TIMEOUT;
+}
+
+/* ---- --wait, step 2: the clients apply it ----------------------------- */
+
+enum { WAIT_PENDING, WAIT_DONE };
+
+/* The connected clients by state: a gone client is nobody to wait for. */
+typedef struct rollout {
+  size_t n[N_STATES];
+} rollout_t;
+
+static rollout_t count_rollout(const dc_describe_fleet_resp_t *r) {
+  rollout_t t = {{0}};
+  for (int32_t i = 0; i < r->n_clients; i++)
+    if (r->clients[i].connected)
+      t.n[r->clients[i].state]++;
+  return t;
+}
+
+static void bar_clear(fleet_call_t *call) {
+  if (!call->bar_drawn)
+    return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  call->bar_drawn = false;
+}
+
+/* "\r[#####.....] 312/500 applied, 2 behind" on a terminal's stderr; a
+ * pipe or file gets nothing (it would only fill logs with \r). */
+static void bar_draw(fleet_call_t *call, const rollout_t *t) {
+  if (!isatty(STDERR_FILENO))
+    return;
+  size_t applied = t->n[DC_FLEET_UP_TO_DATE];
+  size_t total = applied + t->n[DC_FLEET_BEHIND] + t->n[DC_FLEET_REJECTED];
+  int full = total ? (int)(applied * BAR_WIDTH / total) : BAR_WIDTH;
+  fprintf(stderr, "\r[%.*s%.*s] %zu/%zu applied, %zu behind\033[K", full,
+          "####################", BAR_WIDTH - full, "....................",
+          applied, total, t->n[DC_FLEET_BEHIND]);
+  fflush(stderr);
+  call->bar_drawn = true;
+}
+
+/* Appends one line per connected client in state to b, prefixed, with
+ * what its state calls for: the reason of a rejection, the versions of a
+ * client behind. */
+static void put_state_list(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                           int32_t n, int8_t state) {
+  for (int32_t i = 0; i < n; i++) {
+    const dc_fleet_client_t *c = v[i];
+    if (!c->connected || c->state != state)
+      continue;
+    dc_buf_printf(b, "  ");
+    put_who(b, c);
+    if (state == DC_FLEET_REJECTED)
+      dc_buf_printf(b, ": %s\n", str_or(c->reason, "no reason given"));
+    else if (state == DC_FLEET_BEHIND)
+      dc_buf_printf(b, ": %s%s, needs %s\n",
+                    c->reported_version == -1 ? "reports nothing" : "reports ",
+                    c->reported_version == -1
+                        ? ""
+                        : hex_version(c->reported_version).s,
+                    hex_version(c->current_version).s);
+    else
+      dc_buf_printf(b, ": silent: cannot tell (connected, never reported)\n");
+  }
+}
+
+static void put_applied(dc_buf_t *b, const rollout_t *t) {
+  size_t n = t->n[DC_FLEET_UP_TO_DATE];
+  dc_buf_printf(b, "%zu client%s applied the change\n", n, n == 1 ? "" : "s");
+}
+
+/* Exit 1 as soon as one client refused the version that resolves now. */
+static int say_rejected(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                        int32_t n, const rollout_t *t) {
+  size_t k = t->n[DC_FLEET_REJECTED];
+  put_applied(b, t);
+  dc_buf_printf(b, "%zu client%s rejected it:\n", k, k == 1 ? "" : "s");
+  put_state_list(b, v, n, DC_FLEET_REJECTED);
+  int rc = cli_flush_out(b);
+  cli_fail("%zu client%s rejected the change", k, k == 1 ? "" : "s");
+  return rc == EXIT_OK ? EXIT_FAIL : rc;
+}
+
+/* Judges one poll: done (said) when every connected client that reported
+ * runs the new version, failed when one rejected it; else keeps the list
+ * of those behind for a time-out to print. */
+static int judge_poll(fleet_call_t *call, const dc_fleet_client_t *const *v,
+                      int32_t n) {
+  rollout_t t = count_rollout(&call->resp);
+  dc_buf_t b;
+  dc_buf_init(&b);
+  int rc = EXIT_OK;
+  if (t.n[DC_FLEET_REJECTED] || !t.n[DC_FLEET_BEHIND])
+    bar_clear(call);
+  if (t.n[DC_FLEET_REJECTED]) {
+    rc = say_rejected(&b, v, n, &t);
+    call->verdict = WAIT_DONE;
+  } else if (!t.n[DC_FLEET_BEHIND]) {
+    put_applied(&b, &t);
+    put_state_list(&b, v, n, DC_FLEET_SILENT);
+    rc = cli_flush_out(&b);
+    call->verdict = WAIT_DONE;
+  } else {
+    dc_buf_clear(&call->behind);
+    put_applied(&call->behind, &t);
+    dc_buf_printf(&call->behind, "%zu client%s behind:\n",
+                  t.n[DC_FLEET_BEHIND], t.n[DC_FLEET_BEHIND] == 1 ? "" : "s");
+    put_state_list(&call->behind, v, n, DC_FLEET_BEHIND);
+    bar_draw(call, &t);
+  }
+  dc_buf_free(&b);
+  return rc;
+}
+
+static int report_wait(const opts_t *o, dc_kclient_t *kc, int16_t v,
+                       void *resp) {
+  (void)o;
+  (void)v;
+  fleet_call_t *call = resp;
+  int rc = check_response(&call->resp, kc);
+  if (rc != EXIT_OK)
+    return rc;
+  defang_all(&call->resp);
+  const dc_fleet_client_t **sorted =
+      sorted_clients(call->resp.clients, call->resp.n_clients);
+  if (!sorted)
+    return EXIT_FAIL;
+  rc = judge_poll(call, sorted, call->resp.n_clients);
+  free(sorted);
+  return rc;
+}
+
+/* Exit 3: who is still behind, as the last poll saw them. */
+static int say_timeout(const opts_t *o, fleet_call_t *call) {
+  int rc = cli_flush_out(&call->behind);
+  cli_fail("the clients did not all apply the change within %d ms "
+           "(--timeout-ms)",
+           o->timeout_ms);
+  return rc == EXIT_OK ? EXIT_WAIT_TIMEOUT : rc;
+}
+
+/* Polls DescribeFleet for the altered entity's clients until judge_poll()
+ * decides or the deadline passes. */
+static int wait_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  static const cli_api_t api = {
+      .key = DC_API_DESCRIBE_FLEET,
+      .name = "DescribeFleet",
+      .unsupported = " (a dynconfd older than the fleet view), which --wait "
+                     "needs",
+      .encode = enc_fleet,
+      .decode = dec_fleet,
+      .report = report_wait,
+  };
+  dc_describe_fleet_req_t req = fleet_filter(o);
+  fleet_call_t call = {.verdict = WAIT_PENDING};
+  dc_buf_init(&call.behind);
+  int rc;
+  do {
+    bar_clear(&call); /* an error cli_call() prints gets a line of its own */
+    rc = cli_call(o, kc, deadline, &api, &req, &call);
+    if (rc != EXIT_OK || call.verdict == WAIT_DONE)
+      break;
+  } while (pause_poll(deadline));
+  bar_clear(&call);
+  if (rc == EXIT_OK && call.verdict == WAIT_PENDING)
+    rc = say_timeout(o, &call);
+  else if (rc == EXIT_FAIL && call.verdict == WAIT_PENDING &&
+           dc_mono_ms() >= deadline)
+    rc = say_timeout(o, &call); /* the last poll itself ran out of time */
+  dc_buf_free(&call.behind);
+  return rc;
+}
+
+int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+  /* Before the alter: a change nobody can follow is better not made. */
+  if (!fleet_offered(kc, ", which --wait needs; nothing was changed"))
+    return EXIT_FAIL;
+  int rc = cli_alter(o, kc, deadline);
+  if (rc == EXIT_OK)
+    rc = wait_shown(o, kc, deadline);
+  if (rc == EXIT_OK)
+    rc = wait_fleet(o, kc, deadline);
+  return rc;
+}
