@@ -6,7 +6,7 @@
  *               [--agents 2000] [--procs P] [--alters 5] [--gap-ms 3000]
  *               [--settle-ms 3000] [--refresh-ms 1000] [--poll-sleep-ms 5]
  *               [--timeout-ms 30000] [--daemon-pid PID] [--value-base N]
- *               [--stagger-ms REFRESH] [--watch on|off]
+ *               [--stagger-ms REFRESH] [--watch on|off] [--cli-wait on|off]
  *
  * The parent forks P worker processes (default: one per 500 agents) before
  * it touches librdkafka. Worker i creates its share of real libdynconf
@@ -14,7 +14,10 @@
  * client.id fleet-K (the app conf also sets group.id), all polling dynconfd
  * at dynconf.refresh.interval.ms (default jitter); with --watch on
  * (dynconf.watch=true) they wait for changes with dynconfd's Watch between
- * fetches, with --watch off (the default) they only poll. Agent creation is spread
+ * fetches, with --watch off (the default) they only poll. With --cli-wait
+ * on, each alter runs with --wait: the CLI returns once every agent has
+ * reported the change, so every delay (counted from its return) is <= 0
+ * and the CLI time is what an operator waits for the whole rollout. Agent creation is spread
  * evenly over --stagger-ms (default: one refresh interval; 0 = all at once)
  * so the fleet's polling phases are spread. One thread per worker
  * polls all of its agents with dynconf_poll(dc, 0) and then sleeps
@@ -127,6 +130,7 @@ typedef struct opts {
   int agents, procs, alters, gap_ms, settle_ms, refresh_ms, poll_sleep_ms;
   int timeout_ms, value_base, stagger_ms;
   int watch; /* dynconf.watch: 1 = changes pushed by Watch, 0 = polling */
+  int cli_wait; /* each alter with --wait: the CLI returns once all applied */
   pid_t daemon_pid;
 } opts_t;
 
@@ -402,9 +406,15 @@ static int run_cli(const opts_t *o, int value, char *out, size_t outsz) {
   if (pid == 0) {
     dup2(fd, 1);
     dup2(fd, 2);
-    execl(o->cli, o->cli, "--bootstrap-server", o->bootstrap, "--entity-type",
-          "clients", "--entity-default", "--alter", "--add-config", kv,
-          (char *)NULL);
+    if (o->cli_wait)
+      execl(o->cli, o->cli, "--bootstrap-server", o->bootstrap,
+            "--entity-type", "clients", "--entity-default", "--alter",
+            "--add-config", kv, "--wait", "--timeout-ms", "60000",
+            (char *)NULL);
+    else
+      execl(o->cli, o->cli, "--bootstrap-server", o->bootstrap,
+            "--entity-type", "clients", "--entity-default", "--alter",
+            "--add-config", kv, (char *)NULL);
     _exit(127);
   }
   int st;
@@ -532,6 +542,11 @@ static void report(fleet_t *f, int64_t *cli_us, int done_alters,
   printf("  delivery delay over %zu deliveries: min %.1f  p50 %.1f  p99 %.1f  "
          "max %.1f ms (from CLI return; CLI took %.1f ms on average)\n",
          total, mn, p50, p99, mx, cli_avg);
+  if (o->cli_wait)
+    printf("  --wait: the CLI (alter, then waiting for the rollout) took %.1f "
+           "ms on average; it returned %s every delivery (the latest %.1f ms "
+           "before it returned)\n", cli_avg, mx <= 0 ? "after" : "BEFORE",
+           -mx);
   if (!o->watch)
     printf("  baseline: polling bound = refresh %d + fetch RTT %.2f + poll "
            "sleep %d = %.1f ms; expected p50 ~ %.1f ms\n",
@@ -595,7 +610,7 @@ static void usage(FILE *fp) {
           "         [--agents 2000] [--procs P] [--alters 5] [--gap-ms 3000]\n"
           "         [--settle-ms 3000] [--refresh-ms 1000] [--poll-sleep-ms 5]\n"
           "         [--timeout-ms 30000] [--daemon-pid PID] [--value-base N]\n"
-          "         [--stagger-ms REFRESH] [--watch on|off]\n");
+          "         [--stagger-ms REFRESH] [--watch on|off] [--cli-wait on|off]\n");
 }
 
 static int parse_int(const char *s, int min, int *out) {
@@ -651,7 +666,7 @@ int main(int argc, char **argv) {
   /* value-base: varies per run so that a re-used dynconfd never already
    * holds the first value (no change, no event). */
   opts_t o = {NULL, NULL, 2000, 0, 5, 3000, 3000, 1000, 5, 30000,
-              10000 + (int)(time(NULL) % 100) * 2500, -1, 0, 0};
+              10000 + (int)(time(NULL) % 100) * 2500, -1, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0, pid = 0;
@@ -685,7 +700,10 @@ int main(int argc, char **argv) {
       bad = parse_int(v, 1000, &o.timeout_ms);
     else if (!strcmp(a, "--stagger-ms"))
       bad = parse_int(v, 0, &o.stagger_ms);
-    else if (!strcmp(a, "--watch")) {
+    else if (!strcmp(a, "--cli-wait")) {
+      o.cli_wait = !strcmp(v, "on");
+      bad = !o.cli_wait && strcmp(v, "off");
+    } else if (!strcmp(a, "--watch")) {
       o.watch = !strcmp(v, "on");
       bad = !o.watch && strcmp(v, "off");
     }

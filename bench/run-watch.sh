@@ -11,11 +11,12 @@
 # BENCH_AGENTS of them with dynconf.watch=true (a one-hour refresh as the
 # safety net) and the same number polling every second, five alters of
 # <default> each, the delay of every agent's change event counted from the
-# alter CLI's return: the pushed figure beside the polling one, same run.
+# alter CLI's return: the pushed figure beside the polling one, same run;
+# then the pushed agents again with each alter run as --alter --wait.
 #
 # Environment: BENCH_WATCHERS (10000, or what the open-file limit allows),
 # BENCH_ROUNDS (3), BENCH_AGENTS (500; 0 skips the real agents). About
-# 80 s on two cores. Exits non-zero when a watcher was not answered or
+# 100 s on two cores. Exits non-zero when a watcher was not answered or
 # answered wrong, or an agent missed an alter; never on speed.
 set -eu
 
@@ -68,18 +69,22 @@ echo "dynconf Watch fan-out: dynconfd (pid $DPID) on $ADDR, $N watchers," \
 [ "$AGENTS" -gt 0 ] || exit 0
 # Each mode alters session.timeout.ms from its own base, so the second
 # run's values are changes too.
-for mode in on off; do
-  if [ $mode = on ]; then
-    refresh=3600000 base=100000 what=true
-  else
-    refresh=1000 base=200000 what=false
-  fi
+# The third run alters with --wait: the CLI returns once every agent has
+# reported the change, and the delays show how long before it they had it.
+for mode in on off wait; do
+  wait=off
+  case $mode in
+    on) refresh=3600000 base=100000 what="dynconf.watch=true" ;;
+    off) refresh=1000 base=200000 what="dynconf.watch=false" ;;
+    wait) mode=on wait=on refresh=3600000 base=150000
+      what="dynconf.watch=true, each alter with --wait" ;;
+  esac
   echo
-  echo "real agents, dynconf.watch=$what:"
+  echo "real agents, $what:"
   rc=0
   "$BUILDDIR/bench/agent_fleet" --bootstrap "$ADDR" \
     --configs-cli "$BUILDDIR/dynconf-configs" --agents "$AGENTS" \
-    --watch $mode --refresh-ms $refresh --stagger-ms 1000 \
+    --watch $mode --cli-wait $wait --refresh-ms $refresh --stagger-ms 1000 \
     --value-base $base --daemon-pid "$DPID" >"$TMP/fleet" || rc=$?
   grep -v '^ALTER ' "$TMP/fleet" || true
   [ $rc = 0 ] || exit $rc

@@ -28,7 +28,9 @@
  *       at once, "changed" to the same version or with nothing new, a
  *       truncated answer, a closed connection, an error): the agent falls
  *       back to polling after a few Watches, then sends at most one per
- *       fetch, and stays UP on the last good configuration.
+ *       fetch, and stays UP on the last good configuration; a server that
+ *       closes the connection on every ClientReport gets a few reports,
+ *       then at most one per fetch.
  *
  * Waits are "until a condition or a generous deadline". The elapsed-time
  * checks are API promises with margins of seconds: dynconf_new() within
@@ -59,6 +61,7 @@ typedef struct fake {
   int last_describe_version;
   int watch_mode; /* how Watch is answered (FKW_*) */
   int n_watch;    /* Watch requests received */
+  int n_report;   /* ClientReport requests received (each closes) */
 } fake_t;
 
 /* Answers to DescribeConfigs. */
@@ -69,7 +72,7 @@ enum {
 };
 /* DescribeConfigs in the ApiVersions answer. FKV_WATCH is FKV_ALL plus
  * Watch v0; no other answer lists Watch, so no agent should send one. */
-enum { FKV_ALL, FKV_NONE, FKV_V0_2, FKV_V0_0, FKV_WATCH };
+enum { FKV_ALL, FKV_NONE, FKV_V0_2, FKV_V0_0, FKV_WATCH, FKV_REPORT };
 /* Answers to Watch, each at once, each wrong in its own way: "unchanged"
  * long before the timeout, "changed" to the version the agent has,
  * "changed" to a new version with the configuration the agent has, a
@@ -110,16 +113,20 @@ static int fake_get(const int *field) {
 
 static int fake_api_versions(dc_buf_t *out, int16_t v) {
   static const int16_t keys[] = {DC_API_API_VERSIONS, DC_API_METADATA,
-                                 DC_API_DESCRIBE_CONFIGS, DC_API_WATCH};
-  dc_api_range_t r[4];
-  for (size_t i = 0; i < 4; i++) {
+                                 DC_API_DESCRIBE_CONFIGS, DC_API_WATCH,
+                                 DC_API_CLIENT_REPORT};
+  dc_api_range_t r[5];
+  for (size_t i = 0; i < 5; i++) {
     const dc_api_info_t *ai = dc_api_info(keys[i]);
     r[i] = (dc_api_range_t){ai->key, ai->min_version, ai->max_version};
   }
   int versions = fake_get(&fk.versions);
   if (versions == FKV_V0_2 || versions == FKV_V0_0)
     r[2].max_version = versions == FKV_V0_2 ? 2 : 0;
-  int n = versions == FKV_NONE ? 2 : versions == FKV_WATCH ? 4 : 3;
+  int n = versions == FKV_NONE     ? 2
+          : versions == FKV_WATCH  ? 4
+          : versions == FKV_REPORT ? 5
+                                   : 3;
   dc_apiversions_resp_t resp = {.n_api_keys = n, .api_keys = r};
   return dc_apiversions_resp_encode(out, v, &resp);
 }
@@ -307,6 +314,11 @@ static int fake_request(int fd, const uint8_t *p, size_t n) {
   case DC_API_METADATA: rc = fake_metadata(&rd, &out, v); break;
   case DC_API_DESCRIBE_CONFIGS: rc = fake_describe(&rd, &out, v); break;
   case DC_API_WATCH: rc = fake_watch(&rd, &out, v); break;
+  case DC_API_CLIENT_REPORT: /* counted, then the connection closes */
+    pthread_mutex_lock(&fk.lock);
+    fk.n_report++;
+    pthread_mutex_unlock(&fk.lock);
+    break;
   default: diag("fake broker: unexpected api key %d", h.api_key);
   }
   dc_wr_frame_end(&out, frame);
@@ -842,6 +854,14 @@ typedef struct watch_case {
   int before;
 } watch_case_t;
 
+/* Polls until the fake's counter reaches target, up to WAIT_MS. */
+static bool poll_until_fake(const int *field, int target) {
+  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+  while (fake_get(field) < target && dc_tu_now_ms() < deadline)
+    dc_tu_sleep_ms(10);
+  return fake_get(field) >= target;
+}
+
 /* Three refreshes after the fallback: the agent stays UP on acks=0 with no
  * new event, and sends at most one Watch per fetch. *ups gets how many
  * refreshes ended UP and parked. Returns the refreshes that fetched. */
@@ -895,6 +915,39 @@ static void test_watch(const watch_case_t *c) {
   is_int(s.n_error, 0, "%s: no ERROR event", c->what);
 }
 
+/* (f) A server that closes the connection on every ClientReport: each
+ * lost report is a strike (agent.c, report()), so the reconnects it
+ * causes stop at DC_AGENT_WATCH_STRIKES, and after that a fetch leads to
+ * at most one report. The Watch answers "changed", so a report follows
+ * each connection's first Watch. */
+static void test_report_closes(void) {
+  fake_mode(FK_NORMAL, FKV_REPORT);
+  fake_watch_mode(FKW_HOLLOW);
+  fake_answer(good_acks0, 1);
+  int r0 = fake_get(&fk.n_report);
+  seen_t s;
+  int64_t ms;
+  dynconf_t *dc = agent_new(&s, &ms);
+  if (!ok(dc != NULL, "report closes: an agent"))
+    return;
+  const int k = DC_AGENT_WATCH_STRIKES;
+  ok(poll_until_fake(&fk.n_report, r0 + k) && wait_polling(dc),
+     "report closes: %d reports, then the agent polls", k);
+  int r1 = fake_get(&fk.n_report);
+  int ups;
+  is_int(watch_refreshes(dc, &ups), 3, "report closes: 3 refreshes fetch");
+  dynconf_destroy(dc);
+  int r2 = fake_get(&fk.n_report);
+  diag("report closes: %d reports until the fallback, %d over 3 refreshes",
+       r1 - r0, r2 - r1);
+  ok(r1 - r0 <= k, "report closes: at most %d reports until the fallback "
+     "(%d)", k, r1 - r0);
+  ok(r2 - r1 <= 3, "report closes: at most one report per fetch after it "
+     "(%d for 3)", r2 - r1);
+  is_int(s.n_error, 0, "report closes: no ERROR event");
+  fake_mode(FK_NORMAL, FKV_ALL);
+}
+
 /* (f) The bounds, from lib/agent/agent.c (watch_record_locked()): each
  * odd answer is one strike and DC_AGENT_WATCH_STRIKES of them end
  * watching ("failures" counts them; after a truncated answer or a closed
@@ -918,6 +971,7 @@ static void test_watch_all(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     test_watch(&cases[i]);
   fake_mode(FK_NORMAL, FKV_ALL);
+  test_report_closes();
 }
 
 int main(void) {

@@ -21,8 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often --wait asks again: fast enough that a Watch-driven rollout
- * (milliseconds) is seen at once, slow enough to be no load. */
+/* How often --wait asks again: from POLL_FIRST_MS, doubling up to
+ * POLL_MS. A rollout pushed by Watch takes milliseconds, so the first
+ * polls see its end at once; a longer one costs one request a tenth of
+ * a second. */
+#define POLL_FIRST_MS 5
 #define POLL_MS 100
 #define BAR_WIDTH 20
 
@@ -387,13 +390,14 @@ int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
  * moment after the writer acknowledged it; until it shows the change, its
  * fleet would be judged against the old configuration. */
 
-/* Sleeps POLL_MS and returns true when another poll fits before the
- * deadline; else returns false at once. */
-static bool pause_poll(int64_t deadline) {
-  if (deadline - dc_mono_ms() <= POLL_MS)
+/* Sleeps *pause_ms (then doubles it, up to POLL_MS) and returns true when
+ * another poll fits before the deadline; else returns false at once. */
+static bool pause_poll(int64_t deadline, int *pause_ms) {
+  if (deadline - dc_mono_ms() <= *pause_ms)
     return false;
-  struct timespec ts = {0, POLL_MS * 1000000L};
+  struct timespec ts = {0, *pause_ms * 1000000L};
   nanosleep(&ts, NULL);
+  *pause_ms = *pause_ms * 2 < POLL_MS ? *pause_ms * 2 : POLL_MS;
   return true;
 }
 
@@ -545,13 +549,14 @@ static int wait_shown(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   dc_describe_configs_req_t req = {
       .n_resources = 1, .resources = &r, .include_synonyms = true};
   shown_call_t call = {.shown = false};
+  int pause_ms = POLL_FIRST_MS;
   do {
     int rc = cli_call(o, kc, deadline, &api, &req, &call);
     if (rc != EXIT_OK)
       return dc_mono_ms() >= deadline ? EXIT_WAIT_TIMEOUT : rc;
     if (call.shown)
       return EXIT_OK;
-  } while (pause_poll(deadline));
+  } while (pause_poll(deadline, &pause_ms));
   cli_fail("the server at %s still does not show the change after %d ms "
            "(--timeout-ms)",
            dc_kclient_peer(kc), o->timeout_ms);
@@ -713,13 +718,13 @@ static int wait_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   dc_describe_fleet_req_t req = fleet_filter(o);
   fleet_call_t call = {.verdict = WAIT_PENDING};
   dc_buf_init(&call.behind);
-  int rc;
+  int rc, pause_ms = POLL_FIRST_MS;
   do {
     bar_clear(&call); /* an error cli_call() prints gets a line of its own */
     rc = cli_call(o, kc, deadline, &api, &req, &call);
     if (rc != EXIT_OK || call.verdict == WAIT_DONE)
       break;
-  } while (pause_poll(deadline));
+  } while (pause_poll(deadline, &pause_ms));
   bar_clear(&call);
   if (rc == EXIT_OK && call.verdict == WAIT_PENDING)
     rc = say_timeout(o, &call);

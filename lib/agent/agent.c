@@ -376,13 +376,17 @@ static dc_watch_res_t watch_and_record(dynconf_t *dc, int wait_ms) {
   return r;
 }
 
-/* Reports to the server; a connection lost doing so is replaced at once
- * (a change may come meanwhile). Agent thread, lock not held. */
+/* Reports to the server. A connection lost doing so is replaced at once
+ * (a change may come meanwhile), unless that keeps happening: it is a
+ * strike, as a Watch that loses the connection is. Agent thread, lock not
+ * held. */
 static void report(dynconf_t *dc, int64_t version) {
   if (dc_agent_report(dc, version))
     return;
   pthread_mutex_lock(&dc->lock);
-  dc->next_fetch_ms = dc_mono_ms();
+  if (!watch_strike_locked(dc, "the server closed the connection on the "
+                               "agent's report"))
+    dc->next_fetch_ms = dc_mono_ms();
   pthread_mutex_unlock(&dc->lock);
 }
 

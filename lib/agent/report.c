@@ -111,7 +111,9 @@ bool dc_agent_report(dynconf_t *dc, int64_t version) {
     err = (dc_err_t)resp.error_code;
   }
   if (err) {
-    dc_agent_log(dc, c->report_noted ? 7 : 4, "REPORT",
+    /* The configuration is applied either way: the fleet view is the
+     * operator's, and a refresh that cut the report short is no fault. */
+    dc_agent_log(dc, c->report_noted ? 7 : 6, "REPORT",
                  "cannot report to %s: %s", dc_kclient_peer(c->kc), errstr);
     c->report_noted = true;
   } else {
