@@ -516,7 +516,7 @@ static void report(fleet_t *f, int64_t *cli_us, int done_alters,
   double bound = o->refresh_ms + rtt_avg + o->poll_sleep_ms;
   /* Uniform phase over an interval shortened by 0..jitter%. */
   double expect_p50 = o->refresh_ms * (1.0 - jitter / 200.0) / 2 + rtt_avg;
-  /* Polling: the interval bounds the delay. Watch: the 50 ms. */
+  /* Polling: the interval bounds the delay. Pushed: 50 ms, the goal. */
   double target = o->watch ? 50.0 : 1.1 * o->refresh_ms + rtt_avg;
   long long create_max = 0, destroy_max = 0, cpu_ms = 0;
   long threads = 0, fds = 0, rss_kib = 0;
