@@ -14,10 +14,21 @@
 # alter CLI's return: the pushed figure beside the polling one, same run;
 # then the pushed agents again with each alter run as --alter --wait.
 #
+# Then the two together: watch_fanout --hold keeps N - BENCH_AGENTS
+# watchers parked on the wire (each parks again as soon as it is answered)
+# while BENCH_AGENTS real agents watch too, so every alter of <default>
+# wakes N watching clients of which the real agents are BENCH_AGENTS; the
+# agents' delays (pushed, then polling every second beside the same wire
+# watchers) are printed as above and summed up in a last "headline" line.
+# The holder's HELD line counts its answers: every one of its watchers
+# must be woken once per alter (ten alters).
+#
 # Environment: BENCH_WATCHERS (10000, or what the open-file limit allows),
-# BENCH_ROUNDS (3), BENCH_AGENTS (500; 0 skips the real agents). About
-# 100 s on two cores. Exits non-zero when a watcher was not answered or
-# answered wrong, or an agent missed an alter; never on speed.
+# BENCH_ROUNDS (3), BENCH_AGENTS (500; 0 skips the real agents and the
+# mixed part). About 105 s on two cores with BENCH_ROUNDS=1 (the mixed
+# part about 45 s of it). Exits non-zero when a watcher was not answered
+# or answered wrong, an agent missed an alter, or the holder saw an error,
+# a dropped connection or a missing wake-up; never on speed.
 set -eu
 
 BUILDDIR=$(cd "${1:-.}" && pwd)
@@ -30,15 +41,19 @@ for bin in dynconfd dynconf-configs bench/watch_fanout bench/agent_fleet; do
     exit 2
   fi
 done
-# Each watcher is a connection at both ends: the open-file limit bounds N.
+# Each watcher is a connection at both ends: the open-file limit bounds N
+# (in the mixed part dynconfd holds N - BENCH_AGENTS wire watchers plus one
+# connection per agent, the holder N - BENCH_AGENTS).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 LIMIT=$(ulimit -n)
 N=${BENCH_WATCHERS:-10000}
 [ "$N" -le $((LIMIT - 200)) ] || N=$((LIMIT - 200))
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-watchbench.XXXXXX")
-DPID=
+DPID= HPID=
 cleanup() {
+  exec 3>&-
+  [ -n "$HPID" ] && kill -TERM "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
   [ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -67,25 +82,86 @@ echo "dynconf Watch fan-out: dynconfd (pid $DPID) on $ADDR, $N watchers," \
 "$BUILDDIR/bench/watch_fanout" --target "$ADDR" --metrics "$METRICS" \
   --watchers "$N" --rounds "$ROUNDS" --pid "$DPID"
 [ "$AGENTS" -gt 0 ] || exit 0
-# Each mode alters session.timeout.ms from its own base, so the second
-# run's values are changes too.
-# The third run alters with --wait: the CLI returns once every agent has
-# reported the change, and the delays show how long before it they had it.
-for mode in on off wait; do
-  wait=off
-  case $mode in
-    on) refresh=3600000 base=100000 what="dynconf.watch=true" ;;
-    off) refresh=1000 base=200000 what="dynconf.watch=false" ;;
-    wait) mode=on wait=on refresh=3600000 base=150000
-      what="dynconf.watch=true, each alter with --wait" ;;
-  esac
+
+# fleet HEADING WATCH CLI_WAIT REFRESH_MS VALUE_BASE: one agent_fleet run
+# (five alters of <default>), its report without the ALTER lines; its
+# RESULT line is kept in $TMP/fleet. Fd 3 (the holder's stdin) is not
+# passed on: only this script may close it.
+fleet() {
   echo
-  echo "real agents, $what:"
+  echo "$1:"
   rc=0
   "$BUILDDIR/bench/agent_fleet" --bootstrap "$ADDR" \
     --configs-cli "$BUILDDIR/dynconf-configs" --agents "$AGENTS" \
-    --watch $mode --cli-wait $wait --refresh-ms $refresh --stagger-ms 1000 \
-    --value-base $base --daemon-pid "$DPID" >"$TMP/fleet" || rc=$?
+    --watch "$2" --cli-wait "$3" --refresh-ms "$4" --stagger-ms 1000 \
+    --value-base "$5" --daemon-pid "$DPID" >"$TMP/fleet" 3>&- || rc=$?
   grep -v '^ALTER ' "$TMP/fleet" || true
   [ $rc = 0 ] || exit $rc
+}
+
+# Each run alters session.timeout.ms from its own base, so every value is
+# a change. The third run alters with --wait: the CLI returns once every
+# agent has reported the change, and the delays show how long before it
+# they had it.
+fleet "real agents, dynconf.watch=true" on off 3600000 100000
+fleet "real agents, dynconf.watch=false" off off 1000 200000
+fleet "real agents, dynconf.watch=true, each alter with --wait" on on \
+  3600000 150000
+
+# The mixed part: N - AGENTS watchers held on the wire, AGENTS real agents.
+WIRE=$((N - AGENTS))
+if [ "$WIRE" -lt 1 ]; then
+  echo
+  echo "mixed part skipped: $AGENTS agents leave no wire watchers of $N"
+  exit 0
+fi
+mkfifo "$TMP/hold.in"
+"$BUILDDIR/bench/watch_fanout" --hold --target "$ADDR" --metrics "$METRICS" \
+  --watchers "$WIRE" <"$TMP/hold.in" >"$TMP/hold.out" 2>"$TMP/hold.err" &
+HPID=$!
+exec 3>"$TMP/hold.in" # the holder runs until this closes
+i=0
+until grep -qs '^HOLDING ' "$TMP/hold.out"; do
+  if ! kill -0 "$HPID" 2>/dev/null || [ $i -ge 900 ]; then
+    echo "bench: watch_fanout --hold did not park its $WIRE watches:" >&2
+    cat "$TMP/hold.out" "$TMP/hold.err" >&2
+    exit 1
+  fi
+  sleep 0.1
+  i=$((i + 1))
 done
+echo
+echo "mixed: $WIRE watchers parked on the wire by watch_fanout --hold" \
+  "(pid $HPID, after $((i / 10)).$((i % 10)) s); load average" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)"
+AMONG="real agents among $N watchers ($WIRE on the wire)"
+fleet "$AMONG, dynconf.watch=true" on off 3600000 250000
+PUSHED=$(sed -n 's/^RESULT fleet .* p99_ms=\([0-9.-]*\) .*/\1/p' "$TMP/fleet")
+fleet "$AMONG, dynconf.watch=false (polling, the same $WIRE on the wire)" \
+  off off 1000 270000
+POLLED=$(sed -n 's/^RESULT fleet .* p99_ms=\([0-9.-]*\) .*/\1/p' "$TMP/fleet")
+exec 3>&-
+hrc=0
+wait "$HPID" || hrc=$?
+HPID=
+echo
+echo "holder (watch_fanout --hold, $WIRE watchers), exit $hrc:"
+grep '^HELD ' "$TMP/hold.out" || echo "  no HELD line"
+cat "$TMP/hold.err" >&2
+# Ten alters (five per fleet run), each must wake every wire watcher once.
+CHANGED=$(sed -n 's/^HELD .* changed=\([0-9]*\) .*/\1/p' "$TMP/hold.out")
+echo "  expected changed=$((10 * WIRE)) (10 alters x $WIRE watchers)"
+echo
+echo "headline: $N watching clients ($AGENTS real agents, $WIRE on the" \
+  "wire), alter CLI returned -> change event in the real agents:" \
+  "p99 ${PUSHED:-?} ms pushed by Watch; polling every 1 s in the same run:" \
+  "p99 ${POLLED:-?} ms"
+if [ "$hrc" != 0 ]; then
+  echo "bench: watch_fanout --hold exited $hrc" >&2
+  exit 1
+fi
+if [ "${CHANGED:-0}" != $((10 * WIRE)) ]; then
+  echo "bench: the holder's watchers were woken ${CHANGED:-0} times, not" \
+    "$((10 * WIRE))" >&2
+  exit 1
+fi

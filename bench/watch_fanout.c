@@ -2,10 +2,11 @@
 /*
  * watch_fanout: how fast one alter reaches N parked watchers (dynconf's
  * Watch, API 20001), beside one DescribeConfigs round by the same N
- * clients measured in the same run.
+ * clients measured in the same run; or (--hold) N parked watchers kept
+ * parked as background load while something else is measured.
  *
  *   watch_fanout --target HOST:PORT [--watchers N] [--rounds R]
- *                [--metrics HOST:PORT] [--pid PID]
+ *                [--metrics HOST:PORT] [--pid PID] [--hold]
  *
  * N connections, each watching its own client-id fan-<i> (all inherit
  * <default>). Each round: every connection parks Watch(version V, 120 s);
@@ -19,6 +20,18 @@
  *
  * Prints one line per round and a RESULT line. Exit 0, or 1 when a
  * watcher was not answered or answered wrong.
+ *
+ * --hold alters nothing (--rounds and --pid are ignored): each connection
+ * asks its version with Watch(-1) and parks Watch(V, 120 s); whenever one
+ * is answered (changed or unchanged) it parks again at once with the
+ * version from the answer. Once all N are parked (with --metrics: once
+ * dynconfd_watches >= N, other clients' watches counted too) it prints
+ * "HOLDING N" and flushes; it runs until stdin closes (a stdin that cannot
+ * be polled, such as /dev/null, is not watched) or SIGTERM/SIGINT, then
+ * prints "HELD answers=A changed=C unchanged=U errors=E" (A counts the
+ * answers to parked watches; E error answers and dropped connections).
+ * Exit 0, or 1 when any answer was an error, a connection dropped or the
+ * watches were not all parked within 60 s.
  */
 #include "alter.h"
 #include "client/kclient.h"
@@ -32,6 +45,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +60,8 @@ typedef struct watcher {
   char client[32];
   dc_buf_t in; /* bytes read, not yet a whole frame */
   double at_ms; /* when its answer came, -1 = not yet */
+  int64_t version; /* --hold: the version its parked watch knows */
+  bool parked;     /* --hold: it has had its version and parked */
 } watcher_t;
 
 static double now_ms(void) {
@@ -201,6 +217,7 @@ typedef struct cfg {
   const char *target, *metrics;
   int n, rounds;
   pid_t pid;
+  bool hold;
 } cfg_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -334,6 +351,156 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
   return got == c->n && !bad && pgot == c->n && !pbad ? 0 : -1;
 }
 
+/* ---- --hold: keep N watches parked --------------------------------------- */
+
+#define HOLD_TIMEOUT_MS 120000 /* each parked Watch's own timeout */
+#define HOLD_PARK_MS 60000     /* all must be parked within this */
+
+static volatile sig_atomic_t g_stop;
+static void on_stop(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+typedef struct held {
+  long answers, changed, unchanged, errors, dropped;
+  int parked;  /* watchers that have parked Watch(V) at least once */
+  bool stdin_watched;
+  dc_buf_t out; /* scratch for the request frames */
+} held_t;
+
+/* Sends Watch(known, timeout_ms) on w. */
+static int send_watch(held_t *h, watcher_t *w, int64_t known,
+                      int32_t timeout_ms) {
+  dc_buf_clear(&h->out);
+  dc_watch_req_t req = {w->client, known, timeout_ms};
+  frame(&h->out, DC_API_WATCH, 0, known < 0 ? 1 : 2, enc_watch, &req);
+  return write_all(w->fd, h->out.data, h->out.len);
+}
+
+/* Stops watching w: its connection dropped or it was answered with an
+ * error (counted by the caller). The first few are named on stderr. */
+static void drop(int ep, watcher_t *w, const char *why) {
+  static int told;
+  if (w->fd < 0)
+    return;
+  if (told++ < 5)
+    fprintf(stderr, "watch_fanout: %s: %s%s\n", w->client, why,
+            told == 5 ? " (further ones not shown)" : "");
+  epoll_ctl(ep, EPOLL_CTL_DEL, w->fd, NULL);
+  close(w->fd);
+  w->fd = -1;
+}
+
+/* One answer at the front of w->in: count it, park again. */
+static void hold_answer(int ep, held_t *h, watcher_t *w) {
+  bool changed = false;
+  int64_t v = watch_answer(w, &changed);
+  if (v < 0) {
+    h->errors++;
+    drop(ep, w, "error answer");
+    return;
+  }
+  if (w->parked) {
+    h->answers++;
+    if (changed)
+      h->changed++;
+    else
+      h->unchanged++;
+  } else {
+    w->parked = true;
+    h->parked++;
+  }
+  w->version = v;
+  if (send_watch(h, w, v, HOLD_TIMEOUT_MS)) {
+    h->dropped++;
+    drop(ep, w, "cannot park again");
+  }
+}
+
+/* w is readable: one read, then every whole frame it completed. */
+static void hold_event(int ep, held_t *h, watcher_t *w) {
+  int rc = read_some(w);
+  while (w->fd >= 0 && frame_len(w))
+    hold_answer(ep, h, w);
+  if (rc < 0 && w->fd >= 0) {
+    h->dropped++;
+    drop(ep, w, "connection dropped");
+  }
+}
+
+/* Stdin is readable (so this read does not block; stdin is left
+ * blocking, its flags are shared): true when it closed. Data is dropped. */
+static bool stdin_closed(void) {
+  char buf[256];
+  ssize_t n = read(0, buf, sizeof(buf));
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+/* All N parked (and, with --metrics, dynconfd counts as many). */
+static bool all_parked(const cfg_t *c, const held_t *h) {
+  return h->parked >= c->n && (!c->metrics || parked_now(c->metrics) >= c->n);
+}
+
+/* Signals, stdin in the set, every watcher asking its version. */
+static int hold_start(const cfg_t *c, watcher_t *ws, int ep, held_t *h) {
+  struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART */
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+  h->stdin_watched = !epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev);
+  if (!h->stdin_watched)
+    fprintf(stderr, "watch_fanout: stdin cannot be polled (%s): holding "
+            "until SIGTERM\n", strerror(errno));
+  for (int i = 0; i < c->n; i++)
+    if (send_watch(h, &ws[i], -1, 1)) {
+      fprintf(stderr, "watch_fanout: %s: cannot ask its version\n",
+              ws[i].client);
+      return -1;
+    }
+  return 0;
+}
+
+/* Serves answers until stdin closes or a signal; prints HOLDING once. */
+static int hold_loop(const cfg_t *c, int ep, held_t *h) {
+  bool holding = false;
+  double park_by = now_ms() + HOLD_PARK_MS;
+  struct epoll_event evs[1024];
+  while (!g_stop) {
+    int k = epoll_wait(ep, evs, 1024, holding ? 200 : 20);
+    for (int i = 0; i < k; i++) {
+      if (!evs[i].data.ptr && stdin_closed())
+        return holding ? 0 : -1;
+      if (evs[i].data.ptr)
+        hold_event(ep, h, evs[i].data.ptr);
+    }
+    if (!holding && (holding = all_parked(c, h))) {
+      printf("HOLDING %d\n", c->n);
+      fflush(stdout);
+    } else if (!holding && now_ms() > park_by) {
+      fprintf(stderr, "watch_fanout: %d of %d watches parked after %d s "
+              "(dynconfd_watches %ld)\n", h->parked, c->n,
+              HOLD_PARK_MS / 1000, c->metrics ? parked_now(c->metrics) : -1);
+      return -1;
+    }
+  }
+  return holding ? 0 : -1;
+}
+
+static int hold(const cfg_t *c, watcher_t *ws, int ep) {
+  held_t h = {0};
+  dc_buf_init(&h.out);
+  int rc = hold_start(c, ws, ep, &h);
+  if (!rc)
+    rc = hold_loop(c, ep, &h);
+  printf("HELD answers=%ld changed=%ld unchanged=%ld errors=%ld\n", h.answers,
+         h.changed, h.unchanged, h.errors + h.dropped);
+  fflush(stdout);
+  dc_buf_free(&h.out);
+  return rc || h.errors || h.dropped ? 1 : 0;
+}
+
 static int parse(int argc, char **argv, cfg_t *c) {
   static const struct option opts[] = {
       {"target", required_argument, 0, 't'},
@@ -341,6 +508,7 @@ static int parse(int argc, char **argv, cfg_t *c) {
       {"rounds", required_argument, 0, 'r'},
       {"metrics", required_argument, 0, 'm'},
       {"pid", required_argument, 0, 'p'},
+      {"hold", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   *c = (cfg_t){.n = 1000, .rounds = 3};
   int o;
@@ -355,17 +523,62 @@ static int parse(int argc, char **argv, cfg_t *c) {
       c->metrics = optarg;
     else if (o == 'p')
       c->pid = (pid_t)atoi(optarg);
+    else if (o == 'h')
+      c->hold = true;
     else
       return -1;
   }
   return c->target && c->n > 0 && c->n <= 100000 && c->rounds > 0 ? 0 : -1;
 }
 
+/* N connections fan-<i>, non-blocking, in the epoll set ep. */
+static watcher_t *connect_all(const cfg_t *c, int ep) {
+  watcher_t *ws = calloc((size_t)c->n, sizeof(*ws));
+  for (int i = 0; ws && i < c->n; i++) {
+    snprintf(ws[i].client, sizeof(ws[i].client), "fan-%d", i);
+    dc_buf_init(&ws[i].in);
+    if ((ws[i].fd = connect_to(c->target)) < 0) {
+      fprintf(stderr, "watch_fanout: connection %d: %s\n", i, strerror(errno));
+      exit(1);
+    }
+    nonblocking(ws[i].fd);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ws[i]};
+    epoll_ctl(ep, EPOLL_CTL_ADD, ws[i].fd, &ev);
+  }
+  return ws;
+}
+
+/* The timed rounds; returns 0 when every watcher was answered right. */
+static int rounds(const cfg_t *c, watcher_t *ws, int ep) {
+  char err[256] = "out of memory";
+  double *lat = calloc((size_t)c->n, sizeof(*lat));
+  dc_kclient_t *admin = dc_kclient_new("fanout-admin");
+  if (!lat || !admin ||
+      dc_kclient_connect(admin, c->target, 10000, err, sizeof(err))) {
+    fprintf(stderr, "watch_fanout: cannot set up: %s\n", err);
+    exit(1);
+  }
+  double sum_p99 = 0, sum_poll = 0;
+  int rc = 0;
+  for (int r = 0; r < c->rounds && !rc; r++)
+    rc = run(c, ws, ep, admin, r, lat, &sum_p99, &sum_poll);
+  printf("RESULT watchers=%d rounds=%d mean_p99_ms=%.2f mean_poll_round_ms=%.2f "
+         "ok=%d\n", c->n, c->rounds, sum_p99 / c->rounds, sum_poll / c->rounds,
+         rc == 0);
+  dc_kclient_destroy(admin);
+  free(lat);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cfg_t c;
   if (parse(argc, argv, &c)) {
     fprintf(stderr, "usage: watch_fanout --target HOST:PORT [--watchers N] "
-                    "[--rounds R] [--metrics HOST:PORT] [--pid PID]\n");
+                    "[--rounds R] [--metrics HOST:PORT] [--pid PID] [--hold]\n"
+                    "  --hold: keep N watches parked (each parks again once "
+                    "answered), print\n"
+                    "          HOLDING N once all are, and HELD ... when stdin "
+                    "closes or on SIGTERM\n");
     return 2;
   }
   struct rlimit rl;
@@ -373,40 +586,19 @@ int main(int argc, char **argv) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  watcher_t *ws = calloc((size_t)c.n, sizeof(*ws));
-  double *lat = calloc((size_t)c.n, sizeof(*lat));
-  int ep = epoll_create1(EPOLL_CLOEXEC), rc = 0;
-  for (int i = 0; ws && lat && i < c.n; i++) {
-    snprintf(ws[i].client, sizeof(ws[i].client), "fan-%d", i);
-    dc_buf_init(&ws[i].in);
-    if ((ws[i].fd = connect_to(c.target)) < 0) {
-      fprintf(stderr, "watch_fanout: connection %d: %s\n", i, strerror(errno));
-      return 1;
-    }
-    nonblocking(ws[i].fd);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ws[i]};
-    epoll_ctl(ep, EPOLL_CTL_ADD, ws[i].fd, &ev);
-  }
-  char err[256];
-  dc_kclient_t *admin = dc_kclient_new("fanout-admin");
-  if (!ws || !lat || !admin ||
-      dc_kclient_connect(admin, c.target, 10000, err, sizeof(err))) {
-    fprintf(stderr, "watch_fanout: cannot set up: %s\n", err);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  watcher_t *ws = connect_all(&c, ep);
+  if (!ws) {
+    fprintf(stderr, "watch_fanout: out of memory\n");
     return 1;
   }
-  double sum_p99 = 0, sum_poll = 0;
-  for (int r = 0; r < c.rounds && !rc; r++)
-    rc = run(&c, ws, ep, admin, r, lat, &sum_p99, &sum_poll);
-  printf("RESULT watchers=%d rounds=%d mean_p99_ms=%.2f mean_poll_round_ms=%.2f "
-         "ok=%d\n", c.n, c.rounds, sum_p99 / c.rounds, sum_poll / c.rounds,
-         rc == 0);
+  int rc = c.hold ? hold(&c, ws, ep) : rounds(&c, ws, ep);
   for (int i = 0; i < c.n; i++) {
-    close(ws[i].fd);
+    if (ws[i].fd >= 0)
+      close(ws[i].fd);
     dc_buf_free(&ws[i].in);
   }
   close(ep);
-  dc_kclient_destroy(admin);
   free(ws);
-  free(lat);
   return rc ? 1 : 0;
 }

@@ -92,8 +92,7 @@ tap_done() {
 # Stops the test: everything not yet checked counts as failed.
 tap_bail() {
   echo "Bail out! $*"
-  [ -n "$DC_DAEMON_LOG" ] && dc_log_tail 20
-  exit 1
+  exit 1 # dc_cleanup shows the daemon's log
 }
 
 # ---- librdkafka's mock cluster as a Kafka-topic store -------------------
@@ -206,11 +205,14 @@ dc_kill9_daemon() {
 
 dc_daemon_alive() { [ -n "$DC_PID" ] && kill -0 "$DC_PID" 2>/dev/null; }
 
-# Prints the tail of the daemon's stderr as TAP comments.
+# Prints the tail of the daemon's stderr as TAP comments, on stderr: a
+# harness that hides the comments on stdout still shows why it failed.
 dc_log_tail() {
   [ -f "$DC_DAEMON_LOG" ] || return 0
-  tap_diag "--- dynconfd log ($DC_DAEMON_LOG) ---"
-  tail -n "${1:-20}" "$DC_DAEMON_LOG" | sed 's/^/# /'
+  {
+    tap_diag "--- dynconfd log ($DC_DAEMON_LOG) ---"
+    tail -n "${1:-20}" "$DC_DAEMON_LOG" | sed 's/^/# /'
+  } >&2
 }
 
 # dc_free_port: a TCP port on 127.0.0.1 that was free a moment ago, learned
@@ -226,8 +228,16 @@ dc_free_port() {
   echo "$port"
 }
 
+# DC_KEEP_TMP=1 keeps a failed test's scratch directory (logs, data).
 dc_cleanup() {
   local rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ]; then
+    dc_log_tail 40
+    if [ "${DC_KEEP_TMP:-0}" = 1 ]; then
+      echo "# kept $DC_TMP" >&2
+      DC_TMP=
+    fi
+  fi
   [ -n "$DC_PID" ] && kill -9 "$DC_PID" 2>/dev/null && wait "$DC_PID" 2>/dev/null
   [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"
   exit $rc

@@ -14,6 +14,14 @@ IncrementalAlterConfigs v0 (the CLI picks them when nothing newer is
 offered) and DescribeFleet v0; each DescribeConfigs and DescribeFleet
 answer is the next of a list of snapshots (the last one repeats).
 
+With replicas (dynconfd on the Kafka-topic store), the fleet is the
+union of every replica's view: the CLI asks Metadata on the server it
+connected to, then DescribeFleet on every broker listed, each on a
+connection of its own. A fake may offer Metadata v0-v1 listing any
+brokers, so two or three fakes stand for replicas, each with its own
+snapshots; without Metadata (the cases above the replicas') one server
+is all the CLI asks.
+
 Prints TAP. A global alarm turns any hang into a failure.
 """
 import json
@@ -34,6 +42,7 @@ import dcpy  # noqa: E402
 
 CLI = os.path.join(dcpy.builddir(), "dynconf-configs")
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER, API_VERSIONS, DESCRIBE_FLEET = 32, 44, 18, 20003
+METADATA = 3
 UP_TO_DATE, BEHIND, REJECTED, SILENT = 0, 1, 2, 3
 V1 = 0x0123456789ABCDEF
 V2 = int.from_bytes(bytes.fromhex("deadbeefdeadbeef"), "big", signed=True)
@@ -138,10 +147,28 @@ def client(cid, inst, state, **kw):
     return c
 
 
-class Fake:
-    """The scripted server, one connection at a time, in a thread."""
+def metadata_v1(brokers, controller):
+    """A Metadata v1 response body: brokers [node_id, host, port, rack],
+    controller_id, no topics."""
+    out = struct.pack(">i", len(brokers))
+    for node, host, port in brokers:
+        out += struct.pack(">i", node) + s16(host) + struct.pack(">i", port) + s16(None)
+    return out + struct.pack(">ii", controller, 0)
 
-    def __init__(self):
+
+# Every request any fake received, in order, as (fake name, API key): the
+# order across replicas.
+EVENTS = []
+EVENTS_LOCK = threading.Lock()
+
+
+class Fake:
+    """The scripted server, in a thread; each connection in a thread of
+    its own (with replicas the CLI keeps its first connection open while
+    it opens another to the same server)."""
+
+    def __init__(self, name="fake", node=None):
+        self.name, self.node = name, node
         self.srv = socket.socket()
         self.srv.bind(("127.0.0.1", 0))
         self.srv.listen(8)
@@ -151,30 +178,49 @@ class Fake:
         threading.Thread(target=self.serve, daemon=True).start()
 
     def script(self, offer_fleet=True, configs=None, fleets=None,
-               fleet_error=(0, None)):
+               fleet_error=(0, None), metadata=None, metadata_max=1,
+               hang=()):
         """configs: snapshots of [(name, value, is_default)]; fleets:
-        snapshots of [client(...)]. Clears the request log."""
+        snapshots of [client(...)]; metadata: None (Metadata not offered),
+        [(node_id, host, port)] to list, or "garbage" for an answer too
+        short to decode; metadata_max: the
+        highest Metadata version offered; hang: the API keys never
+        answered (the request is logged as (key, "unanswered")). Clears
+        the request log and the count of accepted connections."""
         with self.lock:
             self.offer_fleet = offer_fleet
             self.configs = list(configs or [[]])
             self.fleets = list(fleets or [[]])
             self.fleet_error = fleet_error
+            self.metadata = metadata
+            self.metadata_max = metadata_max
+            self.hang = hang
             self.log = []
+            self.accepted = 0
 
     def requests(self, key=None):
         with self.lock:
             return [r for r in self.log if key is None or r[0] == key]
 
+    def connections(self):
+        with self.lock:
+            return self.accepted
+
     def serve(self):
         while True:
             c, _ = self.srv.accept()
-            c.settimeout(60)
-            try:
-                while self.exchange(c):
-                    pass
-            except (EOFError, OSError, struct.error, IndexError):
+            with self.lock:
+                self.accepted += 1
+            threading.Thread(target=self.converse, args=(c,), daemon=True).start()
+
+    def converse(self, c):
+        c.settimeout(60)
+        try:
+            while self.exchange(c):
                 pass
-            c.close()
+        except (EOFError, OSError, struct.error, IndexError):
+            pass
+        c.close()
 
     def exchange(self, c):
         size = struct.unpack(">i", recvn(c, 4))[0]
@@ -183,8 +229,18 @@ class Fake:
         rd.str16()
         if key == DESCRIBE_FLEET or (key == API_VERSIONS and ver >= 3):
             rd.tags()
+        with EVENTS_LOCK:
+            EVENTS.append((self.name, key))
         with self.lock:
-            body = self.answer(key, ver, rd)
+            hang = key in self.hang
+            if hang:
+                self.log.append((key, "unanswered"))
+            else:
+                body = self.answer(key, ver, rd)
+        if hang:  # until the CLI hangs up
+            while c.recv(4096):
+                pass
+            return False
         if body is None:
             return False
         head = struct.pack(">i", corr) + (b"\0" if key == DESCRIBE_FLEET else b"")
@@ -197,8 +253,17 @@ class Fake:
     def answer(self, key, ver, rd):
         if key == API_VERSIONS:
             keys = [(18, 0, 3), (32, 0, 0), (44, 0, 0)]
+            if self.metadata is not None:
+                keys.append((METADATA, 0, self.metadata_max))
             self.log.append((key, ver))
             return apiversions(ver, keys + ([(20003, 0, 0)] if self.offer_fleet else []))
+        if key == METADATA and self.metadata is not None:
+            n = rd.i32()
+            self.log.append((key, ver, [rd.str16() for _ in range(max(n, 0))]
+                             if n >= 0 else None))
+            if self.metadata == "garbage":
+                return b"\0\0"
+            return metadata_v1(self.metadata, self.metadata[0][0] if self.metadata else -1)
         if key == DESCRIBE_CONFIGS:
             rd.i32()
             rtype, name = rd.i8(), rd.str16()
@@ -240,11 +305,11 @@ def recvn(c, n):
 FAKE = None
 
 
-def cli(*args, tty=False):
-    """(exit status, stdout, stderr) of the CLI against the fake; with tty
-    its stderr is a pseudo-terminal (what was written there is returned
-    raw)."""
-    cmd = [CLI, "--bootstrap-server", "127.0.0.1:%d" % FAKE.port] + list(args)
+def cli(*args, tty=False, via=None):
+    """(exit status, stdout, stderr) of the CLI against the fake (or the
+    fake via); with tty its stderr is a pseudo-terminal (what was written
+    there is returned raw)."""
+    cmd = [CLI, "--bootstrap-server", "127.0.0.1:%d" % (via or FAKE).port] + list(args)
     if not tty:
         p = subprocess.run(cmd, capture_output=True, timeout=60)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
@@ -295,10 +360,10 @@ MIXED = [
 ]
 
 
-def line(cid, inst, port, tail, kind="producer"):
-    return ("  %s instance %s, User:alice at 10.0.0.7:%d via PLAINTEXT, %s, "
+def line(cid, inst, port, tail, kind="producer", host="10.0.0.7", listener="PLAINTEXT"):
+    return ("  %s instance %s, User:alice at %s:%d via %s, %s, "
             "librdkafka/2.0.2, dynconf-agent/0.1.0, generation 2, %s"
-            % (cid, inst, port, kind, tail))
+            % (cid, inst, host, port, listener, kind, tail))
 
 
 def test_describe_text():
@@ -605,12 +670,297 @@ def test_usage():
         t.is_(FAKE.requests(), [], "... nothing sent")
 
 
+# ---- replicas --------------------------------------------------------------
+# Three fakes stand for dynconfd replicas A, B and C (node ids 1, 2, 3);
+# the CLI always connects to A, whose Metadata lists the replicas.
+
+A = B = C = None
+
+
+def listed(*fakes):
+    """Metadata's broker list for these fakes."""
+    return [(f.node, "127.0.0.1", f.port) for f in fakes]
+
+
+def dead_port():
+    """A port nothing listens on: bound, then closed."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def on_b(cid, inst, state, **kw):
+    """A client as replica B sees it: another peer and listener, so the
+    output tells whose entry was kept."""
+    kw.setdefault("peer", "10.0.1.8:%d" % (52000 + len(inst)))
+    kw.setdefault("listener", "SASL_SSL")
+    return client(cid, inst, state, **kw)
+
+
+def b_line(cid, inst, tail, kind="producer"):
+    return line(cid, inst, 52002, tail, kind=kind, host="10.0.1.8", listener="SASL_SSL")
+
+
+FRESH = "first seen 1m00s ago, last seen 1s ago"
+A_ONLY = ("Up to date (1):\n"
+          + line("app-a", "i1", 51002, "reported %s applied, %s" % (H2, FRESH)) + "\n"
+          "1 client: 1 up to date, 0 behind, 0 rejected, 0 silent\n")
+A_AND_B = ("Up to date (2):\n"
+           + line("app-a", "i1", 51002, "reported %s applied, %s" % (H2, FRESH)) + "\n"
+           + b_line("app-b", "i2", "reported %s applied, %s" % (H2, FRESH)) + "\n"
+           "2 clients: 2 up to date, 0 behind, 0 rejected, 0 silent\n")
+
+
+def script_a_and_b(metadata, **kw_a):
+    """A knows app-a i1, B knows app-b i2 (A_AND_B's output); both list
+    metadata (only A is asked); C is scripted apart."""
+    A.script(metadata=metadata, fleets=[[client("app-a", "i1", UP_TO_DATE)]], **kw_a)
+    B.script(metadata=metadata, fleets=[[on_b("app-b", "i2", UP_TO_DATE)]])
+
+
+def same(got, want, desc):
+    """t.is_ for multi-line text: both shown as text when they differ."""
+    if not t.ok(got == want, desc):
+        t.diag("got:\n" + got)
+        t.diag("want:\n" + want)
+
+
+def test_replicas_describe():
+    both = listed(A, B)
+    A.script(metadata=both, fleets=[[
+        client("app-a", "i1", UP_TO_DATE),
+        client("app-b", "i2", SILENT, connected=False, reported=V1, last_ago=30500)]])
+    B.script(metadata=both, fleets=[[
+        on_b("app-b", "i2", UP_TO_DATE),
+        on_b("app-c", "i3", BEHIND, reported=V1)]])
+    rc, out, err = got = cli("--describe-fleet", via=A)
+    expect(got, 0, "replicas: --describe-fleet through A: exit 0")
+    same(out, "Up to date (2):\n"
+         + line("app-a", "i1", 51002, "reported %s applied, %s" % (H2, FRESH)) + "\n"
+         + b_line("app-b", "i2", "reported %s applied, %s" % (H2, FRESH)) + "\n"
+         "Behind (1):\n"
+         + b_line("app-c", "i3", "reported %s applied, now %s, %s" % (H1, H2, FRESH)) + "\n"
+         "3 clients: 2 up to date, 1 behind, 0 rejected, 0 silent\n",
+         "... A's and B's clients, each instance once: i2 as B, where it is "
+         "connected, sees it")
+    t.is_(err, "", "... nothing on stderr")
+    t.is_(A.requests(METADATA), [(METADATA, 1, [])],
+          "... Metadata v1 (the highest both speak) for no topics, on A")
+    t.is_(B.requests(METADATA), [], "... and not on B")
+    t.is_((A.connections(), B.connections()), (2, 1),
+          "... a connection of its own to each listed replica (A again, and B)")
+    t.is_((len(A.requests(DESCRIBE_FLEET)), len(B.requests(DESCRIBE_FLEET))), (1, 1),
+          "... DescribeFleet once on each")
+    t.is_(B.requests(API_VERSIONS), [(API_VERSIONS, 3)], "... after ApiVersions on B")
+
+    rc, out, err = got = cli("--describe-fleet", "--json", via=A)
+    expect(got, 0, "replicas: --describe-fleet --json: exit 0")
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        t.ok(False, "... one JSON document (%s)" % e)
+        t.diag(out)
+        return
+    t.is_([(c["instance_id"], c["connected"], c["peer"]) for c in doc.get("clients", [])],
+          [("i1", True, "10.0.0.7:51002"), ("i2", True, "10.0.1.8:52002"),
+           ("i3", True, "10.0.1.8:52002")],
+          "... exactly 3 clients, i2 B's (connected)")
+    t.is_(doc.get("summary"), {"clients": 3, "up_to_date": 2, "behind": 1, "rejected": 0,
+                               "silent": 0}, "... summary of the union")
+
+
+def test_replicas_merge():
+    """Which entry of an instance both replicas know is kept, whichever
+    replica Metadata lists first."""
+    fa = [client("app-m", "i4", SILENT, connected=False, last_ago=90500),
+          client("app-m", "i5", SILENT, connected=False, last_ago=10500),
+          client("app-m", "i6", UP_TO_DATE, last_ago=9500),
+          client("app-m", "i7", UP_TO_DATE, last_ago=2500),
+          client("app-m", "i8", UP_TO_DATE, last_ago=8500)]
+    fb = [on_b("app-m", "i4", SILENT, connected=False, last_ago=20500),
+          on_b("app-m", "i5", SILENT, connected=False, last_ago=40500),
+          on_b("app-m", "i6", SILENT, connected=False, last_ago=2500),
+          on_b("app-m", "i7", UP_TO_DATE, last_ago=7500),
+          on_b("app-m", "i8", UP_TO_DATE, last_ago=1500),
+          on_b("app-m", "i9", UP_TO_DATE)]
+    want = [("i4", False, "B"), ("i5", False, "A"), ("i6", True, "A"), ("i7", True, "A"),
+            ("i8", True, "B"), ("i9", True, "B")]
+    for order in ((A, B), (B, A)):
+        A.script(metadata=listed(*order), fleets=[fa])
+        B.script(fleets=[fb])
+        rc, out, err = cli("--describe-fleet", "--json", via=A)
+        try:
+            cs = json.loads(out)["clients"]
+        except (ValueError, KeyError):
+            cs = []
+        side = {"10.0.0.7": "A", "10.0.1.8": "B"}
+        t.is_((rc, [(c["instance_id"], c["connected"], side.get(c["peer"].split(":")[0]))
+                    for c in cs], err),
+              (0, want, ""),
+              "merge, %s listed first: both gone: the one seen last (i4 B's, i5 A's); "
+              "connected beats gone seen later (i6); both connected: seen last (i7, i8)"
+              % order[0].name)
+    rc, out, err = cli("--describe-fleet", via=A)
+    i4 = b_line("app-m", "i4", "reported %s applied, gone since 20s ago, first seen 1m00s "
+                "ago, last seen 20s ago" % H2)
+    if not t.ok(i4 in out.splitlines(), "... text: i4 gone since B's time"):
+        t.diag(out)
+
+
+def test_replicas_wait_applied():
+    shown = [("acks", "0", False)]
+    A.script(metadata=listed(A, B), configs=[shown],
+             fleets=[[client("app-a", "i1", UP_TO_DATE),
+                      client("app-a", "i2", UP_TO_DATE, last_ago=4500)]])
+    B.script(configs=[[("acks", "1", False)], shown],
+             fleets=[[on_b("app-a", "i2", UP_TO_DATE), on_b("app-a", "i3", BEHIND, reported=V1)],
+                     [on_b("app-a", "i2", UP_TO_DATE), on_b("app-a", "i3", UP_TO_DATE)]])
+    with EVENTS_LOCK:
+        mark = len(EVENTS)
+    rc, out, err = got = cli("--alter", *CX, "--add-config", "acks=0", "--wait", via=A)
+    expect(got, 0, "replicas: --wait, A's clients up to date, B's behind then up to date: exit 0")
+    same(out, "Completed updating config for client-id 'app-a'.\n"
+         "3 clients applied the change\n", "... the union counted, i2 once")
+    t.is_(err, "", "... nothing on stderr")
+    t.is_(len(B.requests(DESCRIBE_FLEET)), 2, "... only after B's second snapshot")
+    t.is_(len(A.requests(DESCRIBE_FLEET)), 2, "... every poll asks every replica")
+    t.is_(B.requests(DESCRIBE_FLEET)[:1], [(DESCRIBE_FLEET, ("app-a", None))],
+          "... B's DescribeFleet filtered by the client-id")
+    t.is_(B.requests(DESCRIBE_CONFIGS), [(DESCRIBE_CONFIGS, 9, "app-a")] * 2,
+          "... DescribeConfigs on B until B shows the change")
+    t.is_((len(A.requests(INCREMENTAL_ALTER)), B.requests(INCREMENTAL_ALTER)), (1, []),
+          "... one alter, on A")
+    with EVENTS_LOCK:
+        keys = [k for _, k in EVENTS[mark:] if k in (DESCRIBE_CONFIGS, DESCRIBE_FLEET)]
+    t.ok(DESCRIBE_FLEET in keys and DESCRIBE_CONFIGS not in keys[keys.index(DESCRIBE_FLEET):],
+         "... no DescribeFleet before every replica shows the change")
+
+
+def test_replicas_wait_rejected():
+    reason = "linger.ms (-1) must be at least 0"
+    shown = [("linger.ms", "-1", False)]
+    A.script(metadata=listed(A, B), configs=[shown],
+             fleets=[[client("app-a", "i1", UP_TO_DATE)]])
+    B.script(configs=[shown], fleets=[[on_b("app-a", "i3", REJECTED, outcome=2, reason=reason)]])
+    rc, out, err = got = cli("--alter", *CX, "--add-config", "linger.ms=-1", "--wait", via=A)
+    expect(got, 1, "replicas: --wait, B's client rejected: exit 1")
+    same(out, "Completed updating config for client-id 'app-a'.\n"
+         "1 client applied the change\n1 client rejected it:\n"
+         "  app-a instance i3, User:alice at 10.0.1.8:52002: " + reason + "\n",
+         "... naming B's client and its reason")
+    t.is_(err, "Error: 1 client rejected the change\n", "... said on stderr")
+
+
+def test_replicas_unreachable():
+    dead = dead_port()
+    script_a_and_b(listed(A, B) + [(3, "127.0.0.1", dead)])
+    rc, out, err = got = cli("--describe-fleet", via=A)
+    expect(got, 0, "replicas: a listed replica nobody listens for: exit 0")
+    same(out, A_AND_B, "... A's and B's clients")
+    head = "Warning: replica 3 at 127.0.0.1:%d: " % dead
+    tail = "; the clients connected to it are left out\n"
+    if not t.ok(err.startswith(head) and err.endswith(tail) and err.count("\n") == 1
+                and "cannot connect" in err,
+                "... one warning naming its node id and address, and why"):
+        t.diag(repr(err))
+
+    dead2 = dead_port()
+    A.script(metadata=[(7, "127.0.0.1", dead), (8, "127.0.0.1", dead2)],
+             fleets=[[client("app-a", "i1", UP_TO_DATE)]])
+    rc, out, err = got = cli("--describe-fleet", via=A)
+    expect(got, 0, "replicas: none of the listed reachable: exit 0")
+    same(out, A_ONLY, "... the first connection's clients")
+    lines = err.splitlines()
+    t.ok(len(lines) == 2 and lines[0].startswith("Warning: replica 7 at 127.0.0.1:%d: " % dead)
+         and lines[1].startswith("Warning: replica 8 at 127.0.0.1:%d: " % dead2),
+         "... a warning for each")
+    t.is_((A.connections(), len(A.requests(DESCRIBE_FLEET))), (1, 1),
+          "... DescribeFleet on the first connection")
+
+
+def test_replicas_one():
+    script_a_and_b(listed(A))
+    rc, out, err = got = cli("--describe-fleet", via=A)
+    expect(got, 0, "Metadata lists A alone: exit 0")
+    same(out, A_ONLY, "... A's clients")
+    t.is_(err, "", "... nothing on stderr")
+    t.is_((A.connections(), A.requests(METADATA), len(A.requests(DESCRIBE_FLEET)),
+           B.connections()),
+          (1, [(METADATA, 1, [])], 1, 0), "... asked, then one connection does it all")
+
+    for desc, metadata, kw, asked in (
+            ("Metadata v0 only (it cannot ask for no topics)", listed(A, B),
+             dict(metadata_max=0), 0),
+            ("a Metadata answer that does not decode", "garbage", {}, 1)):
+        script_a_and_b(metadata, **kw)
+        rc, out, err = got = cli("--describe-fleet", via=A)
+        expect(got, 0, desc + ": exit 0")
+        same(out, A_ONLY, "... the first connection's clients")
+        t.is_((err, A.connections(), len(A.requests(METADATA)), B.connections()),
+              ("", 1, asked, 0), "... one connection, nothing said")
+
+
+def test_replicas_dropped():
+    """A replica whose DescribeFleet fails is left out, wherever Metadata
+    lists it, and is not asked again."""
+    for order in ((A, C, B), (A, B, C)):
+        script_a_and_b(listed(*order))
+        C.script(fleet_error=(31, "no describe on cluster"))
+        rc, out, err = got = cli("--describe-fleet", via=A)
+        where = "last" if order[-1] is C else "in the middle"
+        expect(got, 0, "replicas: DescribeFleet fails on C, listed %s: exit 0" % where)
+        same(out, A_AND_B, "... A's and B's clients")
+        t.is_(err, "Error: CLUSTER_AUTHORIZATION_FAILED: no describe on cluster\n"
+              "Warning: the clients connected to 127.0.0.1:%d are left out from now on\n"
+              % C.port, "... C's error, then the warning naming it")
+
+    shown = [("acks", "0", False)]
+    A.script(metadata=listed(A, C, B), configs=[shown],
+             fleets=[[client("app-a", "i1", UP_TO_DATE)]])
+    B.script(configs=[shown], fleets=[[on_b("app-a", "i3", BEHIND, reported=V1)],
+                                      [on_b("app-a", "i3", UP_TO_DATE)]])
+    C.script(configs=[shown], fleet_error=(31, "no describe on cluster"))
+    rc, out, err = got = cli("--alter", *CX, "--add-config", "acks=0", "--wait", via=A)
+    expect(got, 0, "replicas: --wait, C's DescribeFleet fails: exit 0",
+           out="2 clients applied the change\n",
+           err="Warning: the clients connected to 127.0.0.1:%d are left out from now on\n"
+               % C.port)
+    t.is_((len(C.requests(DESCRIBE_FLEET)), len(B.requests(DESCRIBE_FLEET))), (1, 2),
+          "... C is not asked again")
+
+
+def test_replicas_hang():
+    script_a_and_b(listed(A, C, B))
+    C.script(hang=(DESCRIBE_FLEET,))
+    start = time.monotonic()
+    rc, out, err = got = cli("--describe-fleet", "--json", via=A)
+    took = time.monotonic() - start
+    expect(got, 0, "replicas: C never answers DescribeFleet: exit 0")
+    t.ok(4.5 <= took < 9, "... after about 5 s (%.1f s)" % took)
+    try:
+        cs = json.loads(out)["clients"]
+    except (ValueError, KeyError):
+        cs = []
+    t.is_([(c["instance_id"], c["peer"]) for c in cs],
+          [("i1", "10.0.0.7:51002"), ("i2", "10.0.1.8:52002")], "... A's and B's clients")
+    t.is_((C.requests(DESCRIBE_FLEET), len(B.requests(DESCRIBE_FLEET))),
+          ([(DESCRIBE_FLEET, "unanswered")], 1), "... B asked after C gave up")
+    lines = err.splitlines()
+    t.is_(lines[1:], ["Warning: the clients connected to 127.0.0.1:%d are left out from "
+                      "now on" % C.port], "... the warning names C")
+    if not t.ok(len(lines) == 2 and lines[0].startswith("Error: ")
+                and "127.0.0.1:%d " % C.port in lines[0], "... after an error naming C"):
+        t.diag("stderr:\n" + err)
+
+
 def on_alarm(_sig, _frame):
     raise TimeoutError("test exceeded 240 s (a request hung?)")
 
 
 def main():
-    global FAKE
+    global FAKE, A, B, C
     if not os.access(CLI, os.X_OK):
         print("Bail out! %s is not built (set DC_BUILDDIR)" % CLI)
         return 1
@@ -618,10 +968,14 @@ def main():
     signal.alarm(240)
     try:
         FAKE = Fake()
+        A, B, C = Fake("A", 1), Fake("B", 2), Fake("C", 3)
         for test in (test_describe_text, test_describe_json, test_describe_errors,
                      test_filters, test_wait_applied, test_wait_shown_ops,
                      test_wait_rejected, test_wait_timeout, test_wait_users,
-                     test_wait_no_fleet, test_progress_bar, test_usage):
+                     test_wait_no_fleet, test_progress_bar, test_usage,
+                     test_replicas_describe, test_replicas_merge, test_replicas_wait_applied,
+                     test_replicas_wait_rejected, test_replicas_unreachable,
+                     test_replicas_one, test_replicas_dropped, test_replicas_hang):
             test()
     except Exception:  # any failure is a test failure, never a skip
         t.ok(False, "unexpected exception")

@@ -6,6 +6,13 @@
  * reaches it, not by one its own override shadows nor by another
  * client's; versions name contents; a parked watch whose connection
  * closes is dropped; bad names and ACL refusals answered at once.
+ * The server's watch set: timeouts come out of a deadline heap in order,
+ * never early, with watches of closed connections taken from its middle;
+ * a fan-out shares one resolution and one encoded answer among watchers
+ * whose configurations are the same entities (each answer must still be
+ * that watcher's own configuration and version); an alter a woken
+ * connection had buffered is served in the middle of the fan-out, and
+ * every answer names the configuration its version names.
  */
 #include "agentutil.h"
 #include "client/kclient.h"
@@ -153,8 +160,413 @@ static void test_closed_watcher(dc_kclient_t *a) {
      "the server dropped the closed watch and serves on");
 }
 
+/* ---- raw connections: frames by hand, so their fds can be polled ------ */
+
+/* One request frame appended to b, with the header (key, v) wants. */
+static void put_frame(dc_buf_t *b, int16_t key, int16_t v, int32_t corr,
+                      dc_kclient_encode_fn *enc, const void *req) {
+  size_t off = dc_wr_frame_begin(b);
+  dc_req_header_t h = {key, v, corr, "raw-watcher"};
+  dc_req_header_encode(b, &h);
+  enc(b, v, req);
+  dc_wr_frame_end(b, off);
+}
+
+static void put_watch(dc_buf_t *b, int32_t corr, const char *client,
+                      int64_t known, int32_t timeout_ms) {
+  dc_watch_req_t req = {(char *)client, known, timeout_ms};
+  put_frame(b, DC_API_WATCH, 0, corr, enc_watch, &req);
+}
+
+/* The next frame on fd, which must answer corr of (key, v): 0 with rd over
+ * its body (bytes in in, decoded data in arena), else -1 (said). */
+static int raw_read(int fd, int16_t key, int16_t v, int32_t corr,
+                    dc_buf_t *in, dc_rd_t *rd, dc_arena_t *arena) {
+  int32_t got = -1;
+  if (dc_tu_read_frame(fd, 20000, 1 << 20, in) != 1) {
+    diag("raw: no answer for correlation id %d", corr);
+    return -1;
+  }
+  dc_rd_init(rd, in->data, in->len, arena);
+  if (dc_resp_header_decode(rd, key, v, &got) || got != corr) {
+    diag("raw: correlation id %d, want %d", got, corr);
+    return -1;
+  }
+  return 0;
+}
+
+static answer_t raw_answer(int fd, int32_t corr) {
+  answer_t a = {.rc = -1};
+  dc_buf_t in;
+  dc_arena_t arena;
+  dc_rd_t rd;
+  dc_buf_init(&in);
+  dc_arena_init(&arena);
+  if (!raw_read(fd, DC_API_WATCH, 0, corr, &in, &rd, &arena)) {
+    a.rc = 0;
+    take(&a, &rd);
+  }
+  dc_arena_free(&arena);
+  dc_buf_free(&in);
+  return a;
+}
+
+/* Polls the open fds of fd[0..n) (-1: none) until each has answered or
+ * timeout_ms passed: when each became readable into at[] (0: never), its
+ * Watch answer (correlation id 1) into got[]. */
+static void stamp_answers(const int *fd, int n, int64_t *at, answer_t *got,
+                          int timeout_ms) {
+  int64_t end = dc_tu_now_ms() + timeout_ms;
+  for (int ms; (ms = (int)(end - dc_tu_now_ms())) > 0;) {
+    struct pollfd p[64];
+    int who[64], k = 0;
+    for (int i = 0; i < n && k < 64; i++)
+      if (fd[i] >= 0 && !at[i])
+        p[k] = (struct pollfd){fd[i], POLLIN, 0}, who[k++] = i;
+    if (!k)
+      return;
+    if (poll(p, (nfds_t)k, ms) <= 0)
+      continue;
+    int64_t now = dc_tu_now_ms();
+    for (int j = 0; j < k; j++)
+      if (p[j].revents)
+        at[who[j]] = now, got[who[j]] = raw_answer(fd[who[j]], 1);
+  }
+}
+
+/* A raw connection with the frames of b sent on it in one write (b is
+ * freed): its fd, or -1. */
+static int raw_send(dc_buf_t *b) {
+  int fd = dc_tu_connect(g_port);
+  if (fd >= 0 && (b->err || dc_tu_write_all(fd, b->data, b->len)))
+    close(fd), fd = -1;
+  dc_buf_free(b);
+  return fd;
+}
+
+/* A raw connection with a Watch v0 (correlation id 1) sent on it: its
+ * fd, or -1. */
+static int raw_park(const char *client, int64_t known, int32_t timeout_ms) {
+  dc_buf_t b;
+  dc_buf_init(&b);
+  put_watch(&b, 1, client, known, timeout_ms);
+  return raw_send(&b);
+}
+
+/* Deadlines through the heap: 16 raw watchers park with timeouts of
+ * 100..1600 ms sent in a shuffled order; those in `closed` hang up once
+ * parked, so their watches leave from inside the heap; those in `woken`
+ * watch heap-99, which then changes, so the heap is rebuilt without
+ * them. The rest are polled together and each answer stamped as it
+ * lands: all "unchanged" at their version, none before its timeout, and
+ * in deadline order (strictly: not even together) wherever two deadlines
+ * lie 100 ms or more apart. */
+static void deadline_round(dc_kclient_t *a, const char *round,
+                           unsigned closed, unsigned woken) {
+  enum { N = 16 };
+  /* Tenths of a second, in sending order: an order in which (simulated)
+   * a removal of the 4 in the middle that skips either sift, or a
+   * rebuild without the 300, 400 and 500 ms ones that skips the heapify,
+   * leaves an early deadline behind a later one. */
+  static const int tenths[N] = {2, 16, 11, 13, 3, 6, 5, 15,
+                                10, 14, 12, 1, 8, 7, 4, 9};
+  int fd[N], bad = 0, bad_w = 0, wrong = 0;
+  int64_t sent[N], due[N], at[N] = {0}, known[N];
+  answer_t got[N];
+  memset(got, 0, sizeof(got));
+  for (int i = 0; i < N; i++) {
+    char id[16];
+    snprintf(id, sizeof(id), "heap-%d", woken >> i & 1 ? 99 : i);
+    known[i] = watch_now(a, id, -1).version;
+    sent[i] = dc_tu_now_ms(); /* before: the server's clock starts later */
+    due[i] = sent[i] + tenths[i] * 100;
+    fd[i] = raw_park(id, known[i], tenths[i] * 100);
+    bad += fd[i] < 0;
+  }
+  ok(!bad, "heap, %s: 16 raw watchers park", round);
+  watch_now(a, "heap-0", -1); /* a round trip: the server has read them */
+  for (int i = 0; i < N; i++)
+    if (closed >> i & 1)
+      close(fd[i]), fd[i] = -1;
+  if (woken)
+    is_int(au_alter(g_port, "heap-99", "acks=all"), 0, "heap, %s: alter "
+           "heap-99", round);
+  stamp_answers(fd, N, at, got, 1600 + 20000);
+  for (int i = 0; i < N; i++) {
+    if (fd[i] < 0)
+      continue;
+    close(fd[i]);
+    if (woken >> i & 1) {
+      bad_w += got[i].rc || !got[i].changed ||
+               !strstr(got[i].configs, "acks=all@7;");
+      continue;
+    }
+    if (!at[i] || got[i].rc || got[i].error || got[i].changed ||
+        got[i].version != known[i] || at[i] < due[i])
+      bad++, diag("  %d ms watch: answered %lld ms after it was sent "
+                  "(0 = never), changed %d", tenths[i] * 100,
+                  at[i] ? (long long)(at[i] - sent[i]) : 0LL, got[i].changed);
+    for (int j = 0; j < N; j++)
+      if (fd[j] >= 0 && !(woken >> j & 1) && due[j] - due[i] >= 100 &&
+          at[j] && at[i] >= at[j])
+        wrong++, diag("  %d ms watch answered %lld ms after the %d ms one",
+                      tenths[i] * 100, (long long)(at[i] - at[j]),
+                      tenths[j] * 100);
+  }
+  if (woken)
+    ok(!bad_w, "heap, %s: those on heap-99 are woken with its acks=all",
+       round);
+  ok(!bad, "heap, %s: the others are answered unchanged at their version, "
+           "none before its timeout", round);
+  ok(!wrong, "heap, %s: in deadline order (%d pairs out of order)", round,
+     wrong);
+  ok(dc_tu_daemon_alive(&g_d), "heap, %s: dynconfd still running", round);
+}
+
+/* Both ways out of the middle of the heap, a closed connection and a
+ * wake, each in a round of its own: in one round the rebuild after the
+ * wake would repair what a bad removal broke. */
+static void test_deadlines(dc_kclient_t *a) {
+  deadline_round(a, "4 closed", 0xfu << 6, 0); /* 500, 1500, 1000, 1400 */
+  deadline_round(a, "3 woken", 0, 1u << 4 | 1u << 6 | 1u << 14);
+}
+
+/* A watcher on a connection of its own. */
+typedef struct watcher {
+  dc_kclient_t *kc;
+  char id[24];
+  int32_t timeout_ms;
+  int64_t known, sent; /* the version it parked at; when (dc_tu_now_ms) */
+  answer_t got;
+} watcher_t;
+
+/* Connects each of w[0..n) and parks it on its id at the version that id
+ * has now. false when one could not connect. */
+static bool park_watchers(watcher_t *w, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!(w[i].kc = connected(g_bootstrap)))
+      return false;
+    w[i].known = watch_now(w[i].kc, w[i].id, -1).version;
+    w[i].sent = dc_tu_now_ms();
+    park(w[i].kc, w[i].id, w[i].known, w[i].timeout_ms);
+  }
+  return true;
+}
+
+static void destroy_watchers(watcher_t *w, int n) {
+  for (int i = 0; i < n; i++)
+    dc_kclient_destroy(w[i].kc);
+}
+
+/* Whether w was woken with want (its configs) at the version a fresh
+ * watch of its id gets now; says what it got otherwise. */
+static bool woken_with(watcher_t *w, const char *want) {
+  int64_t now = watch_now(w->kc, w->id, -1).version;
+  const answer_t *g = &w->got;
+  bool good = !g->rc && !g->error && g->changed &&
+              !strcmp(g->configs, want) && g->version == now;
+  if (!good)
+    diag("  %s: rc %d error %d changed %d \"%s\", version %s a fresh one's",
+         w->id, g->rc, g->error, g->changed, g->configs,
+         g->version == now ? "=" : "!=");
+  return good;
+}
+
+/* Fan-out watcher i: its client-id, and the configuration the change of
+ * <default> linger.ms to 7 must bring it ("": none, its own linger.ms
+ * shadows it). 30 inherit <default> alone, 20 have a batch.size each, 5
+ * share "own-x" (acks), 5 share "shadow-y". */
+static void fanout_member(int i, char *id, size_t n, char *want, size_t wn) {
+  if (i < 30)
+    snprintf(id, n, "inh-%02d", i), snprintf(want, wn, "linger.ms=7@8;");
+  else if (i < 50)
+    snprintf(id, n, "solo-%02d", i),
+        snprintf(want, wn, "batch.size=%d@7;linger.ms=7@8;", 1000 + i);
+  else if (i < 55)
+    snprintf(id, n, "own-x"),
+        snprintf(want, wn, "acks=all@7;linger.ms=7@8;");
+  else
+    snprintf(id, n, "shadow-y"), want[0] = '\0';
+}
+
+/* Fan-out with shared bodies: the 30 inheriting watchers share one
+ * resolution and one body, as do the 5 on own-x; the 20 solos fill the
+ * memo with distinct configurations, so a memo whose keys matched too
+ * much (equal on a probe collision) would, almost surely, hand someone
+ * another's body. Each answer must be its watcher's own configuration at
+ * the version a fresh watch gets. */
+static void test_fanout(void) {
+  enum { N = 60 };
+  watcher_t w[N];
+  char want[N][64], spec[32];
+  int bad[4] = {0, 0, 0, 0};
+  memset(w, 0, sizeof(w));
+  for (int i = 0; i < N; i++) {
+    fanout_member(i, w[i].id, sizeof(w[i].id), want[i], sizeof(want[i]));
+    w[i].timeout_ms = i < 55 ? 60000 : 2000;
+    snprintf(spec, sizeof(spec), "batch.size=%d", 1000 + i);
+    if (i >= 30 && i < 50)
+      bad[0] += au_alter(g_port, w[i].id, spec) != 0;
+  }
+  bad[0] += au_alter(g_port, "own-x", "acks=all") != 0;
+  bad[0] += au_alter(g_port, "shadow-y", "linger.ms=9") != 0;
+  if (ok(!bad[0] && park_watchers(w, N), "fan-out: 22 overrides set, 60 "
+                                         "watchers parked")) {
+    is_int(au_alter(g_port, "<default>", "linger.ms=7"), 0,
+           "fan-out: alter <default> linger.ms=7");
+    for (int i = 0; i < N; i++) {
+      watcher_t *x = &w[i];
+      x->got = await_answer(x->kc, 20000);
+      int g = i < 30 ? 0 : i < 50 ? 1 : i < 55 ? 2 : 3;
+      if (g == 3)
+        bad[3] += x->got.rc || x->got.changed || x->got.version != x->known ||
+                  dc_tu_now_ms() - x->sent < x->timeout_ms;
+      else /* one version per shared configuration, another per solo */
+        bad[g] += !woken_with(x, want[i]) ||
+                  (g == 1) == (x->got.version == w[g < 2 ? 0 : 50].got.version);
+    }
+    ok(!bad[0], "fan-out: the 30 inheriting ones get linger.ms=7@8 at one "
+                "version, a fresh watch's (%d wrong)", bad[0]);
+    ok(!bad[1], "fan-out: each solo gets its own batch.size, at a version "
+                "of its own (%d wrong)", bad[1]);
+    ok(!bad[2], "fan-out: the 5 on own-x get their acks too, at one version "
+                "(%d wrong)", bad[2]);
+    ok(!bad[3], "fan-out: the 5 on shadow-y are not woken: unchanged at "
+                "their timeout (%d wrong)", bad[3]);
+  }
+  destroy_watchers(w, N);
+  ok(dc_tu_daemon_alive(&g_d), "fan-out: dynconfd still running");
+}
+
+/* Whether the next frame on fd answers alter corr (IncrementalAlterConfigs
+ * v0) with error 0. */
+static bool raw_alter_ok(int fd, int32_t corr) {
+  dc_buf_t in;
+  dc_arena_t arena;
+  dc_rd_t rd;
+  dc_alter_configs_resp_t r;
+  dc_buf_init(&in);
+  dc_arena_init(&arena);
+  bool good = !raw_read(fd, DC_API_INCREMENTAL_ALTER_CONFIGS, 0, corr, &in,
+                        &rd, &arena) &&
+              !dc_incremental_alter_configs_resp_decode(&rd, 0, &r) &&
+              r.n_responses == 1 && !r.responses[0].error_code;
+  dc_arena_free(&arena);
+  dc_buf_free(&in);
+  return good;
+}
+
+static void put_default_linger(dc_buf_t *b, int32_t corr, const char *ms) {
+  dc_alter_config_t op = {"linger.ms", DC_OP_SET, (char *)ms};
+  dc_alter_resource_t res = {DC_RES_CLIENT, "<default>", 1, &op};
+  dc_alter_configs_req_t req = {1, &res, false};
+  put_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, 0, corr, au_enc_incremental_,
+            &req);
+}
+
+/* mid-p's Watch and, in the same write, three alters of <default>:
+ * linger.ms=3, 4, then 2. The server holds them while the Watch is
+ * parked, then serves them back to back: no answer goes out between
+ * them, so no watcher may see 3 or 4. Each alter replaces the entity and
+ * frees the old one, so by the third the entity the pass began with has
+ * likely been freed and its memory reused (with glibc it is): where a
+ * memo that did not forget would find its old entry. fd, or -1. */
+static int mid_p_connect(int64_t known) {
+  dc_buf_t b;
+  dc_buf_init(&b);
+  put_watch(&b, 1, "mid-p", known, 60000);
+  put_default_linger(&b, 2, "3");
+  put_default_linger(&b, 3, "4");
+  put_default_linger(&b, 4, "2");
+  return raw_send(&b);
+}
+
+/* Whether watcher w's answer is linger.ms=1 at v1 or 2 at v2, and was
+ * current when it went out: the Watch it pipelined behind, with version
+ * -1, is served right after it and tells what was current then. */
+static bool woken_current(watcher_t *w, int64_t v1, int64_t v2, int *ones) {
+  answer_t *g = &w->got, now;
+  *g = await_answer(w->kc, 20000);
+  now = await_answer(w->kc, 20000);
+  bool one = !strcmp(g->configs, "linger.ms=1@8;");
+  *ones += one;
+  if (!g->rc && g->changed && g->version == (one ? v1 : v2) &&
+      (one || !strcmp(g->configs, "linger.ms=2@8;")) &&
+      now.version == g->version)
+    return true;
+  diag("  %s: changed %d \"%s\" %s; current then: \"%s\"", w->id, g->changed,
+       g->configs, g->version == v1 ? "v1" : g->version == v2 ? "v2" : "v?",
+       now.configs);
+  return false;
+}
+
+/* An alter served in the middle of a fan-out: linger.ms=1 wakes mid-p and
+ * 20 watchers; answering mid-p serves its buffered alters (linger.ms=3,
+ * 4, then 2) mid-pass, so those answered after it see linger.ms=2. Every
+ * answer must be the configuration its version names, and the one
+ * current when it went out. */
+static void test_alter_mid_pass(dc_kclient_t *a) {
+  enum { N = 20 };
+  watcher_t w[N];
+  memset(w, 0, sizeof(w));
+  for (int i = 0; i < N; i++) {
+    snprintf(w[i].id, sizeof(w[i].id), "mid-%02d", i);
+    w[i].timeout_ms = 60000;
+  }
+  /* mid-p parks between two halves, so that whatever order the woken are
+   * answered in (by parking, or its reverse) it comes mid-pass; the
+   * second half's round trips come after its write: parked by then. */
+  bool first = park_watchers(w, N / 2);
+  int fd = mid_p_connect(watch_now(a, "mid-p", -1).version);
+  if (ok(first && fd >= 0 && park_watchers(w + N / 2, N / 2),
+         "mid-pass: 10 parked, mid-p's Watch and alters in one write, 10 "
+         "more parked")) {
+    for (int i = 0; i < N; i++) /* held behind each parked Watch */
+      park(w[i].kc, w[i].id, -1, 60000);
+    is_int(au_alter(g_port, "<default>", "linger.ms=1"), 0,
+           "mid-pass: alter <default> linger.ms=1");
+    answer_t m = raw_answer(fd, 1);
+    ok(!m.rc && m.changed && !strcmp(m.configs, "linger.ms=1@8;"),
+       "mid-pass: mid-p's socket gets its Watch's answer first, with "
+       "linger.ms=1 (%s)", m.configs);
+    ok(raw_alter_ok(fd, 2) && raw_alter_ok(fd, 3) && raw_alter_ok(fd, 4),
+       "mid-pass: then its three buffered alters, error 0");
+    answer_t f = watch_now(a, "mid-p", -1);
+    ok(!strcmp(f.configs, "linger.ms=2@8;") && f.version != m.version,
+       "mid-pass: linger.ms=2 is what stays, at another version (%s)",
+       f.configs);
+    int bad = 0, ones = 0;
+    for (int i = 0; i < N; i++)
+      bad += !woken_current(&w[i], m.version, f.version, &ones);
+    ok(!bad, "mid-pass: every watcher woken with linger.ms=1 (%d) or 2 (%d) "
+             "at that configuration's version, current when sent",
+       ones, N - ones);
+    if (!ones || ones == N) /* legal, but the memo's reset went untried */
+      diag("  note: mid-p was answered %s, not mid-pass",
+           ones ? "last" : "first");
+    /* Parked again at what they got: those at linger.ms=1 are behind. */
+    for (int i = 0; i < N; i++)
+      park(w[i].kc, w[i].id, w[i].got.version, 1000);
+    bad = 0;
+    for (int i = 0; i < N; i++) {
+      answer_t r = await_answer(w[i].kc, 20000);
+      bool behind = w[i].got.version != f.version;
+      if (r.rc || r.changed != behind || r.version != f.version ||
+          strcmp(r.configs, behind ? "linger.ms=2@8;" : ""))
+        bad++, diag("  %s again: changed %d \"%s\"", w[i].id, r.changed,
+                    r.configs);
+    }
+    ok(!bad, "mid-pass: parked again, the linger.ms=1 ones are answered at "
+             "once with linger.ms=2, the others stay unchanged");
+  }
+  if (fd >= 0)
+    close(fd);
+  destroy_watchers(w, N);
+  ok(dc_tu_daemon_alive(&g_d), "mid-pass: dynconfd still running");
+}
+
 static void test_acl(void) {
-  char dir[PATH_MAX - 64], acl[PATH_MAX], err[512];
+  char dir[PATH_MAX - 64], acl[PATH_MAX], err[512] = "";
   dc_tu_daemon_t d;
   if (dc_tu_tmpdir(dir, sizeof(dir)))
     return;
@@ -191,7 +603,7 @@ static void test_acl(void) {
 /* A parked Watch keeps its connection out of the idle sweep; an idle
  * connection beside it is closed (the sweep ran while the Watch waited). */
 static void test_not_idle(void) {
-  char sdir[PATH_MAX - 64], err[512];
+  char sdir[PATH_MAX - 64], err[512] = "";
   dc_tu_daemon_t d;
   const char *extra[] = {"--idle-timeout-ms", "100", NULL};
   if (!ok(!dc_tu_daemon_start_tmp(&d, sdir, sizeof(sdir), extra, err,
@@ -232,6 +644,9 @@ int main(void) {
     test_basics(a);
     test_wake(a, c);
     test_closed_watcher(a);
+    test_deadlines(a);
+    test_fanout();
+    test_alter_mid_pass(a);
   }
   dc_kclient_destroy(a);
   dc_kclient_destroy(c);

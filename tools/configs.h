@@ -48,6 +48,10 @@ typedef struct opts {
   bool describe, alter, all, dry_run, json;
   bool describe_fleet, wait; /* --describe-fleet, --alter --wait */
   int timeout_ms;            /* 0 until main() applies the default */
+  /* Set on a copy for a request to one replica of several, whose own
+   * time limit is shorter than what --timeout-ms leaves: a time-out then
+   * names it. */
+  int replica_limit_ms;
   /* Security and the keystore reload command (strings point into argv or
    * into `arena`). */
   const char *command_config;
@@ -144,6 +148,38 @@ int cli_load_command_config(opts_t *o, const char *path);
 /* --reload-keystore: ReloadSecurity (dynconf's API key 20000). One line
  * per listener; EXIT_FAIL when any listener (or the request) failed. */
 int cli_reload(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+
+/* ---- configs_replicas.c ----------------------------------------------- */
+/* The replicas a fleet question goes to: every live one Metadata lists on
+ * the server connected to, each on a connection of its own, or that
+ * server alone (one replica, no Metadata, none of the listed reachable). */
+typedef struct cli_replicas {
+  dc_kclient_t **kc; /* n of them; owned unless kc == &first */
+  int n;
+  dc_kclient_t *first; /* main()'s connection */
+} cli_replicas_t;
+
+/* The deadline for one request to a replica of r: at most
+ * REPLICA_TIMEOUT_MS (5 s) away when there are several; *call_opts is
+ * o, marked when that limit is the nearer one (for the message). */
+int64_t cli_replica_deadline(const cli_replicas_t *r, int64_t deadline,
+                             const opts_t *o, opts_t *call_opts);
+/* EXIT_OK, or EXIT_FAIL said; a replica that cannot be reached is left
+ * out with a warning. */
+int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
+                      cli_replicas_t *out);
+/* Leaves out replica i (it stopped answering), with a warning; main()'s
+ * own connection is never dropped. */
+void cli_replicas_drop(cli_replicas_t *r, int i);
+void cli_replicas_close(cli_replicas_t *r);
+/* DescribeFleet on every replica, merged by instance id: an agent that
+ * moved counts once, as the replica it is connected to sees it (else as
+ * the one that saw it last). A replica that fails is dropped (said) while
+ * others remain. The clients and their strings live in arena. EXIT_OK, or
+ * EXIT_FAIL said. */
+int cli_fleet_gather(const opts_t *o, cli_replicas_t *r,
+                     const dc_describe_fleet_req_t *req, int64_t deadline,
+                     dc_arena_t *arena, dc_describe_fleet_resp_t *out);
 
 /* ---- configs_fleet.c -------------------------------------------------- */
 /* DescribeFleet (dynconf's API key 20003), used by main(). */

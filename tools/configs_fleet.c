@@ -276,37 +276,25 @@ static void render_json(dc_buf_t *b, const dc_fleet_client_t *const *v,
 
 /* ---- the DescribeFleet request ---------------------------------------- */
 
-static int enc_fleet(dc_buf_t *b, int16_t v, const void *req) {
-  return dc_describe_fleet_req_encode(b, v, req);
-}
-
-/* Every call's response type begins with the decoded response, so
- * cli_call() decodes into it and the report finds its context behind it. */
+/* --wait's state between polls. */
 typedef struct fleet_call {
-  dc_describe_fleet_resp_t resp;
-  int verdict;     /* --wait: WAIT_* after a poll */
-  bool bar_drawn;  /* --wait: a progress bar is on stderr */
-  dc_buf_t behind; /* --wait: the last poll's behind list */
+  dc_describe_fleet_resp_t resp; /* the last poll's, merged */
+  int verdict;     /* WAIT_* after a poll */
+  bool bar_drawn;  /* a progress bar is on stderr */
+  dc_buf_t behind; /* the last poll's behind list */
 } fleet_call_t;
-
-static int dec_fleet(dc_rd_t *rd, int16_t v, void *resp) {
-  return dc_describe_fleet_resp_decode(rd, v, &((fleet_call_t *)resp)->resp);
-}
 
 /* A state this tool has no group for would be miscounted: refuse the
  * response instead. EXIT_OK, or EXIT_FAIL said. */
-static int check_response(const dc_describe_fleet_resp_t *r,
-                          dc_kclient_t *kc) {
-  int rc = cli_check_error(r->error_code, r->error_message);
-  for (int32_t i = 0; rc == EXIT_OK && i < r->n_clients; i++)
+static int check_response(const dc_describe_fleet_resp_t *r) {
+  for (int32_t i = 0; i < r->n_clients; i++)
     if (!known_state(r->clients[i].state)) {
-      cli_fail("the DescribeFleet response from %s gives client '%s' state "
-               "%d, which this " PROG " does not know",
-               dc_kclient_peer(kc), str_or(r->clients[i].client_id, "?"),
-               r->clients[i].state);
-      rc = EXIT_FAIL;
+      cli_fail("DescribeFleet gives client '%s' state %d, which this " PROG
+               " does not know",
+               str_or(r->clients[i].client_id, "?"), r->clients[i].state);
+      return EXIT_FAIL;
     }
-  return rc;
+  return EXIT_OK;
 }
 
 /* Whether the server lists DescribeFleet in a version we speak; else says
@@ -344,11 +332,8 @@ static dc_describe_fleet_req_t fleet_filter(const opts_t *o) {
 
 /* ---- --describe-fleet ------------------------------------------------- */
 
-static int report_describe_fleet(const opts_t *o, dc_kclient_t *kc,
-                                 int16_t v, void *resp) {
-  (void)v;
-  dc_describe_fleet_resp_t *r = &((fleet_call_t *)resp)->resp;
-  int rc = check_response(r, kc);
+static int print_fleet(const opts_t *o, dc_describe_fleet_resp_t *r) {
+  int rc = check_response(r);
   if (rc != EXIT_OK)
     return rc;
   if (!o->json) /* JSON escapes them */
@@ -368,21 +353,22 @@ static int report_describe_fleet(const opts_t *o, dc_kclient_t *kc,
   return rc;
 }
 
-static const cli_api_t describe_fleet_api = {
-    .key = DC_API_DESCRIBE_FLEET,
-    .name = "DescribeFleet",
-    .unsupported = " (a dynconfd older than the fleet view)",
-    .encode = enc_fleet,
-    .decode = dec_fleet,
-    .report = report_describe_fleet,
-};
-
 int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   if (!fleet_offered(kc, ""))
     return EXIT_FAIL;
+  cli_replicas_t reps;
+  int rc = cli_replicas_open(o, kc, deadline, &reps);
   dc_describe_fleet_req_t req = fleet_filter(o);
-  fleet_call_t call = {.bar_drawn = false};
-  return cli_call(o, kc, deadline, &describe_fleet_api, &req, &call);
+  dc_describe_fleet_resp_t resp;
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  if (rc == EXIT_OK)
+    rc = cli_fleet_gather(o, &reps, &req, deadline, &arena, &resp);
+  if (rc == EXIT_OK)
+    rc = print_fleet(o, &resp);
+  dc_arena_free(&arena);
+  cli_replicas_close(&reps);
+  return rc;
 }
 
 /* ---- --wait, step 1: the server shows the change ---------------------- */
@@ -530,9 +516,11 @@ static int report_shown(const opts_t *o, dc_kclient_t *kc, int16_t v,
   return EXIT_OK;
 }
 
-/* Polls DescribeConfigs until the server shows the change. EXIT_OK, or
- * EXIT_WAIT_TIMEOUT / EXIT_FAIL said. */
-static int wait_shown(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
+/* Polls DescribeConfigs on replica i until it shows the change. EXIT_OK,
+ * or EXIT_WAIT_TIMEOUT / EXIT_FAIL said. */
+static int wait_shown(const opts_t *o, cli_replicas_t *reps, int i,
+                      int64_t deadline) {
+  dc_kclient_t *kc = reps->kc[i];
   static const cli_api_t api = {
       .key = DC_API_DESCRIBE_CONFIGS,
       .name = "DescribeConfigs",
@@ -551,7 +539,9 @@ static int wait_shown(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   shown_call_t call = {.shown = false};
   int pause_ms = POLL_FIRST_MS;
   do {
-    int rc = cli_call(o, kc, deadline, &api, &req, &call);
+    opts_t co;
+    int64_t d = cli_replica_deadline(reps, deadline, o, &co);
+    int rc = cli_call(&co, kc, d, &api, &req, &call);
     if (rc != EXIT_OK)
       return dc_mono_ms() >= deadline ? EXIT_WAIT_TIMEOUT : rc;
     if (call.shown)
@@ -676,12 +666,8 @@ static int judge_poll(fleet_call_t *call, const dc_fleet_client_t *const *v,
   return rc;
 }
 
-static int report_wait(const opts_t *o, dc_kclient_t *kc, int16_t v,
-                       void *resp) {
-  (void)o;
-  (void)v;
-  fleet_call_t *call = resp;
-  int rc = check_response(&call->resp, kc);
+static int judge_fleet(fleet_call_t *call) {
+  int rc = check_response(&call->resp);
   if (rc != EXIT_OK)
     return rc;
   defang_all(&call->resp);
@@ -703,25 +689,22 @@ static int say_timeout(const opts_t *o, fleet_call_t *call) {
   return rc == EXIT_OK ? EXIT_WAIT_TIMEOUT : rc;
 }
 
-/* Polls DescribeFleet for the altered entity's clients until judge_poll()
- * decides or the deadline passes. */
-static int wait_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
-  static const cli_api_t api = {
-      .key = DC_API_DESCRIBE_FLEET,
-      .name = "DescribeFleet",
-      .unsupported = " (a dynconfd older than the fleet view), which --wait "
-                     "needs",
-      .encode = enc_fleet,
-      .decode = dec_fleet,
-      .report = report_wait,
-  };
+/* Polls DescribeFleet on every replica for the altered entity's clients
+ * until judge_poll() decides or the deadline passes. */
+static int wait_fleet(const opts_t *o, cli_replicas_t *reps,
+                      int64_t deadline) {
   dc_describe_fleet_req_t req = fleet_filter(o);
   fleet_call_t call = {.verdict = WAIT_PENDING};
   dc_buf_init(&call.behind);
+  dc_arena_t arena;
+  dc_arena_init(&arena);
   int rc, pause_ms = POLL_FIRST_MS;
   do {
-    bar_clear(&call); /* an error cli_call() prints gets a line of its own */
-    rc = cli_call(o, kc, deadline, &api, &req, &call);
+    bar_clear(&call); /* an error printed gets a line of its own */
+    dc_arena_reset(&arena);
+    rc = cli_fleet_gather(o, reps, &req, deadline, &arena, &call.resp);
+    if (rc == EXIT_OK)
+      rc = judge_fleet(&call);
     if (rc != EXIT_OK || call.verdict == WAIT_DONE)
       break;
   } while (pause_poll(deadline, &pause_ms));
@@ -732,7 +715,24 @@ static int wait_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
            dc_mono_ms() >= deadline)
     rc = say_timeout(o, &call); /* the last poll itself ran out of time */
   dc_buf_free(&call.behind);
+  dc_arena_free(&arena);
   return rc;
+}
+
+/* Every replica shows the change before its fleet is judged: each judges
+ * its clients against the configuration it resolves itself. */
+static int wait_all_shown(const opts_t *o, cli_replicas_t *reps,
+                          int64_t deadline) {
+  for (int i = 0; i < reps->n;) {
+    int rc = wait_shown(o, reps, i, deadline);
+    if (rc == EXIT_OK)
+      i++;
+    else if (rc == EXIT_FAIL && reps->n > 1 && reps->kc != &reps->first)
+      cli_replicas_drop(reps, i);
+    else
+      return rc;
+  }
+  return EXIT_OK;
 }
 
 int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
@@ -740,9 +740,13 @@ int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   if (!fleet_offered(kc, ", which --wait needs; nothing was changed"))
     return EXIT_FAIL;
   int rc = cli_alter(o, kc, deadline);
+  cli_replicas_t reps = {0};
   if (rc == EXIT_OK)
-    rc = wait_shown(o, kc, deadline);
+    rc = cli_replicas_open(o, kc, deadline, &reps);
   if (rc == EXIT_OK)
-    rc = wait_fleet(o, kc, deadline);
+    rc = wait_all_shown(o, &reps, deadline);
+  if (rc == EXIT_OK)
+    rc = wait_fleet(o, &reps, deadline);
+  cli_replicas_close(&reps);
   return rc;
 }

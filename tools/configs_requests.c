@@ -29,7 +29,11 @@ int cli_remaining_ms(int64_t deadline) {
  * whole --timeout-ms budget rather than the remainder a step was given. */
 static void fail_request(const opts_t *o, dc_kclient_t *kc, dc_err_t err,
                          const char *api, const char *errstr) {
-  if (err == DC_ERR__TIMED_OUT)
+  if (err == DC_ERR__TIMED_OUT && o->replica_limit_ms)
+    cli_fail("no %s response from %s within %d ms (the limit for one "
+             "replica of several)", api, dc_kclient_peer(kc),
+             o->replica_limit_ms);
+  else if (err == DC_ERR__TIMED_OUT)
     cli_fail("no %s response from %s within %d ms (--timeout-ms)", api,
              dc_kclient_peer(kc)[0] ? dc_kclient_peer(kc) : o->bootstrap,
              o->timeout_ms);

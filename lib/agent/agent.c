@@ -277,7 +277,8 @@ static dc_fetch_res_t fetch_and_record(dynconf_t *dc, int timeout_ms) {
     judge(dc, &set, &j);
   const char *peer = dc_kclient_peer(dc->conn.kc);
   pthread_mutex_lock(&dc->lock);
-  if (*peer) { /* the server that answered, for the statistics */
+  /* The server that answered, for the statistics. */
+  if (dc_kclient_connected(dc->conn.kc) && *peer) {
     snprintf(dc->server, sizeof(dc->server), "%s", peer);
     dc->server_version = dc->conn.version;
   }

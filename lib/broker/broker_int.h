@@ -29,8 +29,11 @@ struct dc_broker {
   bool oauth;                   /* OAUTHBEARER configured */
   struct dc_gssapi_acceptor *gss; /* one reference; NULL = no GSSAPI */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
-  /* Parked Watch requests (watch.c): owned, a doubly linked list. */
-  struct dc_watch *watches;
+  /* Parked Watch requests (watch.c), owned: a min-heap by deadline and
+   * the woken (a doubly linked list), n_watches in all. */
+  struct dc_watch **watch_heap;
+  size_t n_heap, heap_cap;
+  struct dc_watch *watch_woken;
   size_t n_watches;
   int watch_fd;          /* timerfd: due answers; owned */
   int64_t watch_armed;   /* when it fires (monotonic ms), -1 = disarmed */

@@ -18,6 +18,7 @@ struct dc_configdb {
   dc_entity_t **slots;
   size_t cap, count;
   dc_pairidx_t *ix;
+  uint64_t generation; /* bumped by every change */
 };
 
 static uint64_t hash(int8_t type, const char *name) {
@@ -73,6 +74,10 @@ static size_t find_slot(const dc_configdb_t *db, int8_t type,
          (db->slots[i]->type != type || strcmp(db->slots[i]->name, name)))
     i = (i + 1) & (db->cap - 1);
   return i;
+}
+
+uint64_t dc_configdb_generation(const dc_configdb_t *db) {
+  return db->generation;
 }
 
 const dc_entity_t *dc_configdb_get(const dc_configdb_t *db, int8_t type,
@@ -228,6 +233,7 @@ oom:
 int dc_configdb_replace(dc_configdb_t *db, int8_t type, const char *name,
                         size_t n, const char *const *keys,
                         const char *const *values) {
+  db->generation++;
   size_t i = find_slot(db, type, name);
   if (n == 0) {
     if (db->slots[i])
@@ -260,6 +266,7 @@ static int insert_key(dc_configdb_t *db, dc_entity_t *e, size_t p, char *k,
  * and rebuilding the entity for each would copy it over and over. */
 int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
                     const char *key, const char *value) {
+  db->generation++;
   size_t i = find_slot(db, type, name);
   dc_entity_t *e = db->slots[i];
   if (!e) {

@@ -51,6 +51,9 @@ int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
 int dc_configdb_foreach(const dc_configdb_t *db,
                         int (*cb)(void *opaque, const dc_entity_t *e),
                         void *opaque);
+/* Changes with every replace or set (even one that fails): pointers from
+ * dc_configdb_get() taken at the same generation are still valid. */
+uint64_t dc_configdb_generation(const dc_configdb_t *db);
 /* Number of entities. */
 size_t dc_configdb_count(const dc_configdb_t *db);
 /* The heartbeat/session index over the entities (pairindex.h). */

@@ -19,6 +19,7 @@
  */
 #include "broker/acl.h"
 #include "broker/broker_int.h"
+#include "broker/resolved.h"
 #include "broker/scope.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -32,10 +33,12 @@
 #include <unistd.h>
 
 /* A parked request. kind comes first, as in dc_fwd_job_t: the broker
- * tells what a connection waits for by it. */
+ * tells what a connection waits for by it. A watch is in the deadline
+ * heap (at heap_i) until it is woken, then on the woken list. */
 struct dc_watch {
   int kind; /* DC_PENDING_WATCH */
-  struct dc_watch *prev, *next;
+  size_t heap_i;
+  struct dc_watch *prev, *next; /* the woken list */
   void *token;       /* the connection's */
   void **fleet;      /* the connection's fleet slot (fleet.c); NULL = none */
   char *client_id;   /* owned */
@@ -47,58 +50,15 @@ struct dc_watch {
   bool woken;        /* its configuration changed: answer now */
 };
 
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
-  return (h ^ 0xff) * 0x100000001b3ull; /* a separator no string holds */
-}
-
-/* The resolved configuration of client_id for principal into out (arena;
- * n in *np, may be NULL to only count) and its version. */
-static int64_t resolve(const dc_broker_t *b, const dc_scope_ent_t *ent,
-                       const char *principal, dc_arena_t *arena,
-                       dc_watch_entry_t **out, int32_t *np) {
-  dc_scope_level_t lv[DC_SCOPE_MAX_LEVELS];
-  int nl = dc_scope_levels(b->db, ent, principal, lv);
-  size_t total = 0;
-  for (int i = 0; i < nl; i++)
-    total += lv[i].e ? lv[i].e->n : 0;
-  dc_watch_entry_t *es = out ? dc_arena_alloc(arena, (total + 1) *
-                                                         sizeof(*es))
-                             : NULL;
-  uint64_t h = 0xcbf29ce484222325ull;
-  int32_t n = 0;
-  dc_scope_merge_t m;
-  dc_scope_merge_init(&m, lv, nl);
-  int have[DC_SCOPE_MAX_LEVELS], nh;
-  const char *vals[DC_SCOPE_MAX_LEVELS], *key;
-  while ((key = dc_scope_merge_next(&m, vals, have, &nh))) {
-    const char *val = vals[0];
-    int8_t src = lv[have[0]].source;
-    char s[8];
-    snprintf(s, sizeof(s), "%d", src);
-    h = fnv(fnv(fnv(h, key), val), s);
-    if (es)
-      es[n] = (dc_watch_entry_t){(char *)key, (char *)val, src};
-    n++;
-  }
-  if (out)
-    *out = es;
-  if (np)
-    *np = n;
-  return (int64_t)(h & INT64_MAX); /* never -1: "none" */
-}
-
 int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
                                  const char *principal) {
-  dc_scope_ent_t ent;
-  char why[256];
-  if (dc_scope_ent_init(&ent, DC_RES_CLIENT, client_id, why, sizeof(why)))
+  dc_resolved_key_t k;
+  if (dc_resolved_key(b->db, client_id, principal, &k))
     return -1;
-  return resolve(b, &ent, principal, NULL, NULL, NULL);
+  return dc_resolved_list(&k, NULL, NULL, NULL);
 }
 
-/* ---- the set ----------------------------------------------------------- */
+/* ---- the set: a min-heap by deadline, and the woken ------------------- */
 
 int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   b->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -116,22 +76,107 @@ static void watch_free(dc_watch_t *w) {
   free(w);
 }
 
-static void unlink_watch(dc_broker_t *b, dc_watch_t *w) {
+static void heap_set(dc_broker_t *b, size_t i, dc_watch_t *w) {
+  b->watch_heap[i] = w;
+  w->heap_i = i;
+}
+
+static void sift_up(dc_broker_t *b, size_t i) {
+  dc_watch_t *w = b->watch_heap[i];
+  while (i > 0) {
+    size_t up = (i - 1) / 2;
+    if (b->watch_heap[up]->deadline_ms <= w->deadline_ms)
+      break;
+    heap_set(b, i, b->watch_heap[up]);
+    i = up;
+  }
+  heap_set(b, i, w);
+}
+
+static void sift_down(dc_broker_t *b, size_t i) {
+  dc_watch_t *w = b->watch_heap[i];
+  size_t n = b->n_heap;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n &&
+        b->watch_heap[c + 1]->deadline_ms < b->watch_heap[c]->deadline_ms)
+      c++;
+    if (w->deadline_ms <= b->watch_heap[c]->deadline_ms)
+      break;
+    heap_set(b, i, b->watch_heap[c]);
+    i = c;
+  }
+  heap_set(b, i, w);
+}
+
+/* 0, or -1 without memory (w not added). */
+static int heap_push(dc_broker_t *b, dc_watch_t *w) {
+  if (b->n_heap == b->heap_cap) {
+    size_t cap = b->heap_cap ? 2 * b->heap_cap : 64;
+    dc_watch_t **h = realloc(b->watch_heap, cap * sizeof(*h));
+    if (!h)
+      return -1;
+    b->watch_heap = h;
+    b->heap_cap = cap;
+  }
+  heap_set(b, b->n_heap++, w);
+  sift_up(b, w->heap_i);
+  return 0;
+}
+
+static void heap_remove(dc_broker_t *b, dc_watch_t *w) {
+  size_t i = w->heap_i;
+  dc_watch_t *last = b->watch_heap[--b->n_heap];
+  if (last == w)
+    return;
+  heap_set(b, i, last);
+  if (i > 0 && b->watch_heap[(i - 1) / 2]->deadline_ms > last->deadline_ms)
+    sift_up(b, i);
+  else
+    sift_down(b, i);
+}
+
+static void woken_push(dc_broker_t *b, dc_watch_t *w) {
+  w->woken = true;
+  w->prev = NULL;
+  w->next = b->watch_woken;
+  if (w->next)
+    w->next->prev = w;
+  b->watch_woken = w;
+}
+
+static void woken_unlink(dc_broker_t *b, dc_watch_t *w) {
   if (w->prev)
     w->prev->next = w->next;
   else
-    b->watches = w->next;
+    b->watch_woken = w->next;
   if (w->next)
     w->next->prev = w->prev;
+}
+
+/* Takes w out of the set, wherever it is. */
+static void unlink_watch(dc_broker_t *b, dc_watch_t *w) {
+  if (w->woken)
+    woken_unlink(b, w);
+  else
+    heap_remove(b, w);
   b->n_watches--;
 }
 
 void dc_broker_watch_free(dc_broker_t *b) {
-  while (b->watches) {
-    dc_watch_t *w = b->watches;
-    unlink_watch(b, w);
+  while (b->watch_woken) {
+    dc_watch_t *w = b->watch_woken;
+    woken_unlink(b, w);
     watch_free(w);
   }
+  for (size_t i = 0; i < b->n_heap; i++)
+    watch_free(b->watch_heap[i]);
+  free(b->watch_heap);
+  b->watch_heap = NULL;
+  b->n_heap = b->heap_cap = 0;
+  b->n_watches = 0;
   if (b->watch_fd >= 0)
     close(b->watch_fd);
   b->watch_fd = -1;
@@ -155,32 +200,35 @@ static void arm_at(dc_broker_t *b, int64_t due) {
 /* Arms the timer for the first thing due: a woken watch now, else the
  * earliest deadline (nothing parked: disarmed). */
 static void arm(dc_broker_t *b) {
-  int64_t first = -1, now = dc_mono_ms();
-  for (dc_watch_t *w = b->watches; w; w = w->next) {
-    int64_t due = w->woken ? now : w->deadline_ms;
-    if (first < 0 || due < first)
-      first = due;
-  }
-  arm_at(b, first);
+  if (b->watch_woken)
+    arm_at(b, dc_mono_ms());
+  else
+    arm_at(b, b->n_heap ? b->watch_heap[0]->deadline_ms : -1);
 }
 
+/* Every parked watch's version is computed again, through a memo: a
+ * change of <default> costs one resolution per distinct configuration,
+ * plus a lookup of each watcher's levels. The woken leave the heap, which
+ * is rebuilt from the rest in linear time. */
 void dc_broker_watch_changed(dc_broker_t *b) {
-  bool any = false;
-  dc_arena_t scratch;
-  dc_arena_init(&scratch);
-  for (dc_watch_t *w = b->watches; w; w = w->next) {
-    dc_scope_ent_t ent;
-    char why[256];
-    if (w->woken ||
-        dc_scope_ent_init(&ent, DC_RES_CLIENT, w->client_id, why,
-                          sizeof(why)))
-      continue;
-    if (resolve(b, &ent, w->principal, &scratch, NULL, NULL) != w->known)
-      any = w->woken = true;
+  dc_resolved_memo_t memo;
+  dc_resolved_memo_init(&memo, b->db, 0);
+  size_t keep = 0, n = b->n_heap;
+  for (size_t i = 0; i < n; i++) {
+    dc_watch_t *w = b->watch_heap[i];
+    int64_t v = dc_resolved_memo_version(&memo, w->client_id, w->principal);
+    if (v >= 0 && v != w->known)
+      woken_push(b, w);
+    else
+      heap_set(b, keep++, w);
   }
-  dc_arena_free(&scratch);
-  if (any)
-    arm(b);
+  dc_resolved_memo_free(&memo);
+  if (keep == n)
+    return;
+  b->n_heap = keep;
+  for (size_t i = keep / 2; i-- > 0;)
+    sift_down(b, i);
+  arm(b);
 }
 
 bool dc_broker_watch_abandon(dc_broker_t *b, void *pending) {
@@ -200,11 +248,13 @@ bool dc_broker_watch_abandon(dc_broker_t *b, void *pending) {
 /* The answer for (client_id, principal) known at version known; one
  * that would pass max.response.bytes is replaced by an error saying so. */
 static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
-                         const dc_scope_ent_t *ent, const char *principal,
+                         const char *client_id, const char *principal,
                          int64_t known, dc_arena_t *arena, void **fleet) {
+  dc_resolved_key_t k;
+  if (dc_resolved_key(b->db, client_id, principal, &k))
+    return DC_ERR_INVALID_REQUEST; /* checked when it was asked */
   dc_watch_resp_t resp = {0};
-  resp.version = resolve(b, ent, principal, arena, &resp.configs,
-                         &resp.n_configs);
+  resp.version = dc_resolved_list(&k, arena, &resp.configs, &resp.n_configs);
   dc_broker_fleet_served(fleet, resp.version);
   resp.changed = resp.version != known;
   if (!resp.configs)
@@ -218,7 +268,7 @@ static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
   out->len = start;
   char msg[160];
   snprintf(msg, sizeof(msg), "the configuration of '%.40s' would take the "
-           "answer past %zu bytes (max.response.bytes)", ent->name, max);
+           "answer past %zu bytes (max.response.bytes)", client_id, max);
   resp = (dc_watch_resp_t){.error_code = DC_ERR_INVALID_REQUEST,
                            .error_message = msg, .version = resp.version};
   return dc_watch_resp_encode(out, v, &resp);
@@ -242,10 +292,10 @@ static int park(dc_req_t *r, const dc_watch_req_t *req) {
   w->deadline_ms = dc_mono_ms() + t;
   w->correlation_id = r->hdr->correlation_id;
   w->api_version = r->hdr->api_version;
-  w->next = r->b->watches;
-  if (w->next)
-    w->next->prev = w;
-  r->b->watches = w;
+  if (heap_push(r->b, w)) {
+    watch_free(w);
+    return DC_ERR__NOMEM;
+  }
   r->b->n_watches++;
   *r->conn->pending = w;
   r->deferred = true;
@@ -275,64 +325,82 @@ int dc_handle_watch(dc_req_t *r) {
     return dc_watch_resp_encode(r->out, v, &resp);
   }
   if (req.known_version < 0 || req.timeout_ms <= 0 || !r->conn->pending ||
-      resolve(r->b, &ent, r->conn->principal, r->arena, NULL, NULL) !=
+      dc_broker_config_version(r->b, req.client_id, r->conn->principal) !=
           req.known_version)
-    return encode_answer(r->b, r->out, v, &ent, r->conn->principal,
+    return encode_answer(r->b, r->out, v, req.client_id, r->conn->principal,
                          req.known_version, r->arena, r->conn->fleet);
   return park(r, &req);
 }
 
+/* A woken watch's answer from the memo's shared body; false when the
+ * memo has none for it (then it is encoded on its own). */
+static bool answer_from_memo(dc_resolved_memo_t *memo, dc_watch_t *w,
+                             dc_buf_t *out) {
+  int64_t version;
+  const dc_buf_t *body = dc_resolved_memo_answer(
+      memo, w->client_id, w->principal, w->api_version, &version);
+  if (!body || version == w->known) /* changed back: not a change */
+    return false;
+  dc_buf_append(out, body->data, body->len);
+  dc_broker_fleet_served(w->fleet, version);
+  return true;
+}
+
 /* One due watch's answer as a whole frame for cb; closes the connection
  * (a NULL frame) when it cannot be made. */
-static void answer(dc_broker_t *b, dc_watch_t *w, dc_broker_answer_cb *cb,
-                   void *opaque) {
-  dc_buf_t out;
-  dc_arena_t arena;
-  dc_buf_init(&out);
-  dc_arena_init(&arena);
-  dc_scope_ent_t ent;
-  char why[256];
-  size_t frame = dc_wr_frame_begin(&out);
-  dc_resp_header_encode(&out, DC_API_WATCH, w->api_version, w->correlation_id);
-  int err = dc_scope_ent_init(&ent, DC_RES_CLIENT, w->client_id, why,
-                              sizeof(why));
-  if (!err)
-    err = encode_answer(b, &out, w->api_version, &ent, w->principal, w->known,
-                        &arena, w->fleet);
-  dc_wr_frame_end(&out, frame);
-  if (err || out.err)
+static void answer(dc_broker_t *b, dc_resolved_memo_t *memo, dc_watch_t *w,
+                   dc_buf_t *out, dc_broker_answer_cb *cb, void *opaque) {
+  dc_buf_clear(out);
+  size_t frame = dc_wr_frame_begin(out);
+  dc_resp_header_encode(out, DC_API_WATCH, w->api_version, w->correlation_id);
+  int err = 0;
+  if (!w->woken || !answer_from_memo(memo, w, out)) {
+    dc_arena_t arena;
+    dc_arena_init(&arena);
+    err = encode_answer(b, out, w->api_version, w->client_id, w->principal,
+                        w->known, &arena, w->fleet);
+    dc_arena_free(&arena);
+  }
+  dc_wr_frame_end(out, frame);
+  if (err || out->err)
     cb(opaque, w->token, NULL, 0);
   else
-    cb(opaque, w->token, out.data, out.len);
-  dc_buf_free(&out);
-  dc_arena_free(&arena);
+    cb(opaque, w->token, out->data, out->len);
 }
 
 /* Due watches are taken out of the set first: answering one serves its
- * connection's next requests, which may park a new watch. */
+ * connection's next requests, which may park a new watch or alter (the
+ * memo then forgets what it knew). Woken watches whose configurations
+ * are the same share one encoded body. */
 void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque) {
   uint64_t fired;
   ssize_t rd = read(b->watch_fd, &fired, sizeof(fired));
   (void)rd; /* EAGAIN too: the loop may call without the timer firing */
   int64_t now = dc_mono_ms();
-  dc_watch_t *due = NULL, *next;
-  for (dc_watch_t *w = b->watches; w; w = next) {
-    next = w->next;
-    if (!w->woken && w->deadline_ms > now)
-      continue;
+  dc_watch_t *due = b->watch_woken, *next;
+  b->watch_woken = NULL;
+  for (dc_watch_t *w = due; w; w = w->next) {
+    b->n_watches--;
+    b->watches_woken++;
+  }
+  while (b->n_heap && b->watch_heap[0]->deadline_ms <= now) {
+    dc_watch_t *w = b->watch_heap[0];
     unlink_watch(b, w);
-    if (w->woken)
-      b->watches_woken++;
-    else
-      b->watches_timed_out++;
+    b->watches_timed_out++;
     w->next = due;
     due = w;
   }
   arm(b);
+  dc_resolved_memo_t memo;
+  dc_resolved_memo_init(&memo, b->db, b->opts.max_response_size);
+  dc_buf_t out;
+  dc_buf_init(&out);
   for (dc_watch_t *w = due; w; w = next) {
     next = w->next;
-    answer(b, w, cb, opaque);
+    answer(b, &memo, w, &out, cb, opaque);
     watch_free(w);
   }
+  dc_buf_free(&out);
+  dc_resolved_memo_free(&memo);
 }

@@ -47,7 +47,7 @@ struct dc_kclient {
   char *client_id;       /* owned, nullable */
   char *sw_name;         /* owned */
   char *sw_version;      /* owned */
-  char peer[300];        /* "host:port" of the current connection */
+  char peer[300];        /* "host:port" of the current or last connection */
   int32_t next_corr;     /* correlation id for the next request */
   dc_buf_t out;          /* owned: request frame being sent */
   uint8_t *in;           /* owned: last response frame payload */
@@ -119,8 +119,7 @@ void dc_kclient_close(dc_kclient_t *kc) {
   kc->tls = NULL;
   if (kc->fd >= 0)
     close(kc->fd);
-  kc->fd = -1;
-  kc->peer[0] = '\0';
+  kc->fd = -1; /* peer stays: messages about the failure name it */
 }
 
 void dc_kclient_destroy(dc_kclient_t *kc) {
@@ -445,6 +444,7 @@ dc_err_t dc_kclient_connect(dc_kclient_t *kc, const char *bootstrap,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size) {
   dc_kclient_close(kc);
+  kc->peer[0] = '\0';
   if (!bootstrap || !*bootstrap) {
     dc_seterr(errstr, errstr_size, "empty bootstrap server list");
     return DC_ERR__INVALID_ARG;

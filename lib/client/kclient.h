@@ -135,9 +135,10 @@ void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes);
  * the peer since: the next request will say so). */
 bool dc_kclient_connected(const dc_kclient_t *kc);
 
-/* "host:port" as given in the bootstrap list for the current connection,
- * or "" when not connected. Owned by the handle; valid until the next
- * connect or destroy. */
+/* "host:port" as given in the bootstrap list for the current connection
+ * (after a close, the last one: what messages about it name), or "" when
+ * none was made. Owned by the handle; valid until the next connect or
+ * destroy. */
 const char *dc_kclient_peer(const dc_kclient_t *kc);
 
 /* Closes the connection, keeping the handle for a later

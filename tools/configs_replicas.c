@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dynconf-configs: the replicas a fleet question goes to. Each dynconfd
+ * knows the agents connected to it, so with replicas (the Kafka-topic
+ * store) the fleet is the union of every replica's view: Metadata on the
+ * server connected to lists the live replicas, and each gets a connection
+ * of its own with the same security settings. One that cannot be reached
+ * is left out with a warning: its agents, if it is down, reconnect to the
+ * others and are counted there.
+ */
+#include "configs.h"
+
+#include "common/clock.h"
+#include "common/errors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest one replica of several may take to answer: one that hangs
+ * (paused, overloaded) is left out instead of holding the command until
+ * --timeout-ms. */
+#define REPLICA_TIMEOUT_MS 5000
+
+int64_t cli_replica_deadline(const cli_replicas_t *r, int64_t deadline,
+                             const opts_t *o, opts_t *call_opts) {
+  int64_t cap = dc_mono_ms() + REPLICA_TIMEOUT_MS;
+  *call_opts = *o;
+  if (r->kc == &r->first || cap >= deadline)
+    return deadline;
+  call_opts->replica_limit_ms = REPLICA_TIMEOUT_MS;
+  return cap;
+}
+
+static int enc_metadata(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_metadata_req_encode(b, v, req);
+}
+
+/* The brokers Metadata lists on kc into *out (arena); 0 when it cannot
+ * tell (no Metadata, an error answer): kc is then the only replica known;
+ * -1 (said) when the connection was lost asking. */
+static int32_t list_brokers(dc_kclient_t *kc, int64_t deadline,
+                            dc_arena_t *arena, dc_metadata_broker_t **out) {
+  int16_t v = dc_kclient_pick_version(kc, DC_API_METADATA);
+  if (v < 1) /* v0 cannot ask for no topics */
+    return 0;
+  dc_metadata_req_t req = {.n_topics = 0};
+  dc_metadata_resp_t resp;
+  dc_rd_t rd;
+  char err[512];
+  if (dc_kclient_request(kc, DC_API_METADATA, v, enc_metadata, &req,
+                         cli_remaining_ms(deadline), &rd, arena, err,
+                         sizeof(err))) {
+    if (dc_kclient_connected(kc))
+      return 0;
+    cli_fail("asking %s for the replicas (Metadata): %s", dc_kclient_peer(kc),
+             err);
+    return -1; /* the connection is gone with it */
+  }
+  if (dc_metadata_resp_decode(&rd, v, &resp))
+    return 0;
+  *out = resp.brokers;
+  return resp.n_brokers;
+}
+
+/* A connection to one listed replica, or NULL after a warning. */
+static dc_kclient_t *connect_replica(const opts_t *o,
+                                     const dc_metadata_broker_t *br,
+                                     int64_t deadline) {
+  if (deadline > dc_mono_ms() + REPLICA_TIMEOUT_MS)
+    deadline = dc_mono_ms() + REPLICA_TIMEOUT_MS;
+  char addr[300], err[1024];
+  snprintf(addr, sizeof(addr), strchr(br->host, ':') ? "[%s]:%d" : "%s:%d",
+           br->host, br->port);
+  dc_kclient_t *kc = dc_kclient_new(PROG);
+  if (!kc) {
+    snprintf(err, sizeof(err), "out of memory");
+  } else if (!(o->command_config &&
+               dc_kclient_set_security(kc, &o->sec, err, sizeof(err))) &&
+             !dc_kclient_connect(kc, addr, cli_remaining_ms(deadline), err,
+                                 sizeof(err)) &&
+             !dc_kclient_api_versions(kc, cli_remaining_ms(deadline), err,
+                                      sizeof(err))) {
+    return kc;
+  }
+  fprintf(stderr, "Warning: replica %d at %s: %s; the clients connected to "
+          "it are left out\n", br->node_id, addr, err);
+  dc_kclient_destroy(kc);
+  return NULL;
+}
+
+int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
+                      cli_replicas_t *out) {
+  *out = (cli_replicas_t){.first = kc};
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dc_metadata_broker_t *brs = NULL;
+  int32_t n = list_brokers(kc, deadline, &arena, &brs);
+  if (n < 0) {
+    dc_arena_free(&arena);
+    return EXIT_FAIL;
+  }
+  if (n > 1 && !(out->kc = calloc((size_t)n, sizeof(*out->kc)))) {
+    dc_arena_free(&arena);
+    cli_fail("out of memory");
+    return EXIT_FAIL;
+  }
+  for (int32_t i = 0; n > 1 && i < n; i++)
+    if ((out->kc[out->n] = connect_replica(o, &brs[i], deadline)))
+      out->n++;
+  dc_arena_free(&arena);
+  if (!out->n) { /* one server, or none of the listed reachable */
+    free(out->kc);
+    out->kc = &out->first;
+    out->n = 1;
+  }
+  return EXIT_OK;
+}
+
+void cli_replicas_drop(cli_replicas_t *r, int i) {
+  if (r->kc == &r->first)
+    return; /* the connection main() made is main()'s */
+  fprintf(stderr, "Warning: the clients connected to %s are left out from "
+          "now on\n", dc_kclient_peer(r->kc[i]));
+  dc_kclient_destroy(r->kc[i]);
+  memmove(r->kc + i, r->kc + i + 1, (size_t)(r->n - i - 1) * sizeof(*r->kc));
+  r->n--;
+}
+
+void cli_replicas_close(cli_replicas_t *r) {
+  if (r->kc != &r->first) {
+    for (int i = 0; i < r->n; i++)
+      dc_kclient_destroy(r->kc[i]);
+    free(r->kc);
+  }
+  *r = (cli_replicas_t){0};
+}
+
+/* ---- DescribeFleet on every replica, merged ---------------------------- */
+
+static int enc_fleet(dc_buf_t *b, int16_t v, const void *req) {
+  return dc_describe_fleet_req_encode(b, v, req);
+}
+
+/* What one replica answered, moved into the gathering. */
+typedef struct gather {
+  dc_describe_fleet_resp_t resp; /* first: cli_call() decodes into it */
+  dc_arena_t *arena;             /* where the kept clients live */
+  dc_fleet_client_t *v;          /* malloc'd */
+  int32_t n, cap;
+} gather_t;
+
+static int dec_fleet(dc_rd_t *rd, int16_t v, void *resp) {
+  return dc_describe_fleet_resp_decode(rd, v, &((gather_t *)resp)->resp);
+}
+
+static char *keep(dc_arena_t *a, const char *s, bool *oom) {
+  char *c = s ? dc_arena_strdup(a, s) : NULL;
+  *oom |= s && !c;
+  return c;
+}
+
+/* Copies c, strings and all, into g. 0, or -1 without memory. */
+static int keep_client(gather_t *g, const dc_fleet_client_t *c) {
+  if (g->n == g->cap) {
+    int32_t cap = g->cap ? 2 * g->cap : 64;
+    dc_fleet_client_t *v = realloc(g->v, (size_t)cap * sizeof(*v));
+    if (!v)
+      return -1;
+    g->v = v;
+    g->cap = cap;
+  }
+  bool oom = false;
+  dc_fleet_client_t k = *c;
+  k.instance_id = keep(g->arena, c->instance_id, &oom);
+  k.client_id = keep(g->arena, c->client_id, &oom);
+  k.principal = keep(g->arena, c->principal, &oom);
+  k.peer = keep(g->arena, c->peer, &oom);
+  k.listener = keep(g->arena, c->listener, &oom);
+  k.agent_software = keep(g->arena, c->agent_software, &oom);
+  k.app_software = keep(g->arena, c->app_software, &oom);
+  k.kind = keep(g->arena, c->kind, &oom);
+  k.reason = keep(g->arena, c->reason, &oom);
+  if (oom)
+    return -1;
+  g->v[g->n++] = k;
+  return 0;
+}
+
+static int report_gather(const opts_t *o, dc_kclient_t *kc, int16_t v,
+                         void *resp) {
+  (void)o;
+  (void)kc;
+  (void)v;
+  gather_t *g = resp;
+  int rc = cli_check_error(g->resp.error_code, g->resp.error_message);
+  for (int32_t i = 0; rc == EXIT_OK && i < g->resp.n_clients; i++)
+    if (keep_client(g, &g->resp.clients[i])) {
+      cli_fail("out of memory");
+      rc = EXIT_FAIL;
+    }
+  return rc;
+}
+
+/* One instance's entries together, the one to keep first: connected,
+ * then seen last. */
+static int cmp_instance(const void *pa, const void *pb) {
+  const dc_fleet_client_t *a = pa, *b = pb;
+  int c = strcmp(a->instance_id ? a->instance_id : "",
+                 b->instance_id ? b->instance_id : "");
+  if (c)
+    return c;
+  if (a->connected != b->connected)
+    return a->connected ? -1 : 1;
+  return (a->last_seen_ms < b->last_seen_ms) - (a->last_seen_ms > b->last_seen_ms);
+}
+
+/* Keeps one entry per instance id. */
+static int32_t merge(dc_fleet_client_t *v, int32_t n) {
+  qsort(v, (size_t)n, sizeof(*v), cmp_instance);
+  int32_t k = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (!k || !v[i].instance_id || !v[k - 1].instance_id ||
+        strcmp(v[i].instance_id, v[k - 1].instance_id))
+      v[k++] = v[i];
+  return k;
+}
+
+int cli_fleet_gather(const opts_t *o, cli_replicas_t *r,
+                     const dc_describe_fleet_req_t *req, int64_t deadline,
+                     dc_arena_t *arena, dc_describe_fleet_resp_t *out) {
+  static const cli_api_t api = {
+      .key = DC_API_DESCRIBE_FLEET,
+      .name = "DescribeFleet",
+      .unsupported = " (a dynconfd older than the fleet view)",
+      .encode = enc_fleet,
+      .decode = dec_fleet,
+      .report = report_gather,
+  };
+  gather_t g = {.arena = arena};
+  int rc = EXIT_OK;
+  for (int i = 0; i < r->n;) {
+    opts_t co;
+    int64_t d = cli_replica_deadline(r, deadline, o, &co);
+    rc = cli_call(&co, r->kc[i], d, &api, req, &g);
+    if (rc == EXIT_OK) {
+      i++;
+    } else if (r->n > 1 && r->kc != &r->first && dc_mono_ms() < deadline) {
+      cli_replicas_drop(r, i); /* said; the others still count */
+      rc = EXIT_OK;
+    } else {
+      break;
+    }
+  }
+  *out = (dc_describe_fleet_resp_t){0};
+  if (rc == EXIT_OK && g.n) {
+    out->n_clients = merge(g.v, g.n);
+    out->clients = dc_arena_alloc(arena, (size_t)g.n * sizeof(*g.v));
+    if (out->clients) {
+      memcpy(out->clients, g.v, (size_t)out->n_clients * sizeof(*g.v));
+    } else {
+      cli_fail("out of memory");
+      rc = EXIT_FAIL;
+    }
+  }
+  free(g.v);
+  return rc;
+}
