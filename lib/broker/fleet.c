@@ -18,6 +18,7 @@
  */
 #include "broker/acl.h"
 #include "broker/broker_int.h"
+#include "broker/resolved.h"
 #include "broker/scope.h"
 #include "common/clock.h"
 #include "common/text.h"
@@ -343,11 +344,14 @@ void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
   dc_fleet_t *f = &b->fleet;
   expire(f, dc_wall_ms(), false);
   memset(counts, 0, 4 * sizeof(*counts));
+  dc_resolved_memo_t memo; /* agents sharing a configuration: one resolve */
+  dc_resolved_memo_init(&memo, b->db, 0);
   for (size_t i = 0; i < f->n_buckets; i++)
     for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
       if (e->client_id)
-        counts[state_of(e, dc_broker_config_version(b, e->client_id,
+        counts[state_of(e, dc_resolved_memo_version(&memo, e->client_id,
                                                     e->principal))]++;
+  dc_resolved_memo_free(&memo);
 }
 
 /* "User:NAME" is the filter's user NAME. */
@@ -364,7 +368,7 @@ static bool wanted(dc_req_t *r, const dc_describe_fleet_req_t *q,
                               why, sizeof(why));
 }
 
-static void fill(dc_broker_t *b, const dc_fleet_entry_t *e,
+static void fill(dc_resolved_memo_t *memo, const dc_fleet_entry_t *e,
                  dc_fleet_client_t *c) {
   *c = (dc_fleet_client_t){
       .instance_id = e->instance_id, .client_id = e->client_id,
@@ -375,7 +379,8 @@ static void fill(dc_broker_t *b, const dc_fleet_entry_t *e,
       .connected = e->slot != NULL, .served_version = e->served_version,
       .reported_version = e->reported_version, .generation = e->generation,
       .outcome = e->outcome, .reason = *e->reason ? e->reason : NULL};
-  c->current_version = dc_broker_config_version(b, e->client_id, e->principal);
+  c->current_version =
+      dc_resolved_memo_version(memo, e->client_id, e->principal);
   c->state = state_of(e, c->current_version);
 }
 
@@ -397,10 +402,13 @@ int dc_handle_describe_fleet(dc_req_t *r) {
                                               sizeof(*resp.clients));
   if (!resp.clients)
     return DC_ERR__NOMEM;
+  dc_resolved_memo_t memo;
+  dc_resolved_memo_init(&memo, r->b->db, 0);
   for (size_t i = 0; i < f->n_buckets; i++)
     for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
       if (wanted(r, &q, e))
-        fill(r->b, e, &resp.clients[resp.n_clients++]);
+        fill(&memo, e, &resp.clients[resp.n_clients++]);
+  dc_resolved_memo_free(&memo);
   qsort(resp.clients, (size_t)resp.n_clients, sizeof(*resp.clients),
         cmp_client);
   size_t start = r->out->len, max = r->b->opts.max_response_size;
