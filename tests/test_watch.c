@@ -7,7 +7,8 @@
  * client's; versions name contents; a parked watch whose connection
  * closes is dropped; bad names and ACL refusals answered at once.
  * The server's watch set: timeouts come out of a deadline heap in order,
- * never early, with watches of closed connections taken from its middle;
+ * never early, with the watches of closed connections and woken ones
+ * taken from its middle;
  * a fan-out shares one resolution and one encoded answer among watchers
  * whose configurations are the same entities (each answer must still be
  * that watcher's own configuration and version); an alter a woken

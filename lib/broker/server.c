@@ -710,6 +710,8 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
   dc_server_t *s = opaque;
   conn_t *c = token;
   c->pending = NULL;
+  if (c->frame_start) /* what it sent behind the parked request waited */
+    c->frame_start = dc_mono_ms();
   if (!frame) {
     dc_log(DC_LOG_WARN, "closing connection from %s: its forwarded request "
            "could not be answered", c->peer);
@@ -739,7 +741,7 @@ static void sweep(dc_server_t *s, int64_t now) {
                !c->pending) { /* a parked request is not idleness */
       dc_log(DC_LOG_INFO, "closing idle connection from %s", c->peer);
       conn_close(s, c);
-    } else if (c->frame_start &&
+    } else if (c->frame_start && !c->pending && /* parked: nothing read */
                now - c->frame_start > s->opts.request_timeout_ms) {
       dc_log(DC_LOG_WARN,
              "closing connection from %s: request not completed within %d ms",
