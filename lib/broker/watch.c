@@ -5,12 +5,14 @@
  * client-id, <default>, its user, its user + client-id) no longer has the
  * version it knows, or with "unchanged" at its timeout.
  *
- * A version is a 64-bit FNV-1a hash of the resolved (key, value, source)
- * list, so equal versions mean equal configurations on every replica.
- * Parked watches cost nothing while nothing changes; after each change of
- * the configuration (an alter, an entity applied from the replicated
- * store) every parked watch's version is computed again and those that
- * differ are answered: a change wakes exactly the clients it affects.
+ * Versions are resolved.c's: equal versions, equal configurations on
+ * every replica. Parked watches cost nothing while nothing changes: they
+ * wait in a heap by deadline. After each change of the configuration (an
+ * alter, an entity applied from the replicated store) every parked
+ * watch's version is looked up again, through a memo that resolves each
+ * distinct configuration once, and those that differ are answered: a
+ * change wakes exactly the clients it affects, and woken clients with
+ * the same configuration share one encoded answer.
  * Answers leave through a timerfd the event loop watches (armed at once
  * for woken watches, else at the earliest deadline), so they are sent from
  * the loop, never from inside another connection's request.
@@ -378,9 +380,10 @@ void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
   ssize_t rd = read(b->watch_fd, &fired, sizeof(fired));
   (void)rd; /* EAGAIN too: the loop may call without the timer firing */
   int64_t now = dc_mono_ms();
-  dc_watch_t *due = b->watch_woken, *next;
+  /* The woken first, then the timed out in deadline order. */
+  dc_watch_t *due = b->watch_woken, **tail = &due, *next;
   b->watch_woken = NULL;
-  for (dc_watch_t *w = due; w; w = w->next) {
+  for (; *tail; tail = &(*tail)->next) {
     b->n_watches--;
     b->watches_woken++;
   }
@@ -388,8 +391,9 @@ void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
     dc_watch_t *w = b->watch_heap[0];
     unlink_watch(b, w);
     b->watches_timed_out++;
-    w->next = due;
-    due = w;
+    w->next = NULL;
+    *tail = w;
+    tail = &w->next;
   }
   arm(b);
   dc_resolved_memo_t memo;
