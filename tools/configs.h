@@ -168,9 +168,10 @@ int64_t cli_replica_deadline(const cli_replicas_t *r, int64_t deadline,
  * out with a warning. */
 int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
                       cli_replicas_t *out);
-/* Leaves out replica i (it stopped answering), with a warning; main()'s
- * own connection is never dropped. */
-void cli_replicas_drop(cli_replicas_t *r, int i);
+/* Leaves out replica i (it stopped answering), with a warning, and
+ * returns true; false (nothing done) when it is the only one left or
+ * main()'s own connection. */
+bool cli_replicas_drop(cli_replicas_t *r, int i);
 void cli_replicas_close(cli_replicas_t *r);
 /* DescribeFleet on every replica, merged by instance id: an agent that
  * moved counts once, as the replica it is connected to sees it (else as

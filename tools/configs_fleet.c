@@ -727,9 +727,7 @@ static int wait_all_shown(const opts_t *o, cli_replicas_t *reps,
     int rc = wait_shown(o, reps, i, deadline);
     if (rc == EXIT_OK)
       i++;
-    else if (rc == EXIT_FAIL && reps->n > 1 && reps->kc != &reps->first)
-      cli_replicas_drop(reps, i);
-    else
+    else if (rc != EXIT_FAIL || !cli_replicas_drop(reps, i))
       return rc;
   }
   return EXIT_OK;

@@ -117,14 +117,15 @@ int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
   return EXIT_OK;
 }
 
-void cli_replicas_drop(cli_replicas_t *r, int i) {
-  if (r->kc == &r->first)
-    return; /* the connection main() made is main()'s */
+bool cli_replicas_drop(cli_replicas_t *r, int i) {
+  if (r->kc == &r->first || r->n < 2)
+    return false; /* the only one left, or main()'s own connection */
   fprintf(stderr, "Warning: the clients connected to %s are left out from "
           "now on\n", dc_kclient_peer(r->kc[i]));
   dc_kclient_destroy(r->kc[i]);
   memmove(r->kc + i, r->kc + i + 1, (size_t)(r->n - i - 1) * sizeof(*r->kc));
   r->n--;
+  return true;
 }
 
 void cli_replicas_close(cli_replicas_t *r) {
@@ -245,9 +246,8 @@ int cli_fleet_gather(const opts_t *o, cli_replicas_t *r,
     rc = cli_call(&co, r->kc[i], d, &api, req, &g);
     if (rc == EXIT_OK) {
       i++;
-    } else if (r->n > 1 && r->kc != &r->first && dc_mono_ms() < deadline) {
-      cli_replicas_drop(r, i); /* said; the others still count */
-      rc = EXIT_OK;
+    } else if (dc_mono_ms() < deadline && cli_replicas_drop(r, i)) {
+      rc = EXIT_OK; /* said; the others still count */
     } else {
       break;
     }
