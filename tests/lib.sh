@@ -63,7 +63,8 @@ tap_like() {
   }
 }
 
-tap_diag() { printf '# %s\n' "$*"; }
+# tap_diag TEXT: TEXT as TAP comments, every line of it marked.
+tap_diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 
 # dc_expect RC REGEX FILE DESC: the last command run by a test's own
 # wrapper exited $rc == RC and FILE has a line matching REGEX; on failure

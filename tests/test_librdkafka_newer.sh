@@ -32,8 +32,11 @@ run_tap() {
   LD_LIBRARY_PATH="$dir" "$2" >"$DC_TMP/$1.tap" 2>&1
   local rc=$?
   [ $rc = 0 ] && ! grep -q '^not ok' "$DC_TMP/$1.tap"
-  tap_ok $? "$1 passes on librdkafka $want (exit $rc)" ||
-    tap_diag "$(grep -A3 '^not ok' "$DC_TMP/$1.tap" | head -20)"
+  tap_ok $? "$1 passes on librdkafka $want (exit $rc)" || {
+    # On stderr too: prove shows it where it hides the comments.
+    tap_diag "$(grep -A6 '^not ok' "$DC_TMP/$1.tap" | head -40)" | tee /dev/stderr
+    tail -n 15 "$DC_TMP/$1.tap" | sed 's/^/#   /' >&2
+  }
 }
 
 for p in $PROGRAMS; do

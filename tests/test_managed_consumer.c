@@ -802,7 +802,12 @@ static void test_static_membership(void) {
    * existing member and rebalances nobody. So: when B sees a rebalance
    * here, the plain-librdkafka control must see one too (the mock's
    * doing); the managed rebuild must never be worse than a plain static
-   * restart, and the wrapper's own part is checked on the wire above. */
+   * restart, and the wrapper's own part is checked on the wire above.
+   * The mock makes at most two rebalances of a static restart (the new
+   * member's join, the old member's timeout); whether the two fall into
+   * one depends on timing, so B's rebalances are held to that bound
+   * rather than to the control's count (its JoinGroups vary more: a join
+   * answered REBALANCE_IN_PROGRESS is sent again). */
   if (r.b_revokes == 0 && r.b_assigns == 0) {
     diag("%s: the other member saw no rebalance", what);
   } else {
@@ -810,9 +815,10 @@ static void test_static_membership(void) {
        "%s: B's rebalance comes from the mock: a plain static restart "
        "makes B rebalance on it too",
        what);
-    ok(r.b_joins <= ctl.b_joins + 1,
-       "%s: B rejoined no more often than in the plain restart (%d vs %d)",
-       what, r.b_joins, ctl.b_joins);
+    ok(r.b_revokes <= 2 && r.b_assigns <= 2,
+       "%s: B rebalanced no more than the mock does for any static restart "
+       "(%d revoke(s), %d assign(s); at most 2 each)",
+       what, r.b_revokes, r.b_assigns);
   }
   dynconf_consumer_close(a->c);
   dynconf_consumer_close(b->c);
