@@ -413,7 +413,8 @@ static inline void au_fleet_copy_(au_fleet_client_t *s, const dc_fleet_client_t 
  * error. */
 static inline int au_fleet(dc_kclient_t *kc, const char *client, const char *user,
                  au_fleet_client_t *out, int max) {
-  dc_describe_fleet_req_t q = {(char *)client, (char *)user};
+  dc_describe_fleet_req_t q = {.client_id = (char *)client,
+                               .user = (char *)user};
   dc_arena_t a;
   dc_arena_init(&a);
   dc_rd_t rd;

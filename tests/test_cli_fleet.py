@@ -230,15 +230,39 @@ def step_wait_rejected(agents):
     t.is_(f and f["app-c"]["state"], "rejected", "--json: app-c rejected")
 
 
+def metric(name):
+    """The value of an unlabelled gauge on dynconfd's /metrics."""
+    with urllib.request.urlopen("http://%s/metrics" % METRICS, timeout=30) as r:
+        m = re.search(r"^%s(?:\{\})? (\S+)$" % name, r.read().decode(), re.M)
+    return float(m.group(1)) if m else None
+
+
 def step_wait_timeout(agents):
+    """While app-b is stopped, --wait waits on a DescribeFleet parked in
+    dynconfd (its gauge says so), not by polling; then times out."""
     agents["app-b"].signal(signal.SIGSTOP)
     try:
-        got = cli("--alter", "--entity-type", "clients", "--entity-name", "app-b",
-                  "--add-config", "linger.ms=7", "--wait", "--timeout-ms", "4000")
+        p = subprocess.Popen([CLI, "--bootstrap-server", BS, "--alter",
+                              "--entity-type", "clients", "--entity-name", "app-b",
+                              "--add-config", "linger.ms=7", "--wait",
+                              "--timeout-ms", "8000"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        parked = False
+        while p.poll() is None and not parked:
+            parked = metric("dynconfd_fleet_waits") == 1.0
+            time.sleep(0.02)
+        t.ok(parked, "--wait parks a DescribeFleet in dynconfd (dynconfd_fleet_waits 1)")
+        out, err = p.communicate(timeout=PATIENCE)
+        got = (p.returncode, out, err)
         expect(got, 3, "--wait while app-b is stopped: exit 3 at --timeout-ms")
         has(got[1], r"^  app-b instance [0-9a-f]+, User:\S+ at 127\.0\.0\.1:\d+: reports %s, "
             r"needs %s$" % (HEX16, HEX16), "... naming app-b and the versions")
-        t.ok("within 4000 ms (--timeout-ms)" in got[2], "... and the time-out on stderr")
+        t.ok("within 8000 ms (--timeout-ms)" in got[2], "... and the time-out on stderr")
+        end = time.time() + PATIENCE
+        while metric("dynconfd_fleet_waits") != 0.0 and time.time() < end:
+            time.sleep(0.02)
+        t.is_(metric("dynconfd_fleet_waits"), 0.0, "... and none stays parked after it")
     finally:
         agents["app-b"].signal(signal.SIGCONT)
     f, ok = wait_fleet(lambda f: f.get("app-b", {}).get("state") == "up_to_date",

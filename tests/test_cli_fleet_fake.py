@@ -22,8 +22,21 @@ brokers, so two or three fakes stand for replicas, each with its own
 snapshots; without Metadata (the cases above the replicas') one server
 is all the CLI asks.
 
+DescribeFleet v1 (script(fleet_max=1)) adds what --wait needs to follow
+a rollout without polling, and pages. A v1 fake lists its current
+snapshot (the first of fleets; v1 requests do not step through them),
+sorted as dynconfd sorts it, cut into pages of `page` clients after the
+request's cursor, with a change sequence (fleet_seq). A request whose
+since_seq is that sequence is parked: what happens to it is the next of
+the script's Park steps (the fleet moves, the connection closes, it is
+never answered...), and by default it is answered unchanged at its
+timeout_ms, as dynconfd answers it. Every DescribeFleet is recorded
+with its fields (Fake.fleet_requests) and every parked one with the
+step it got (Fake.holds).
+
 Prints TAP. A global alarm turns any hang into a failure.
 """
+import collections
 import json
 import os
 import pty
@@ -68,6 +81,9 @@ class Reader:
 
     def i32(self):
         return struct.unpack(">i", self.take(4))[0]
+
+    def i64(self):
+        return struct.unpack(">q", self.take(8))[0]
 
     def str16(self):
         n = self.i16()
@@ -156,6 +172,33 @@ def metadata_v1(brokers, controller):
     return out + struct.pack(">ii", controller, 0)
 
 
+# One DescribeFleet request as a fake read it; a v0 request has the v1
+# fields as dynconfd reads them there (answer now, from the start, no
+# count). after is the cursor (after_client_id, after_instance_id).
+FleetReq = collections.namedtuple(
+    "FleetReq", "version client_id user since_seq timeout_ms after max_clients")
+NO_CURSOR = (None, None)
+
+
+class Park:
+    """What a v1 fake does with the next parked DescribeFleet (one whose
+    since_seq is its current sequence):
+      "move"     after delay s the fleet becomes fleet (None: the same
+                 clients) at the next sequence; the request is answered
+                 with the first page of it;
+      "timeout"  answered unchanged at its timeout_ms, as dynconfd does;
+      "close"    after delay s the connection is closed;
+      "garbage"  after delay s answered with a body that does not decode;
+      "never"    not answered while the CLI keeps the connection (what
+                 it sends meanwhile is dropped, noted in holds()).
+    after: an Event waited for (at most 30 s) before the delay starts;
+    then: an Event set once the step is done."""
+
+    def __init__(self, do, delay=0.0, fleet=None, after=None, then=None):
+        self.do, self.delay, self.fleet = do, delay, fleet
+        self.after, self.then = after, then
+
+
 # Every request any fake received, in order, as (fake name, API key): the
 # order across replicas.
 EVENTS = []
@@ -179,14 +222,22 @@ class Fake:
 
     def script(self, offer_fleet=True, configs=None, fleets=None,
                fleet_error=(0, None), metadata=None, metadata_max=1,
-               hang=()):
+               hang=(), fleet_max=0, page=None, empty_more=False, parks=(),
+               now=None):
         """configs: snapshots of [(name, value, is_default)]; fleets:
         snapshots of [client(...)]; metadata: None (Metadata not offered),
         [(node_id, host, port)] to list, or "garbage" for an answer too
         short to decode; metadata_max: the
         highest Metadata version offered; hang: the API keys never
         answered (the request is logged as (key, "unanswered")). Clears
-        the request log and the count of accepted connections."""
+        the request log and the count of accepted connections.
+        fleet_max: the highest DescribeFleet version offered (v1: see the
+        module's doc); page: at most this many clients a page (None: all);
+        empty_more: every page after a cursor is empty and says more
+        follow; parks: the Park steps of the parked requests, in turn,
+        then "timeout"; now: the wall-clock ms the clients' times are
+        reckoned from (None: the time of each answer). The sequence
+        starts again at the fake's own (self.seq)."""
         with self.lock:
             self.offer_fleet = offer_fleet
             self.configs = list(configs or [[]])
@@ -197,6 +248,16 @@ class Fake:
             self.hang = hang
             self.log = []
             self.accepted = 0
+            self.fleet_max = fleet_max
+            self.page = page
+            self.empty_more = empty_more
+            self.parks = list(parks)
+            self.now = now
+            # 64 bits, and each fake's its own: a sequence sent to the
+            # wrong replica, or cut to 32 bits, is not parked.
+            self.seq = (self.node or 9) << 40 | 0x51
+            self.fleet_log = []
+            self.held = []
 
     def requests(self, key=None):
         with self.lock:
@@ -205,6 +266,20 @@ class Fake:
     def connections(self):
         with self.lock:
             return self.accepted
+
+    def fleet_requests(self):
+        """Every DescribeFleet received, as FleetReq, in order."""
+        with self.lock:
+            return list(self.fleet_log)
+
+    def holds(self):
+        """The Park step each parked request got, in order."""
+        with self.lock:
+            return list(self.held)
+
+    def sequence(self):
+        with self.lock:
+            return self.seq
 
     def serve(self):
         while True:
@@ -241,11 +316,42 @@ class Fake:
             while c.recv(4096):
                 pass
             return False
+        if isinstance(body, FleetReq):
+            return self.hold(c, corr, body)
         if body is None:
             return False
-        head = struct.pack(">i", corr) + (b"\0" if key == DESCRIBE_FLEET else b"")
-        c.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
+        reply(c, key, corr, body)
         return True
+
+    def hold(self, c, corr, q):
+        """Parked DescribeFleet q: the next Park step, outside the lock.
+        Whether the connection goes on."""
+        with self.lock:
+            step = self.parks.pop(0) if self.parks else Park("timeout")
+            self.held.append(step.do)
+        if step.after:
+            step.after.wait(30)
+        if step.do == "never":  # a request sent meanwhile is noted
+            while c.recv(4096):
+                with self.lock:
+                    self.held.append("sent while parked")
+            return False
+        time.sleep(q.timeout_ms / 1000 if step.do == "timeout" else step.delay)
+        if step.do == "close":
+            c.shutdown(socket.SHUT_RDWR)
+        elif step.do == "garbage":
+            reply(c, DESCRIBE_FLEET, corr, b"\0\0")
+        else:
+            with self.lock:
+                if step.do == "move":
+                    if step.fleet is not None:
+                        self.fleets = [step.fleet]
+                    self.seq += 1
+                body = self.fleet_body(q)
+            reply(c, DESCRIBE_FLEET, corr, body)
+        if step.then:
+            step.then.set()
+        return step.do != "close"
 
     def next_of(self, seq):
         return seq.pop(0) if len(seq) > 1 else seq[0]
@@ -255,8 +361,10 @@ class Fake:
             keys = [(18, 0, 3), (32, 0, 0), (44, 0, 0)]
             if self.metadata is not None:
                 keys.append((METADATA, 0, self.metadata_max))
+            if self.offer_fleet:
+                keys.append((DESCRIBE_FLEET, 0, self.fleet_max))
             self.log.append((key, ver))
-            return apiversions(ver, keys + ([(20003, 0, 0)] if self.offer_fleet else []))
+            return apiversions(ver, keys)
         if key == METADATA and self.metadata is not None:
             n = rd.i32()
             self.log.append((key, ver, [rd.str16() for _ in range(max(n, 0))]
@@ -280,14 +388,55 @@ class Fake:
             self.log.append((key, rtype, name, ops))
             return struct.pack(">iihhb", 0, 1, 0, -1, rtype) + s16(name)
         if key == DESCRIBE_FLEET:
-            filt = (rd.cstr(), rd.cstr())
-            self.log.append((key, filt))
-            now = int(time.time() * 1000)
-            cs = self.next_of(self.fleets)
-            err, msg = self.fleet_error
-            return (struct.pack(">ih", 0, err) + cstr(msg) + uv(len(cs) + 1)
-                    + b"".join(fleet_client(c, now) for c in cs) + b"\0")
+            q = read_fleet_req(ver, rd)
+            self.log.append((key, (q.client_id, q.user)))
+            self.fleet_log.append(q)
+            if ver >= 1 and q.since_seq != -1 and q.since_seq == self.seq:
+                return q  # parked: exchange() holds it
+            return self.fleet_body(q)
         return None
+
+    def fleet_body(self, q):
+        """The answer to DescribeFleet q: v0 the next snapshot whole, v1
+        a page of the current one."""
+        now = self.now or int(time.time() * 1000)
+        err, msg = self.fleet_error
+        if q.version == 0:
+            cs, v1 = self.next_of(self.fleets), b""
+        else:
+            cs, more = self.page_of(q)
+            v1 = struct.pack(">q?", self.seq, more)
+        return (struct.pack(">ih", 0, err) + cstr(msg) + v1 + uv(len(cs) + 1)
+                + b"".join(fleet_client(c, now) for c in cs) + b"\0")
+
+    def page_of(self, q):
+        """(clients, more): the page of the current snapshot q asks for,
+        in dynconfd's order."""
+        cs = sorted(self.fleets[0], key=ident)
+        if q.after != NO_CURSOR:
+            after = tuple(x or "" for x in q.after)
+            cs = [c for c in cs if ident(c) > after]
+            if self.empty_more:
+                return [], True
+        n = min(x for x in (self.page, q.max_clients or None, len(cs)) if x is not None)
+        return cs[:n], n < len(cs)
+
+
+def ident(c):
+    """A client's place in a listing: (client_id, instance_id)."""
+    return c["client_id"], c["instance_id"]
+
+
+def read_fleet_req(ver, rd):
+    filt = (rd.cstr(), rd.cstr())
+    if ver < 1:
+        return FleetReq(ver, *filt, -1, 0, NO_CURSOR, 0)
+    return FleetReq(ver, *filt, rd.i64(), rd.i32(), (rd.cstr(), rd.cstr()), rd.i32())
+
+
+def reply(c, key, corr, body):
+    head = struct.pack(">i", corr) + (b"\0" if key == DESCRIBE_FLEET else b"")
+    c.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
 
 
 def recvn(c, n):
@@ -305,13 +454,18 @@ def recvn(c, n):
 FAKE = None
 
 
-def cli(*args, tty=False, via=None):
+def cli(*args, tty=False, via=None, limit=60):
     """(exit status, stdout, stderr) of the CLI against the fake (or the
     fake via); with tty its stderr is a pseudo-terminal (what was written
-    there is returned raw)."""
+    there is returned raw). A CLI still running after limit s is killed:
+    exit status None."""
     cmd = [CLI, "--bootstrap-server", "127.0.0.1:%d" % (via or FAKE).port] + list(args)
     if not tty:
-        p = subprocess.run(cmd, capture_output=True, timeout=60)
+        try:
+            p = subprocess.run(cmd, capture_output=True, timeout=limit)
+        except subprocess.TimeoutExpired as e:
+            return (None, (e.stdout or b"").decode(errors="replace"),
+                    (e.stderr or b"").decode(errors="replace"))
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
     master, slave = pty.openpty()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave)
@@ -337,7 +491,7 @@ def expect(got, rc, desc, out=None, err=None):
     stdout / stderr."""
     ok = got[0] == rc and (out is None or out in got[1]) and (err is None or err in got[2])
     if not t.ok(ok, desc):
-        t.diag("exit %d (want %d)" % (got[0], rc))
+        t.diag("exit %s (want %d)" % (got[0], rc))
         t.diag("stdout:\n" + got[1])
         t.diag("stderr:\n" + got[2])
     return ok
@@ -955,6 +1109,276 @@ def test_replicas_hang():
         t.diag("stderr:\n" + err)
 
 
+# ---- DescribeFleet v1: pages and parked requests ---------------------------
+# The fakes offer DescribeFleet v0-v1: --describe-fleet reads every page,
+# and --wait, where every replica speaks v1, parks one DescribeFleet per
+# replica instead of polling.
+
+def asked(fake):
+    """(since_seq, cursor) of each DescribeFleet fake received."""
+    return [(q.since_seq, q.after) for q in fake.fleet_requests()]
+
+
+def all_v1(fake, client_id=None):
+    """Whether every DescribeFleet fake received was v1, filtered by
+    client_id, asked for no count of clients, and either answer-now or
+    parked for some time."""
+    return all(q.version == 1 and q.max_clients == 0 and q.client_id == client_id
+               and q.user is None and (q.since_seq == -1 or q.timeout_ms > 0)
+               for q in fake.fleet_requests())
+
+
+def ups(*insts, on=client):
+    """app-a's clients insts, up to date (on=on_b: as replica B sees them)."""
+    return [on("app-a", i, UP_TO_DATE) for i in insts]
+
+
+def alter_wait(*extra, via=None):
+    """--alter app-a acks=0 --wait (SHOWN is what DescribeConfigs shows)."""
+    return cli("--alter", *CX, "--add-config", "acks=0", "--wait", *extra, via=via)
+
+
+DONE = "Completed updating config for client-id 'app-a'.\n"
+SHOWN = [("acks", "0", False)]
+
+
+def test_v1_pages():
+    """Pages read to the end give what one whole answer gives."""
+    cases = [((), None, [NO_CURSOR]),
+             ((), 3, [NO_CURSOR, ("app-b", "i2"), ("app-e", "i5")]),
+             (("--json",), 2, [NO_CURSOR, ("app-a", "i9"), ("app-c", "i3"),
+                               ("app-e", "i5")]),
+             (("--json",), 1, [NO_CURSOR] + sorted(map(ident, MIXED))[:-1])]
+    for args, page, cursors in cases:
+        now = int(time.time() * 1000)  # the same times in both answers
+        FAKE.script(fleets=[MIXED], now=now)
+        want = cli("--describe-fleet", *args)
+        FAKE.script(fleets=[MIXED], now=now, fleet_max=1, page=page)
+        got = cli("--describe-fleet", *args)
+        what = "--describe-fleet %s, v1 pages of %s" % (" ".join(args) or "(text)", page or "all")
+        t.is_(got[0], 0, what + ": exit 0")
+        same(got[1], want[1], "... the output of v0's one answer")
+        t.is_(got[2], "", "... nothing on stderr")
+        t.is_(asked(FAKE), [(-1, c) for c in cursors],
+              "... one request a page, each after the previous page's last client")
+        t.ok(all_v1(FAKE), "... v1, no count asked")
+
+    FAKE.script(fleets=[MIXED], fleet_max=1, page=2, empty_more=True)
+    got = cli("--describe-fleet")
+    expect(got, 1, "v1: an empty page that says more follow: exit 1",
+           err="Error: the server at 127.0.0.1:%d answered an empty page of its fleet "
+               "that says more follow\n" % FAKE.port)
+    t.is_((got[1], asked(FAKE)), ("", [(-1, NO_CURSOR), (-1, ("app-a", "i9"))]),
+          "... refused at the second page, nothing printed")
+
+
+def test_v1_park_applied():
+    FAKE.script(fleet_max=1, configs=[SHOWN],
+                fleets=[[client("app-a", "i1", BEHIND, reported=V1)] + ups("i2")],
+                parks=[Park("move", 0.2, fleet=ups("i1", "i2"))])
+    seq = FAKE.sequence()
+    got = alter_wait()
+    expect(got, 0, "v1 --wait: a client behind, up to date when the fleet moves: exit 0",
+           out=DONE + "2 clients applied the change\n")
+    t.is_(got[2], "", "... nothing on stderr")
+    qs = FAKE.fleet_requests()
+    t.is_([(q.version, q.client_id, q.user, q.since_seq, q.after, q.max_clients)
+           for q in qs],
+          [(1, "app-a", None, -1, NO_CURSOR, 0), (1, "app-a", None, seq, NO_CURSOR, 0)],
+          "... listed at once, then one request parked on the sequence of that listing")
+    t.ok(len(qs) == 2 and 0 < qs[1].timeout_ms <= 30000,
+         "... for the time left of --timeout-ms (%s ms)" % [q.timeout_ms for q in qs[1:]])
+    t.is_(FAKE.holds(), ["move"], "... and answered when the fleet moved: no polls")
+
+    FAKE.script(fleet_max=1, configs=[SHOWN],
+                fleets=[[client("app-a", "i1", BEHIND, reported=V1)]],
+                parks=[Park("move", fleet=ups("i1"))])
+    got = alter_wait("--timeout-ms", "120000")
+    expect(got, 0, "v1 --wait --timeout-ms 120000: exit 0")
+    t.is_([q.timeout_ms for q in FAKE.fleet_requests()][1:], [60000],
+          "... parked for 60000 ms at most")
+
+    # Pages of 2; the fleet moves twice, i1 up to date the second time.
+    behind = client("app-a", "i1", BEHIND, reported=V1)
+    FAKE.script(fleet_max=1, page=2, configs=[SHOWN],
+                fleets=[[behind] + ups("i2", "i3")],
+                parks=[Park("move", 0.05, fleet=[behind] + ups("i2", "i3", "i4")),
+                       Park("move", 0.05, fleet=ups("i1", "i2", "i3", "i4"))])
+    seq = FAKE.sequence()
+    got = alter_wait()
+    expect(got, 0, "v1 --wait, pages of 2, the fleet moving twice: exit 0",
+           out=DONE + "4 clients applied the change\n")
+    after_i2 = (-1, ("app-a", "i2"))
+    t.is_(asked(FAKE), [(-1, NO_CURSOR), after_i2, (seq, NO_CURSOR), after_i2,
+                        (seq + 1, NO_CURSOR), after_i2],
+          "... each parked answer is a first page: the rest asked at once, then "
+          "parked again on the new sequence")
+    t.is_(FAKE.holds(), ["move", "move"], "... no other request")
+    t.ok(all_v1(FAKE, "app-a"), "... all v1, filtered by the client-id, none asking "
+         "for a count")
+
+    FAKE.script(fleet_max=1, configs=[SHOWN], fleets=[[behind]],
+                parks=[Park("move", 0.05, fleet=[client("app-a", "i1", REJECTED, outcome=2,
+                                                        reason="acks=0 is not for us")])])
+    got = alter_wait()
+    expect(got, 1, "v1 --wait: the fleet moves to a rejection: exit 1, naming it",
+           out=DONE + "0 clients applied the change\n1 client rejected it:\n"
+           "  app-a instance i1, User:alice at 10.0.0.7:51002: acks=0 is not for us\n",
+           err="Error: 1 client rejected the change\n")
+
+
+def test_v1_park_timeout():
+    FAKE.script(fleet_max=1, configs=[[("linger.ms", "7", False)]],
+                fleets=[[client("app-b", "i1", BEHIND, reported=V1)]])
+    seq = FAKE.sequence()
+    got = cli("--alter", "--entity-type", "clients", "--entity-name", "app-b",
+              "--add-config", "linger.ms=7", "--wait", "--timeout-ms", "1500")
+    expect(got, 3, "v1 --wait: the fleet never moves: exit 3 at --timeout-ms, naming "
+           "who is behind",
+           out="0 clients applied the change\n1 client behind:\n"
+               "  app-b instance i1, User:alice at 10.0.0.7:51002: reports %s, needs %s\n"
+               % (H1, H2),
+           err="Error: the clients did not all apply the change within 1500 ms "
+               "(--timeout-ms)\n")
+    qs = FAKE.fleet_requests()
+    parked = [q for q in qs[1:] if q.since_seq == seq]
+    t.ok(qs[:1] and qs[0].since_seq == -1 and parked and len(parked) == len(qs) - 1,
+         "... listed, then parked on the listing's sequence (%s)" % asked(FAKE))
+    t.ok(all(0 < q.timeout_ms <= 1500 for q in parked),
+         "... each for what is left of --timeout-ms at most (%s ms)"
+         % [q.timeout_ms for q in parked])
+    t.is_(FAKE.holds()[:1], ["timeout"], "... answered unchanged at its time-out")
+
+
+def test_v1_park_moving():
+    """A fleet that moves at every park still ends at --timeout-ms: no
+    parked request goes out once the time is up."""
+    FAKE.script(fleet_max=1, configs=[SHOWN], parks=[Park("move")] * 100000,
+                fleets=[[client("app-a", "i1", BEHIND, reported=V1)]])
+    got = alter_wait("--timeout-ms", "300")
+    expect(got, 3, "v1 --wait, a fleet that keeps moving: exit 3 at --timeout-ms")
+    # Its last millisecond may see a few (each answered at once); without
+    # the deadline check it went on with thousands.
+    late = [q for q in FAKE.fleet_requests() if q.timeout_ms == 1]
+    t.ok(len(late) <= 20, "... parking stops when the time is up (%d parked "
+         "with 1 ms left)" % len(late))
+
+
+def script_v1_pair(a, b, first=None, **kw_a):
+    """A and B both speak DescribeFleet v1 and show SHOWN; Metadata lists
+    first (default A, B). a, b: (first listing, Park steps). Their
+    sequences."""
+    A.script(metadata=listed(*(first or (A, B))), fleet_max=1, configs=[SHOWN],
+             fleets=[a[0]], parks=a[1], **kw_a)
+    B.script(fleet_max=1, configs=[SHOWN], fleets=[b[0]], parks=b[1])
+    return A.sequence(), B.sequence()
+
+
+def test_v1_replicas():
+    reason = "acks=0 loses messages"
+    sa, sb = script_v1_pair(
+        (ups("i1"), [Park("never")]),
+        ([on_b("app-a", "i3", BEHIND, reported=V1)],
+         [Park("move", 0.2, fleet=[on_b("app-a", "i3", REJECTED, outcome=2, reason=reason)])]))
+    got = alter_wait(via=A)
+    expect(got, 1, "v1 replicas --wait: B's fleet moves to a rejection, A's never: exit 1",
+           out=DONE + "1 client applied the change\n1 client rejected it:\n"
+               "  app-a instance i3, User:alice at 10.0.1.8:52002: " + reason + "\n",
+           err="Error: 1 client rejected the change\n")
+    t.is_((asked(A), asked(B)), ([(-1, NO_CURSOR), (sa, NO_CURSOR)],
+                                 [(-1, NO_CURSOR), (sb, NO_CURSOR)]),
+          "... each listed once, then parked on its own sequence")
+    t.is_((A.holds(), B.holds()), (["never"], ["move"]),
+          "... B's answer decided while A's request was still parked")
+
+    # Pages of one on A, whole on B; A moves twice, B never.
+    behind = [client("app-a", "i1", BEHIND, reported=V1)]
+    sa, sb = script_v1_pair(
+        (behind + ups("i2", "i4"), [Park("move", 0.05, fleet=behind + ups("i2", "i5")),
+                                    Park("move", 0.05, fleet=ups("i1", "i2", "i5"))]),
+        (ups("i3", on=on_b), [Park("never")]), page=1)
+    got = alter_wait(via=A)
+    expect(got, 0, "v1 replicas --wait, pages of one on A, A's fleet moving twice: exit 0",
+           out=DONE + "4 clients applied the change\n")
+    t.is_(got[2], "", "... nothing on stderr")
+    pages = [(-1, NO_CURSOR), (-1, ("app-a", "i1")), (-1, ("app-a", "i2"))]
+    t.is_(asked(A), pages + [(sa, NO_CURSOR)] + pages[1:] + [(sa + 1, NO_CURSOR)] + pages[1:],
+          "... on A: its pages, then each parked answer and the pages after it")
+    t.is_((asked(B), B.holds()), ([(-1, NO_CURSOR), (sb, NO_CURSOR)], ["never"]),
+          "... B parked once, nothing more sent to it: only the replica that "
+          "answered is parked again")
+    t.ok(all_v1(A, "app-a") and all_v1(B, "app-a"), "... all v1, filtered by the client-id")
+
+    # One replica speaks v0 only: nobody is parked, every replica polled.
+    A.script(metadata=listed(A, B), fleet_max=1, configs=[SHOWN], fleets=[ups("i1")],
+             parks=[Park("never")])
+    B.script(configs=[SHOWN], fleets=[[on_b("app-a", "i3", BEHIND, reported=V1)]] * 3
+             + [ups("i3", on=on_b)])
+    got = alter_wait(via=A)
+    expect(got, 0, "replicas --wait, A v1 and B v0 only: exit 0",
+           out=DONE + "2 clients applied the change\n")
+    t.is_(got[2], "", "... nothing on stderr")
+    t.is_((asked(A), A.holds(), len(B.fleet_requests())),
+          ([(-1, NO_CURSOR)] * 4, [], 4),
+          "... polled: A asked to answer at once each time B is asked")
+    t.ok(all_v1(A, "app-a") and all(q.version == 0 for q in B.fleet_requests()),
+         "... v1 on A, v0 on B")
+
+
+def test_v1_replica_fails():
+    """A parked request that fails leaves its replica out; the other's
+    listing decides. With one server there is no other."""
+    FAKE.script(fleet_max=1, configs=[SHOWN], parks=[Park("close", 0.05)],
+                fleets=[[client("app-a", "i1", BEHIND, reported=V1)]])
+    expect(alter_wait(), 1, "v1 --wait, one server: it closes the connection on the "
+           "parked request: exit 1, said",
+           err="Error: DescribeFleet to 127.0.0.1:%d: connection closed by 127.0.0.1:%d\n"
+               % (FAKE.port, FAKE.port))
+
+    gone = threading.Event()
+    script_v1_pair(([client("app-a", "i1", BEHIND, reported=V1)],
+                    [Park("move", 0.05, fleet=ups("i1"), after=gone)]),
+                   (ups("i2", on=on_b), [Park("close", 0.05, then=gone)]),
+                   first=(B, A))  # B is asked first: a close is seen before A's answer
+    got = alter_wait(via=A)
+    expect(got, 0, "v1 replicas --wait: B closes the connection on the parked request, "
+           "A's client then applies the change: exit 0",
+           out=DONE + "1 client applied the change\n")
+    t.is_(got[2], "Error: DescribeFleet to 127.0.0.1:%d: connection closed by 127.0.0.1:%d\n"
+          "Warning: the clients connected to 127.0.0.1:%d are left out from now on\n"
+          % (B.port, B.port, B.port), "... the error, then the warning naming B")
+    t.is_((A.holds(), B.holds()), (["move"], ["close"]), "... A stays parked meanwhile")
+
+    for step, why in ((Park("garbage", 0.05), "malformed DescribeFleet v1 response from "
+                       "127.0.0.1:%d: " % B.port),
+                      (Park("close", 0.05), "connection closed")):
+        script_v1_pair(([client("app-a", "i1", BEHIND, reported=V1)], [Park("never")]),
+                       (ups("i2", on=on_b), [step]))
+        got = alter_wait("--timeout-ms", "1000", via=A)
+        expect(got, 3, "v1 replicas --wait: B's parked request gets %s, A's client stays "
+               "behind: exit 3" % step.do,
+               out="0 clients applied the change\n1 client behind:\n"
+                   "  app-a instance i1, User:alice at 10.0.0.7:51002: reports %s, needs %s\n"
+                   % (H1, H2))
+        lines = got[2].splitlines()
+        if not t.ok(len(lines) == 3 and lines[0].startswith("Error: ") and why in lines[0]
+                    and lines[1] == "Warning: the clients connected to 127.0.0.1:%d are "
+                    "left out from now on" % B.port
+                    and lines[2].startswith("Error: the clients did not all apply"),
+                    "... B left out (said why), then the time-out"):
+            t.diag(got[2])
+
+    # An empty page that says more, on one replica of two.
+    A.script(metadata=listed(A, B), fleet_max=1, fleets=[ups("i1")])
+    B.script(fleet_max=1, page=1, empty_more=True, fleets=[ups("i2", "i3", on=on_b)])
+    got = cli("--describe-fleet", via=A)
+    expect(got, 0, "v1 replicas --describe-fleet: B's second page empty, says more: exit 0")
+    same(got[1], A_ONLY, "... A's clients only")
+    t.is_(got[2], "Error: the server at 127.0.0.1:%d answered an empty page of its fleet "
+          "that says more follow\nWarning: the clients connected to 127.0.0.1:%d are "
+          "left out from now on\n" % (B.port, B.port), "... B left out, said why")
+
+
 def on_alarm(_sig, _frame):
     raise TimeoutError("test exceeded 240 s (a request hung?)")
 
@@ -975,7 +1399,10 @@ def main():
                      test_wait_no_fleet, test_progress_bar, test_usage,
                      test_replicas_describe, test_replicas_merge, test_replicas_wait_applied,
                      test_replicas_wait_rejected, test_replicas_unreachable,
-                     test_replicas_one, test_replicas_dropped, test_replicas_hang):
+                     test_replicas_one, test_replicas_dropped, test_replicas_hang,
+                     test_v1_pages, test_v1_park_applied, test_v1_park_timeout,
+                     test_v1_park_moving,
+                     test_v1_replicas, test_v1_replica_fails):
             test()
     except Exception:  # any failure is a test failure, never a skip
         t.ok(False, "unexpected exception")

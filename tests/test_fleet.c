@@ -117,8 +117,8 @@ static void test_listed(dc_kclient_t *a) {
   ok(!dc_kclient_api_versions(a, 5000, NULL, 0) &&
          dc_kclient_api_range(a, DC_API_CLIENT_REPORT, &lo, &hi) &&
          dc_kclient_api_range(a, DC_API_DESCRIBE_FLEET, &lo2, &hi2) &&
-         lo == 0 && hi == 0 && lo2 == 0 && hi2 == 0,
-     "ApiVersions lists ClientReport v0 and DescribeFleet v0");
+         lo == 0 && hi == 0 && lo2 == 0 && hi2 == 1,
+     "ApiVersions lists ClientReport v0 and DescribeFleet v0-v1");
 }
 
 /* One agent's entry through a rollout: up to date, behind, rejected. */

@@ -121,6 +121,8 @@ tap_is "$(grep -c '^dynconfd_watches{} 0.0$' "$DC_TMP/after")" 1 \
   "watches: the gauge is there, none parked"
 tap_is "$(grep -c '^dynconfd_watch_answers_total{reason=\(changed\|timeout\)} 0.0$' "$DC_TMP/after")" 2 \
   "  and the answers by reason, none yet"
+tap_is "$(grep -c '^dynconfd_fleet_waits{} 0.0$' "$DC_TMP/after")" 1 \
+  "fleet_waits: the gauge is there, no DescribeFleet parked"
 tap_is "$(grep -c '^dynconfd_fleet_clients{state=\(up_to_date\|behind\|rejected\|silent\)} 0.0$' "$DC_TMP/after")" 4 \
   "fleet: the gauge by state, no agent reported"
 tap_like "$(grep '^dynconfd_requests_total{api=DescribeConfigs' "$DC_TMP/after")" \

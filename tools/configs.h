@@ -4,6 +4,8 @@
  * the ones below it:
  *   configs_main.c      option parsing, entity resolution, main()
  *   configs_fleet.c     --describe-fleet and --alter --wait
+ *   configs_fleet_view.c  the fleet as every replica lists it
+ *   configs_replicas.c  the replicas a fleet question goes to
  *   configs_security.c  --command-config and --reload-keystore
  *   configs_requests.c  connecting, the request/response plumbing every
  *                       command shares, --describe and --alter
@@ -173,14 +175,31 @@ int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
  * main()'s own connection. */
 bool cli_replicas_drop(cli_replicas_t *r, int i);
 void cli_replicas_close(cli_replicas_t *r);
-/* DescribeFleet on every replica, merged by instance id: an agent that
- * moved counts once, as the replica it is connected to sees it (else as
- * the one that saw it last). A replica that fails is dropped (said) while
- * others remain. The clients and their strings live in arena. EXIT_OK, or
- * EXIT_FAIL said. */
-int cli_fleet_gather(const opts_t *o, cli_replicas_t *r,
-                     const dc_describe_fleet_req_t *req, int64_t deadline,
-                     dc_arena_t *arena, dc_describe_fleet_resp_t *out);
+
+/* ---- configs_fleet_view.c --------------------------------------------- */
+/* The fleet as every replica lists it (DescribeFleet, all pages), merged
+ * by instance id: an agent that moved counts once, as the replica it is
+ * connected to sees it (else as the one that saw it last). A replica
+ * that fails is dropped (said) while others remain. All return EXIT_OK,
+ * or EXIT_FAIL said, unless told otherwise. */
+typedef struct cli_fleet_view cli_fleet_view_t;
+/* Lists the fleet (filter's client_id and user) on every replica of reps,
+ * which must outlive the view; *out is the view even on failure. */
+int cli_fleet_view_open(const opts_t *o, cli_replicas_t *reps,
+                        const dc_describe_fleet_req_t *filter,
+                        int64_t deadline, cli_fleet_view_t **out);
+/* Lists again, at once, on every replica. */
+int cli_fleet_view_refresh(cli_fleet_view_t *fv, int64_t deadline);
+/* Every replica's listing merged into *out; valid until the next call. */
+int cli_fleet_view_merged(cli_fleet_view_t *fv,
+                          dc_describe_fleet_resp_t *out);
+/* Whether every replica can be asked to answer when its fleet moves
+ * (DescribeFleet v1); else the caller refreshes now and then. */
+bool cli_fleet_view_can_park(const cli_fleet_view_t *fv);
+/* Waits until one replica's fleet moves and lists it again: EXIT_OK, or
+ * EXIT_WAIT_TIMEOUT when the deadline came first. */
+int cli_fleet_view_await(cli_fleet_view_t *fv, int64_t deadline);
+void cli_fleet_view_close(cli_fleet_view_t *fv);
 
 /* ---- configs_fleet.c -------------------------------------------------- */
 /* DescribeFleet (dynconf's API key 20003), used by main(). */

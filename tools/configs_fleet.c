@@ -21,10 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often --wait asks again: from POLL_FIRST_MS, doubling up to
- * POLL_MS. A rollout pushed by Watch takes milliseconds, so the first
- * polls see its end at once; a longer one costs one request a tenth of
- * a second. */
+/* How often --wait asks again where it must poll (whether the server
+ * shows the change; the fleet of a server without DescribeFleet v1):
+ * from POLL_FIRST_MS, doubling up to POLL_MS. A rollout pushed by Watch
+ * takes milliseconds, so the first polls see its end at once; a longer
+ * one costs one request a tenth of a second. */
 #define POLL_FIRST_MS 5
 #define POLL_MS 100
 #define BAR_WIDTH 20
@@ -360,13 +361,14 @@ int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   int rc = cli_replicas_open(o, kc, deadline, &reps);
   dc_describe_fleet_req_t req = fleet_filter(o);
   dc_describe_fleet_resp_t resp;
-  dc_arena_t arena;
-  dc_arena_init(&arena);
+  cli_fleet_view_t *fv = NULL;
   if (rc == EXIT_OK)
-    rc = cli_fleet_gather(o, &reps, &req, deadline, &arena, &resp);
+    rc = cli_fleet_view_open(o, &reps, &req, deadline, &fv);
+  if (rc == EXIT_OK)
+    rc = cli_fleet_view_merged(fv, &resp);
   if (rc == EXIT_OK)
     rc = print_fleet(o, &resp);
-  dc_arena_free(&arena);
+  cli_fleet_view_close(fv);
   cli_replicas_close(&reps);
   return rc;
 }
@@ -689,33 +691,44 @@ static int say_timeout(const opts_t *o, fleet_call_t *call) {
   return rc == EXIT_OK ? EXIT_WAIT_TIMEOUT : rc;
 }
 
-/* Polls DescribeFleet on every replica for the altered entity's clients
- * until judge_poll() decides or the deadline passes. */
+/* The next listing of the fleet: at its next move where every replica
+ * can say so (DescribeFleet v1), else at the next poll. EXIT_OK, or
+ * EXIT_WAIT_TIMEOUT / EXIT_FAIL. */
+static int next_listing(cli_fleet_view_t *fv, int64_t deadline,
+                        int *pause_ms) {
+  if (cli_fleet_view_can_park(fv))
+    return cli_fleet_view_await(fv, deadline);
+  if (!pause_poll(deadline, pause_ms))
+    return EXIT_WAIT_TIMEOUT;
+  return cli_fleet_view_refresh(fv, deadline);
+}
+
+/* Follows the altered entity's clients on every replica until
+ * judge_poll() decides or the deadline passes. */
 static int wait_fleet(const opts_t *o, cli_replicas_t *reps,
                       int64_t deadline) {
   dc_describe_fleet_req_t req = fleet_filter(o);
   fleet_call_t call = {.verdict = WAIT_PENDING};
   dc_buf_init(&call.behind);
-  dc_arena_t arena;
-  dc_arena_init(&arena);
-  int rc, pause_ms = POLL_FIRST_MS;
-  do {
-    bar_clear(&call); /* an error printed gets a line of its own */
-    dc_arena_reset(&arena);
-    rc = cli_fleet_gather(o, reps, &req, deadline, &arena, &call.resp);
+  cli_fleet_view_t *fv = NULL;
+  int rc = cli_fleet_view_open(o, reps, &req, deadline, &fv),
+      pause_ms = POLL_FIRST_MS;
+  while (rc == EXIT_OK) {
+    rc = cli_fleet_view_merged(fv, &call.resp);
     if (rc == EXIT_OK)
       rc = judge_fleet(&call);
     if (rc != EXIT_OK || call.verdict == WAIT_DONE)
       break;
-  } while (pause_poll(deadline, &pause_ms));
+    bar_clear(&call); /* an error printed gets a line of its own */
+    rc = next_listing(fv, deadline, &pause_ms);
+  }
   bar_clear(&call);
-  if (rc == EXIT_OK && call.verdict == WAIT_PENDING)
-    rc = say_timeout(o, &call);
-  else if (rc == EXIT_FAIL && call.verdict == WAIT_PENDING &&
-           dc_mono_ms() >= deadline)
-    rc = say_timeout(o, &call); /* the last poll itself ran out of time */
+  if (call.verdict == WAIT_PENDING &&
+      (rc == EXIT_WAIT_TIMEOUT ||
+       (rc == EXIT_FAIL && dc_mono_ms() >= deadline)))
+    rc = say_timeout(o, &call); /* the last request ran out of time too */
+  cli_fleet_view_close(fv);
   dc_buf_free(&call.behind);
-  dc_arena_free(&arena);
   return rc;
 }
 

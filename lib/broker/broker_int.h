@@ -15,6 +15,11 @@ typedef struct dc_fleet {
   size_t n_buckets, n;
   dc_fleet_entry_t *gone_head, *gone_tail; /* connection closed, by age */
   int64_t retention_ms;                    /* how long gone ones stay */
+  /* Moves whenever a listing could differ: a report, a connection let
+   * go, an entry dropped, the configuration changed (not an answer
+   * served alone). It starts at the wall clock in ms, so a restarted
+   * server does not meet a waiter's old number again. */
+  int64_t seq;
 } dc_fleet_t;
 
 struct dc_broker {
@@ -44,6 +49,8 @@ struct dc_broker {
   uint64_t forwarded_ok, forwarded_failed;
   dc_metrics_t metrics;
   dc_fleet_t fleet; /* fleet.c */
+  struct dc_fleet_wait *fleet_waits; /* parked DescribeFleet (fleet_wait.c) */
+  size_t n_fleet_waits;
 };
 
 /* Everything a handler needs about the request in hand. */
@@ -122,7 +129,7 @@ bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           size_t why_size);
 /* What a connection waits for (dc_conn_info_t.pending) starts with one
  * of these, so the broker can tell a forwarded alter from a watch. */
-enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1 };
+enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1, DC_PENDING_FLEET = 2 };
 
 /* ---- fleet.c: the clients that report, and their rollout state -------- */
 
@@ -134,6 +141,28 @@ int dc_handle_describe_fleet(dc_req_t *r);
 void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]);
 /* A Watch answer of version went out on the connection with slot. */
 void dc_broker_fleet_served(void **slot, int64_t version);
+/* Drops the gone entries past fleet.retention.ms (the seq moves). */
+void dc_broker_fleet_expire(dc_broker_t *b);
+/* When the next gone entry passes the retention (monotonic ms), -1 = none. */
+int64_t dc_broker_fleet_next_expiry(const dc_broker_t *b);
+/* DescribeFleet's response body for q into r->out (one page); 0, or a
+ * negative dc_err_t. */
+int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q);
+
+/* ---- fleet_wait.c: parked DescribeFleet requests ---------------------- */
+typedef struct dc_fleet_wait dc_fleet_wait_t;
+/* Parks r (q->since_seq is the fleet's seq now): 0, or -1 without memory. */
+int dc_broker_fleet_park(dc_req_t *r, const dc_describe_fleet_req_t *q);
+/* The fleet changed: its seq moves and the waiters are woken. */
+void dc_broker_fleet_moved(dc_broker_t *b);
+/* When the first waiter is due (monotonic ms; 0 = now, -1 = none). */
+int64_t dc_broker_fleet_waits_due(const dc_broker_t *b);
+/* Answers the due waiters (the fleet moved, or past their timeout). */
+void dc_broker_fleet_waits_answer(dc_broker_t *b, dc_broker_answer_cb *cb,
+                                  void *opaque);
+/* True (and pending freed) when pending is a fleet waiter. */
+bool dc_broker_fleet_wait_abandon(dc_broker_t *b, void *pending);
+void dc_broker_fleet_waits_free(dc_broker_t *b);
 
 /* ---- watch.c: parked Watch requests ------------------------------------ */
 typedef struct dc_watch dc_watch_t;
@@ -151,5 +180,7 @@ int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
                                  const char *principal);
 /* True (and pending freed) when pending is a watch. */
 bool dc_broker_watch_abandon(dc_broker_t *b, void *pending);
+/* Sets the answer timer for what is due first, watches or fleet waiters. */
+void dc_broker_watch_rearm(dc_broker_t *b);
 
 #endif

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/text.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,7 @@ static void drop(dc_fleet_t *f, dc_fleet_entry_t *e) {
     }
   gone_unlink(f, e);
   f->n--;
+  f->seq++;
   entry_free(e);
 }
 
@@ -133,9 +135,27 @@ static void expire(dc_fleet_t *f, int64_t now, bool want_room) {
     drop(f, f->gone_head);
 }
 
+/* expire() for a listing; the waiters hear of what it dropped. */
+void dc_broker_fleet_expire(dc_broker_t *b) {
+  int64_t seq = b->fleet.seq;
+  expire(&b->fleet, dc_wall_ms(), false);
+  if (b->fleet.seq != seq)
+    dc_broker_fleet_moved(b);
+}
+
+int64_t dc_broker_fleet_next_expiry(const dc_broker_t *b) {
+  const dc_fleet_t *f = &b->fleet;
+  if (!f->gone_head)
+    return -1;
+  int64_t left = f->gone_head->last_seen_ms + f->retention_ms + 1 -
+                 dc_wall_ms();
+  return dc_mono_ms() + (left > 0 ? left : 0);
+}
+
 void dc_fleet_init(dc_fleet_t *f, int64_t retention_ms) {
   memset(f, 0, sizeof(*f));
   f->retention_ms = retention_ms;
+  f->seq = dc_wall_ms();
 }
 
 void dc_fleet_free(dc_fleet_t *f) {
@@ -150,6 +170,7 @@ void dc_fleet_free(dc_fleet_t *f) {
 
 /* Its connection let go of e (closed, or reports another instance). */
 static void mark_gone(dc_fleet_t *f, dc_fleet_entry_t *e) {
+  f->seq++;
   e->slot = NULL;
   e->last_seen_ms = dc_wall_ms();
   gone_push(f, e);
@@ -157,6 +178,7 @@ static void mark_gone(dc_fleet_t *f, dc_fleet_entry_t *e) {
 
 void dc_broker_fleet_conn_closed(dc_broker_t *b, void *entry) {
   mark_gone(&b->fleet, entry);
+  dc_broker_fleet_moved(b);
 }
 
 void dc_broker_fleet_served(void **slot, int64_t version) {
@@ -321,6 +343,8 @@ int dc_handle_client_report(dc_req_t *r) {
       return rc;
     if (rc)
       resp.error_code = DC_ERR_POLICY_VIOLATION;
+    else
+      dc_broker_fleet_moved(r->b);
   }
   if (resp.error_code) {
     r->error = resp.error_code;
@@ -342,7 +366,7 @@ static int8_t state_of(const dc_fleet_entry_t *e, int64_t current) {
 
 void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
   dc_fleet_t *f = &b->fleet;
-  expire(f, dc_wall_ms(), false);
+  dc_broker_fleet_expire(b);
   memset(counts, 0, 4 * sizeof(*counts));
   dc_resolved_memo_t memo; /* agents sharing a configuration: one resolve */
   dc_resolved_memo_init(&memo, b->db, 0);
@@ -384,10 +408,123 @@ static void fill(dc_resolved_memo_t *memo, const dc_fleet_entry_t *e,
   c->state = state_of(e, c->current_version);
 }
 
+static int cmp_ids(const char *ca, const char *ia, const char *cb,
+                   const char *ib) {
+  int c = strcmp(ca ? ca : "", cb ? cb : "");
+  return c ? c : strcmp(ia ? ia : "", ib ? ib : "");
+}
+
 static int cmp_client(const void *a, const void *b) {
   const dc_fleet_client_t *x = a, *y = b;
-  int c = strcmp(x->client_id, y->client_id);
-  return c ? c : strcmp(x->instance_id, y->instance_id);
+  return cmp_ids(x->client_id, x->instance_id, y->client_id, y->instance_id);
+}
+
+/* The first of the sorted v[n] past q's cursor. */
+static int32_t page_start(const dc_fleet_client_t *v, int32_t n,
+                          const dc_describe_fleet_req_t *q) {
+  if (!q->after_client_id && !q->after_instance_id)
+    return 0;
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (cmp_ids(v[mid].client_id, v[mid].instance_id, q->after_client_id,
+                q->after_instance_id) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Bytes of a response body besides its clients: throttle, error code,
+ * a null message, seq, more, the array's length, tags. */
+#define PAGE_OVERHEAD 32
+
+/* How many of v[n] make one page: at most max (0 = no count), and no more
+ * than fit in budget bytes once encoded. */
+static int32_t page_length(const dc_fleet_client_t *v, int32_t n,
+                           int32_t max, size_t budget) {
+  dc_buf_t one;
+  dc_buf_init(&one);
+  size_t used = 0;
+  int32_t k = 0;
+  for (; k < n && (!max || k < max); k++) {
+    dc_buf_clear(&one);
+    dc_fleet_client_encode(&one, &v[k]);
+    if (one.err || used + one.len > budget)
+      break;
+    used += one.len;
+  }
+  dc_buf_free(&one);
+  return k;
+}
+
+/* The wanted clients, sorted, into resp (arena). */
+static int list_wanted(dc_req_t *r, const dc_describe_fleet_req_t *q,
+                       dc_describe_fleet_resp_t *resp) {
+  dc_fleet_t *f = &r->b->fleet;
+  resp->clients = dc_arena_alloc(r->arena, (f->n ? f->n : 1) *
+                                               sizeof(*resp->clients));
+  if (!resp->clients)
+    return DC_ERR__NOMEM;
+  dc_resolved_memo_t memo;
+  dc_resolved_memo_init(&memo, r->b->db, 0);
+  for (size_t i = 0; i < f->n_buckets; i++)
+    for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
+      if (wanted(r, q, e))
+        fill(&memo, e, &resp->clients[resp->n_clients++]);
+  dc_resolved_memo_free(&memo);
+  qsort(resp->clients, (size_t)resp->n_clients, sizeof(*resp->clients),
+        cmp_client);
+  return 0;
+}
+
+/* An answer that names what is wrong instead of the clients. */
+static int refuse(dc_req_t *r, const char *msg) {
+  dc_describe_fleet_resp_t small = {
+      .error_code = DC_ERR_INVALID_REQUEST,
+      .error_message = dc_arena_strdup(r->arena, msg),
+      .fleet_seq = r->b->fleet.seq};
+  r->error = small.error_code;
+  return dc_describe_fleet_resp_encode(r->out, r->hdr->api_version, &small);
+}
+
+int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q) {
+  int16_t v = r->hdr->api_version;
+  size_t max = r->b->opts.max_response_size;
+  char msg[200];
+  if (q->max_clients < 0)
+    return refuse(r, "max_clients is negative");
+  dc_describe_fleet_resp_t resp = {0};
+  int err = list_wanted(r, q, &resp);
+  if (err)
+    return err;
+  resp.fleet_seq = r->b->fleet.seq;
+  if (v >= 1) { /* one page: past the cursor, as many as asked and fit */
+    int32_t from = page_start(resp.clients, resp.n_clients, q);
+    size_t budget = max ? (max > PAGE_OVERHEAD ? max - PAGE_OVERHEAD : 0)
+                        : SIZE_MAX;
+    int32_t k = page_length(resp.clients + from, resp.n_clients - from,
+                            q->max_clients, budget);
+    if (!k && from < resp.n_clients) {
+      snprintf(msg, sizeof(msg), "client '%.64s' alone would take the "
+               "answer past %zu bytes (max.response.bytes)",
+               resp.clients[from].instance_id, max);
+      return refuse(r, msg);
+    }
+    resp.more = from + k < resp.n_clients;
+    resp.clients += from;
+    resp.n_clients = k;
+  }
+  size_t start = r->out->len;
+  err = dc_describe_fleet_resp_encode(r->out, v, &resp);
+  if (err || !max || r->out->len - start <= max)
+    return err;
+  r->out->len = start;
+  snprintf(msg, sizeof(msg), "the %d clients would take the answer past %zu "
+           "bytes (max.response.bytes); ask for one client-id or user",
+           (int)resp.n_clients, max);
+  return refuse(r, msg);
 }
 
 int dc_handle_describe_fleet(dc_req_t *r) {
@@ -396,32 +533,9 @@ int dc_handle_describe_fleet(dc_req_t *r) {
   if (dc_describe_fleet_req_decode(r->rd, v, &q))
     return r->rd->err;
   dc_fleet_t *f = &r->b->fleet;
-  expire(f, dc_wall_ms(), false);
-  dc_describe_fleet_resp_t resp = {0};
-  resp.clients = dc_arena_alloc(r->arena, (f->n ? f->n : 1) *
-                                              sizeof(*resp.clients));
-  if (!resp.clients)
-    return DC_ERR__NOMEM;
-  dc_resolved_memo_t memo;
-  dc_resolved_memo_init(&memo, r->b->db, 0);
-  for (size_t i = 0; i < f->n_buckets; i++)
-    for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
-      if (wanted(r, &q, e))
-        fill(&memo, e, &resp.clients[resp.n_clients++]);
-  dc_resolved_memo_free(&memo);
-  qsort(resp.clients, (size_t)resp.n_clients, sizeof(*resp.clients),
-        cmp_client);
-  size_t start = r->out->len, max = r->b->opts.max_response_size;
-  int err = dc_describe_fleet_resp_encode(r->out, v, &resp);
-  if (err || !max || r->out->len - start <= max)
-    return err;
-  r->out->len = start;
-  char msg[200];
-  snprintf(msg, sizeof(msg), "the %d clients would take the answer past %zu "
-           "bytes (max.response.bytes); ask for one client-id or user",
-           (int)resp.n_clients, max);
-  dc_describe_fleet_resp_t small = {.error_code = DC_ERR_INVALID_REQUEST,
-                                    .error_message = msg};
-  r->error = small.error_code;
-  return dc_describe_fleet_resp_encode(r->out, v, &small);
+  dc_broker_fleet_expire(r->b);
+  if (v >= 1 && q.since_seq == f->seq && q.timeout_ms > 0 &&
+      q.max_clients >= 0 && r->conn->pending)
+    return dc_broker_fleet_park(r, &q);
+  return dc_broker_fleet_answer(r, &q);
 }

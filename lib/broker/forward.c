@@ -55,7 +55,8 @@ int dc_broker_event_fd(const dc_broker_t *b) {
 }
 
 void dc_broker_abandon(dc_broker_t *b, void *pending) {
-  if (!dc_broker_watch_abandon(b, pending))
+  if (!dc_broker_watch_abandon(b, pending) &&
+      !dc_broker_fleet_wait_abandon(b, pending))
     ((dc_fwd_job_t *)pending)->abandoned = true;
 }
 
@@ -186,7 +187,8 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
 }
 
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
-  dc_broker_watch_answers(b, cb, opaque);
+  dc_broker_fleet_waits_answer(b, cb, opaque);
+  dc_broker_watch_answers(b, cb, opaque); /* reads and sets the timer */
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
     b->fwd_bytes -= job->request_len;

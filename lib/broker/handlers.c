@@ -151,6 +151,11 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
                    (double)b->watches_woken);
   dc_metrics_value(out, "dynconfd_watch_answers_total", "reason", "timeout",
                    (double)b->watches_timed_out);
+  dc_metrics_head(out, "dynconfd_fleet_waits", "gauge",
+                  "DescribeFleet requests parked until the fleet moves "
+                  "(dynconf-configs --wait).");
+  dc_metrics_value(out, "dynconfd_fleet_waits", NULL, NULL,
+                   (double)b->n_fleet_waits);
   uint64_t fleet[4];
   static const char *const states[4] = {"up_to_date", "behind", "rejected",
                                         "silent"};
@@ -186,6 +191,7 @@ void dc_broker_destroy(dc_broker_t *b) {
     return;
   dc_broker_forward_free(b);
   dc_broker_watch_free(b);
+  dc_broker_fleet_waits_free(b);
   dc_fleet_free(&b->fleet);
   dc_configdb_destroy(b->db);
   dc_broker_security_free(b);

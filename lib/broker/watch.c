@@ -200,12 +200,25 @@ static void arm_at(dc_broker_t *b, int64_t due) {
 }
 
 /* Arms the timer for the first thing due: a woken watch now, else the
- * earliest deadline (nothing parked: disarmed). */
+ * earliest deadline, of a watch or of a parked DescribeFleet (nothing
+ * parked: disarmed). */
 static void arm(dc_broker_t *b) {
-  if (b->watch_woken)
+  int64_t fleet = dc_broker_fleet_waits_due(b);
+  if (b->watch_woken || fleet == 0) {
     arm_at(b, dc_mono_ms());
-  else
-    arm_at(b, b->n_heap ? b->watch_heap[0]->deadline_ms : -1);
+    return;
+  }
+  int64_t due = b->n_heap ? b->watch_heap[0]->deadline_ms : -1;
+  if (fleet > 0 && (due < 0 || fleet < due))
+    due = fleet;
+  arm_at(b, due);
+}
+
+void dc_broker_watch_rearm(dc_broker_t *b) {
+  int64_t now = dc_mono_ms();
+  if (b->watch_armed >= 0 && b->watch_armed <= now)
+    return; /* fires at once already */
+  arm(b);
 }
 
 /* Every parked watch's version is computed again, through a memo: a
@@ -213,6 +226,7 @@ static void arm(dc_broker_t *b) {
  * plus a lookup of each watcher's levels. The woken leave the heap, which
  * is rebuilt from the rest in linear time. */
 void dc_broker_watch_changed(dc_broker_t *b) {
+  dc_broker_fleet_moved(b); /* every client's state may have moved */
   dc_resolved_memo_t memo;
   dc_resolved_memo_init(&memo, b->db, 0);
   size_t keep = 0, n = b->n_heap;

@@ -762,6 +762,39 @@ dc_err_t dc_kclient_receive(dc_kclient_t *kc, int timeout_ms, int32_t *corrp,
 
 size_t dc_kclient_in_flight(const dc_kclient_t *kc) { return kc->n_inflight; }
 
+static bool awaits(const dc_kclient_t *kc) {
+  return kc && kc->fd >= 0 && kc->n_inflight;
+}
+
+int dc_kclient_wait_any(dc_kclient_t *const *kcs, int n, int timeout_ms) {
+  for (int i = 0; i < n; i++)
+    if (awaits(kcs[i]) && kcs[i]->tls && dc_tls_pending(kcs[i]->tls))
+      return i;
+  struct pollfd *pfd = calloc(n > 0 ? (size_t)n : 1, sizeof(*pfd));
+  if (!pfd)
+    return -1;
+  int waiting = 0;
+  for (int i = 0; i < n; i++) {
+    pfd[i].fd = awaits(kcs[i]) ? kcs[i]->fd : -1; /* -1: poll skips it */
+    pfd[i].events = POLLIN;
+    waiting += pfd[i].fd >= 0;
+  }
+  int64_t deadline = dc_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int found = -1;
+  while (waiting && found < 0) {
+    int r = poll(pfd, (nfds_t)n, remaining_ms(deadline));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    for (int i = 0; i < n && found < 0; i++)
+      if (pfd[i].revents)
+        found = i;
+  }
+  free(pfd);
+  return found;
+}
+
 dc_err_t dc_kclient_request(dc_kclient_t *kc, int16_t api_key,
                                  int16_t api_version, dc_kclient_encode_fn *enc,
                                  const void *req, int timeout_ms,

@@ -181,6 +181,12 @@ dc_err_t dc_kclient_receive(dc_kclient_t *kc, int timeout_ms, int32_t *corrp,
 /* Requests sent on the current connection and not answered yet. */
 size_t dc_kclient_in_flight(const dc_kclient_t *kc);
 
+/* Waits up to timeout_ms until one of kcs[n] (those connected, with
+ * requests in flight) has something to read: its answer, or the peer's
+ * close, which dc_kclient_receive() then reports. Returns its index, or
+ * -1 when none did in time (or none awaits anything). */
+int dc_kclient_wait_any(dc_kclient_t *const *kcs, int n, int timeout_ms);
+
 /* ApiVersions handshake: sends ApiVersions v3 with client_software_name
  * "dynconf-configs" (overridable with dc_kclient_set_software) and falls
  * back to v0 when the server answers UNSUPPORTED_VERSION (35). The server's

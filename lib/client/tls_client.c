@@ -803,3 +803,5 @@ ssize_t dc_tls_read(dc_tls_conn_t *t, void *p, size_t n, short *wait,
     return (ssize_t)done;
   return io_result(t, r, "read from", wait, errstr, errstr_size);
 }
+
+bool dc_tls_pending(const dc_tls_conn_t *t) { return SSL_pending(t->ssl) > 0; }

@@ -77,5 +77,8 @@ ssize_t dc_tls_write(dc_tls_conn_t *t, const void *p, size_t n, short *wait,
                      char *errstr, size_t errstr_size);
 ssize_t dc_tls_read(dc_tls_conn_t *t, void *p, size_t n, short *wait,
                     char *errstr, size_t errstr_size);
+/* True when t holds decrypted bytes not read yet (a poll() on the
+ * socket would not show them). */
+bool dc_tls_pending(const dc_tls_conn_t *t);
 
 #endif

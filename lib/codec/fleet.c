@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ClientReport (key 20002) and DescribeFleet (key 20003) v0, dynconf's
- * own, flexible throughout. Layouts in proto.h.
+ * ClientReport (key 20002) v0 and DescribeFleet (key 20003) v0-v1,
+ * dynconf's own, flexible throughout. Layouts in proto.h.
  */
 #include "proto.h"
 
 #include <string.h>
 
-static bool v0_only(dc_rd_t *rd, int16_t v) {
-  if (v == 0)
+static bool up_to(dc_rd_t *rd, int16_t v, int16_t max) {
+  if (v >= 0 && v <= max)
     return true;
   dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
   return false;
 }
+
+static bool v0_only(dc_rd_t *rd, int16_t v) { return up_to(rd, v, 0); }
+
+#define FLEET_MAX_VERSION 1
 
 int dc_client_report_req_decode(dc_rd_t *rd, int16_t v,
                                 dc_client_report_req_t *out) {
@@ -77,20 +81,35 @@ int dc_client_report_resp_encode(dc_buf_t *b, int16_t v,
 int dc_describe_fleet_req_decode(dc_rd_t *rd, int16_t v,
                                  dc_describe_fleet_req_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!v0_only(rd, v))
+  out->since_seq = -1;
+  if (!up_to(rd, v, FLEET_MAX_VERSION))
     return rd->err;
   out->client_id = dc_rd_str(rd, true, true);
   out->user = dc_rd_str(rd, true, true);
+  if (v >= 1) {
+    out->since_seq = dc_rd_i64(rd);
+    out->timeout_ms = dc_rd_i32(rd);
+    out->after_client_id = dc_rd_str(rd, true, true);
+    out->after_instance_id = dc_rd_str(rd, true, true);
+    out->max_clients = dc_rd_i32(rd);
+  }
   dc_rd_tags(rd);
   return rd->err;
 }
 
 int dc_describe_fleet_req_encode(dc_buf_t *b, int16_t v,
                                  const dc_describe_fleet_req_t *in) {
-  if (v != 0)
+  if (v < 0 || v > FLEET_MAX_VERSION)
     return DC_ERR__UNSUPPORTED_API;
   dc_wr_str(b, true, in->client_id);
   dc_wr_str(b, true, in->user);
+  if (v >= 1) {
+    dc_wr_i64(b, in->since_seq);
+    dc_wr_i32(b, in->timeout_ms);
+    dc_wr_str(b, true, in->after_client_id);
+    dc_wr_str(b, true, in->after_instance_id);
+    dc_wr_i32(b, in->max_clients);
+  }
   dc_wr_tags_empty(b);
   return b->err;
 }
@@ -120,11 +139,16 @@ static void client_decode(dc_rd_t *rd, dc_fleet_client_t *c) {
 int dc_describe_fleet_resp_decode(dc_rd_t *rd, int16_t v,
                                   dc_describe_fleet_resp_t *out) {
   memset(out, 0, sizeof(*out));
-  if (!v0_only(rd, v))
+  out->fleet_seq = -1;
+  if (!up_to(rd, v, FLEET_MAX_VERSION))
     return rd->err;
   out->throttle_time_ms = dc_rd_i32(rd);
   out->error_code = dc_rd_i16(rd);
   out->error_message = dc_rd_str(rd, true, true);
+  if (v >= 1) {
+    out->fleet_seq = dc_rd_i64(rd);
+    out->more = dc_rd_bool(rd);
+  }
   /* eight strings, six int64s, bool, two int8s, reason, tags: minimal */
   int32_t n = dc_rd_array_len(rd, true, false, 8 + 6 * 8 + 1 + 2 + 1 + 1);
   out->clients = dc_rd_alloc(rd, (size_t)n, sizeof(*out->clients));
@@ -137,7 +161,7 @@ int dc_describe_fleet_resp_decode(dc_rd_t *rd, int16_t v,
   return rd->err;
 }
 
-static void client_encode(dc_buf_t *b, const dc_fleet_client_t *c) {
+void dc_fleet_client_encode(dc_buf_t *b, const dc_fleet_client_t *c) {
   dc_wr_str_nn(b, true, c->instance_id);
   dc_wr_str_nn(b, true, c->client_id);
   dc_wr_str_nn(b, true, c->principal);
@@ -161,15 +185,19 @@ static void client_encode(dc_buf_t *b, const dc_fleet_client_t *c) {
 
 int dc_describe_fleet_resp_encode(dc_buf_t *b, int16_t v,
                                   const dc_describe_fleet_resp_t *in) {
-  if (v != 0)
+  if (v < 0 || v > FLEET_MAX_VERSION)
     return DC_ERR__UNSUPPORTED_API;
   int32_t n = dc_nn_count(in->n_clients);
   dc_wr_i32(b, in->throttle_time_ms);
   dc_wr_i16(b, in->error_code);
   dc_wr_str(b, true, in->error_message);
+  if (v >= 1) {
+    dc_wr_i64(b, in->fleet_seq);
+    dc_wr_bool(b, in->more);
+  }
   dc_wr_array_len(b, true, n);
   for (int32_t i = 0; i < n; i++)
-    client_encode(b, &in->clients[i]);
+    dc_fleet_client_encode(b, &in->clients[i]);
   dc_wr_tags_empty(b);
   return b->err;
 }

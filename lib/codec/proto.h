@@ -462,15 +462,23 @@ int dc_client_report_resp_decode(dc_rd_t *rd, int16_t v,
 int dc_client_report_resp_encode(dc_buf_t *b, int16_t v,
                                  const dc_client_report_resp_t *in);
 
-/* ---- DescribeFleet (20003) v0, dynconf's own, flexible ----------------
+/* ---- DescribeFleet (20003) v0-v1, dynconf's own, flexible -------------
  * request:  client_id (nullable: any), user (nullable: any; the name of
- *           the User: principal)
+ *           the User: principal);
+ *           v1+: since_seq (int64; -1 = answer now, else park until the
+ *           fleet's change sequence differs from it), timeout_ms (int32,
+ *           how long to park), after_client_id, after_instance_id
+ *           (nullable both: the page starts after this client, in the
+ *           listing's order), max_clients (int32; 0 = as many as fit)
  * response: throttle_time_ms, error_code, error_message (nullable),
+ *           v1+: fleet_seq (int64), more (bool: a page was cut; ask again
+ *           after its last client),
  *           [instance_id, client_id, principal, peer, listener,
  *            agent_software, app_software, kind, first_seen_ms,
  *            last_seen_ms, connected (bool), served_version,
  *            current_version, reported_version, generation, outcome
- *            (int8), reason (nullable), state (int8, DC_FLEET_*)] */
+ *            (int8), reason (nullable), state (int8, DC_FLEET_*)]
+ * Clients are listed by client_id, then instance_id. */
 enum {
   DC_FLEET_UP_TO_DATE = 0, /* applied the version that resolves now */
   DC_FLEET_BEHIND = 1,     /* connected; its report is of another version */
@@ -491,12 +499,18 @@ typedef struct dc_fleet_client {
 
 typedef struct dc_describe_fleet_req {
   char *client_id, *user;
+  int64_t since_seq;                        /* v1+ */
+  int32_t timeout_ms;                       /* v1+ */
+  char *after_client_id, *after_instance_id; /* v1+ */
+  int32_t max_clients;                      /* v1+ */
 } dc_describe_fleet_req_t;
 
 typedef struct dc_describe_fleet_resp {
   int32_t throttle_time_ms;
   int16_t error_code;
   char *error_message;
+  int64_t fleet_seq; /* v1+ */
+  bool more;         /* v1+ */
   int32_t n_clients;
   dc_fleet_client_t *clients;
 } dc_describe_fleet_resp_t;
@@ -509,6 +523,8 @@ int dc_describe_fleet_resp_decode(dc_rd_t *rd, int16_t v,
                                   dc_describe_fleet_resp_t *out);
 int dc_describe_fleet_resp_encode(dc_buf_t *b, int16_t v,
                                   const dc_describe_fleet_resp_t *in);
+/* One client as the response lists it (its size bounds a page). */
+void dc_fleet_client_encode(dc_buf_t *b, const dc_fleet_client_t *c);
 
 /* ---- Envelope (58), v0 (flexible) --------------------------------------- */
 typedef struct dc_envelope_req {

@@ -683,12 +683,19 @@ static void seed_requests(dc_buf_t *b) {
       (char *)"producer", (char *)"dynconf-agent", (char *)"0.1.0",
       (char *)"librdkafka/2.0.2", -1, 1, DC_OUTCOME_PARTLY,
       (char *)"acks=1 (pinned)"};
-  dc_describe_fleet_req_t df_all = {NULL, NULL},
-                          df_one = {(char *)"fuzz-seed", (char *)"ANONYMOUS"};
+  dc_describe_fleet_req_t df_all = {.since_seq = -1},
+                          df_one = {.client_id = (char *)"fuzz-seed",
+                                    .user = (char *)"ANONYMOUS",
+                                    .since_seq = -1},
+                          df_page = {.since_seq = 0, .timeout_ms = 1000,
+                                     .after_client_id = (char *)"a",
+                                     .after_instance_id = (char *)"i",
+                                     .max_clients = 1};
   dc_buf_clear(b);
   add_frame(b, DC_API_CLIENT_REPORT, 0, 25, enc_cr, &cr);
   add_frame(b, DC_API_DESCRIBE_FLEET, 0, 26, enc_df, &df_all);
   add_frame(b, DC_API_DESCRIBE_FLEET, 0, 27, enc_df, &df_one);
+  add_frame(b, DC_API_DESCRIBE_FLEET, 1, 28, enc_df, &df_page);
   write_seed("fleet", b);
 
   /* A bare payload (no size prefix): DescribeConfigs v1. */
