@@ -3,7 +3,9 @@
 # One-command benchmark of Watch fan-out: how fast one alter of <default>
 # reaches N parked watchers (dynconf's API 20001), beside one
 # DescribeConfigs by the same N clients at once, both measured in the same
-# run, plus dynconfd's memory per parked watch and CPU per woken one.
+# run, plus dynconfd's memory per parked watch and CPU per woken one,
+# beside the floor: as many bare loopback sends of an answer's size from
+# one thread (bench/send_floor), what the kernel alone costs.
 #
 #   bench/run-watch.sh [BUILDDIR]   (or: make bench-watch)
 #
@@ -34,10 +36,11 @@ set -eu
 BUILDDIR=$(cd "${1:-.}" && pwd)
 ROUNDS=${BENCH_ROUNDS:-3}
 AGENTS=${BENCH_AGENTS:-500}
-for bin in dynconfd dynconf-configs bench/watch_fanout bench/agent_fleet; do
+for bin in dynconfd dynconf-configs bench/watch_fanout bench/send_floor \
+  bench/agent_fleet; do
   if [ ! -x "$BUILDDIR/$bin" ]; then
     echo "bench: $BUILDDIR/$bin not built (make dynconfd dynconf-configs" \
-      "bench/watch_fanout bench/agent_fleet)" >&2
+      "bench/watch_fanout bench/send_floor bench/agent_fleet)" >&2
     exit 2
   fi
 done
@@ -79,8 +82,26 @@ fi
 echo "dynconf Watch fan-out: dynconfd (pid $DPID) on $ADDR, $N watchers," \
   "$ROUNDS rounds; $(nproc 2>/dev/null || echo '?') core(s) shared with the" \
   "client; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+rc=0
 "$BUILDDIR/bench/watch_fanout" --target "$ADDR" --metrics "$METRICS" \
-  --watchers "$N" --rounds "$ROUNDS" --pid "$DPID"
+  --watchers "$N" --rounds "$ROUNDS" --pid "$DPID" >"$TMP/fanout" || rc=$?
+cat "$TMP/fanout"
+[ $rc = 0 ] || exit $rc
+
+# The floor under it, same run: N bare sends of an answer's size on
+# loopback from one thread, read by another (no dynconf code at all).
+BYTES=$(sed -n 's/^RESULT watchers.* answer_bytes=\([0-9]*\).*/\1/p' "$TMP/fanout")
+CPU_US=$(sed -n 's/^RESULT watchers.* mean_cpu_us_per_watcher=\([0-9.]*\).*/\1/p' "$TMP/fanout")
+echo
+"$BUILDDIR/bench/send_floor" --pairs "$N" --bytes "${BYTES:-150}" \
+  --rounds "$ROUNDS" >"$TMP/floor" || rc=$?
+cat "$TMP/floor"
+[ $rc = 0 ] || exit $rc
+FLOOR_US=$(sed -n 's/^RESULT floor.* mean_us_per_send=\([0-9.]*\).*/\1/p' "$TMP/floor")
+awk -v d="$CPU_US" -v f="$FLOOR_US" 'BEGIN {
+  if (d != "" && f > 0)
+    printf "fan-out against the floor: dynconfd %.2f us of CPU per woken " \
+      "watcher, a bare send %.2f us: %.2fx\n", d, f, d / f }'
 [ "$AGENTS" -gt 0 ] || exit 0
 
 # fleet HEADING WATCH CLI_WAIT REFRESH_MS VALUE_BASE: one agent_fleet run

@@ -175,9 +175,14 @@ static int wait_frame(watcher_t *w) {
   return rc == 1 ? 0 : -1;
 }
 
+/* The size of the last watch answer read (frame included): what
+ * bench/send_floor sends to measure the kernel's part. */
+static size_t g_answer_bytes;
+
 /* The watch answer in w->in: changed and its version (-1 when not a good
  * answer). */
 static int64_t watch_answer(watcher_t *w, bool *changed) {
+  g_answer_bytes = frame_len(w);
   dc_arena_t a;
   dc_arena_init(&a);
   dc_rd_t rd;
@@ -280,8 +285,13 @@ static long long rss_kib(pid_t pid) {
   return pid > 0 ? bench_proc_status(pid, "VmRSS") : -1;
 }
 
+/* What the rounds add up, for the RESULT line. */
+typedef struct sums {
+  double p99, poll, cpu_us; /* cpu_us: dynconfd's per woken watcher */
+} sums_t;
+
 static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
-               int round, double *lat, double *sum_p99, double *sum_poll) {
+               int round, double *lat, sums_t *sum) {
   dc_buf_t b;
   dc_buf_init(&b);
   /* The version every fan-<i> resolves to now (all inherit <default>). */
@@ -335,10 +345,11 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
   }
   int pbad = 0, pgot = collect(c->n, ep, p0, false, lat, &pbad);
   double poll_all = pgot ? lat[pgot - 1] : -1;
-  printf("round %d: %d/%d watchers answered (%d wrong): p50 %.2f ms, p99 "
-         "%.2f ms, all %.2f ms after the alter's ack; one DescribeConfigs "
-         "by all %d: %.2f ms",
-         round + 1, got, c->n, bad, p50, p99, last, c->n, poll_all);
+  printf("round %d: %d/%d watchers answered (%d wrong, answers of %zu B): "
+         "p50 %.2f ms, p99 %.2f ms, all %.2f ms after the alter's ack; one "
+         "DescribeConfigs by all %d: %.2f ms",
+         round + 1, got, c->n, bad, g_answer_bytes, p50, p99, last, c->n,
+         poll_all);
   if (c->pid > 0 && rss0 >= 0 && rss1 >= 0)
     printf("; dynconfd %+lld KiB for %d parked (%.0f B each), %.1f ms CPU "
            "for the fan-out (%.1f us per watcher)", rss1 - rss0, c->n,
@@ -346,8 +357,9 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
            (cpu1 - cpu0) / 1e3 / c->n);
   printf("\n");
   dc_buf_free(&b);
-  *sum_p99 += p99;
-  *sum_poll += poll_all;
+  sum->p99 += p99;
+  sum->poll += poll_all;
+  sum->cpu_us += (cpu1 - cpu0) / 1e3 / c->n;
   return got == c->n && !bad && pgot == c->n && !pbad ? 0 : -1;
 }
 
@@ -558,13 +570,14 @@ static int rounds(const cfg_t *c, watcher_t *ws, int ep) {
     fprintf(stderr, "watch_fanout: cannot set up: %s\n", err);
     exit(1);
   }
-  double sum_p99 = 0, sum_poll = 0;
+  sums_t sum = {0};
   int rc = 0;
   for (int r = 0; r < c->rounds && !rc; r++)
-    rc = run(c, ws, ep, admin, r, lat, &sum_p99, &sum_poll);
+    rc = run(c, ws, ep, admin, r, lat, &sum);
   printf("RESULT watchers=%d rounds=%d mean_p99_ms=%.2f mean_poll_round_ms=%.2f "
-         "ok=%d\n", c->n, c->rounds, sum_p99 / c->rounds, sum_poll / c->rounds,
-         rc == 0);
+         "mean_cpu_us_per_watcher=%.2f answer_bytes=%zu ok=%d\n", c->n,
+         c->rounds, sum.p99 / c->rounds, sum.poll / c->rounds,
+         sum.cpu_us / c->rounds, g_answer_bytes, rc == 0);
   dc_kclient_destroy(admin);
   free(lat);
   return rc;

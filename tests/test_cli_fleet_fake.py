@@ -223,7 +223,7 @@ class Fake:
     def script(self, offer_fleet=True, configs=None, fleets=None,
                fleet_error=(0, None), metadata=None, metadata_max=1,
                hang=(), fleet_max=0, page=None, empty_more=False, parks=(),
-               now=None):
+               now=None, page_delay=0.0):
         """configs: snapshots of [(name, value, is_default)]; fleets:
         snapshots of [client(...)]; metadata: None (Metadata not offered),
         [(node_id, host, port)] to list, or "garbage" for an answer too
@@ -236,7 +236,8 @@ class Fake:
         empty_more: every page after a cursor is empty and says more
         follow; parks: the Park steps of the parked requests, in turn,
         then "timeout"; now: the wall-clock ms the clients' times are
-        reckoned from (None: the time of each answer). The sequence
+        reckoned from (None: the time of each answer); page_delay:
+        seconds before answering a page after a cursor. The sequence
         starts again at the fake's own (self.seq)."""
         with self.lock:
             self.offer_fleet = offer_fleet
@@ -253,6 +254,7 @@ class Fake:
             self.empty_more = empty_more
             self.parks = list(parks)
             self.now = now
+            self.page_delay = page_delay
             # 64 bits, and each fake's its own: a sequence sent to the
             # wrong replica, or cut to 32 bits, is not parked.
             self.seq = (self.node or 9) << 40 | 0x51
@@ -318,6 +320,9 @@ class Fake:
             return False
         if isinstance(body, FleetReq):
             return self.hold(c, corr, body)
+        if key == DESCRIBE_FLEET and self.page_delay and \
+                self.fleet_log[-1].after != NO_CURSOR:
+            time.sleep(self.page_delay)  # a listing that takes its time
         if body is None:
             return False
         reply(c, key, corr, body)
@@ -1264,6 +1269,23 @@ def test_v1_park_moving():
          "with 1 ms left)" % len(late))
 
 
+def test_v1_park_paced():
+    """A fleet that moves at every park, listed in pages that take 0.1 s
+    each after the first: the CLI waits as long as a listing took before
+    it parks again, so it lists at most half the time."""
+    FAKE.script(fleet_max=1, configs=[SHOWN], parks=[Park("move")] * 1000,
+                page=1, page_delay=0.1,
+                fleets=[[client("app-a", i, BEHIND, reported=V1)
+                         for i in ("i1", "i2", "i3")]])
+    got = alter_wait("--timeout-ms", "1600")
+    expect(got, 3, "v1 --wait, paged fleet moving at every park: exit 3")
+    parked = [q for q in FAKE.fleet_requests() if q.since_seq != -1]
+    # A listing takes >= 0.2 s (two delayed pages); without the pause the
+    # CLI would park every 0.2 s (8 times), with it every 0.4 s or later.
+    t.ok(1 <= len(parked) <= 5, "... parked again only after a pause as long "
+         "as the listing (%d parks in 1.6 s)" % len(parked))
+
+
 def script_v1_pair(a, b, first=None, **kw_a):
     """A and B both speak DescribeFleet v1 and show SHOWN; Metadata lists
     first (default A, B). a, b: (first listing, Park steps). Their
@@ -1401,7 +1423,7 @@ def main():
                      test_replicas_wait_rejected, test_replicas_unreachable,
                      test_replicas_one, test_replicas_dropped, test_replicas_hang,
                      test_v1_pages, test_v1_park_applied, test_v1_park_timeout,
-                     test_v1_park_moving,
+                     test_v1_park_moving, test_v1_park_paced,
                      test_v1_replicas, test_v1_replica_fails):
             test()
     except Exception:  # any failure is a test failure, never a skip

@@ -6,8 +6,11 @@
  * demand. To follow a rollout, a DescribeFleet is parked on every
  * replica with the change sequence its listing was made at; the first
  * replica whose fleet moves answers with its new listing, so --wait
- * learns of each report within a round trip. Against servers that only
- * speak v0 the caller polls instead (cli_fleet_view_refresh).
+ * learns of each report within a round trip. A replica is not parked
+ * again before as long as its last listing took has passed, so a large
+ * fleet that moves all the time is listed at most half the time. Against
+ * servers that only speak v0 the caller polls instead
+ * (cli_fleet_view_refresh).
  */
 #include "configs.h"
 
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One replica's listing, all its pages. */
 typedef struct listing {
@@ -24,6 +28,7 @@ typedef struct listing {
   int32_t n, cap;
   int64_t seq;  /* the fleet_seq of its first page; -1 from a v0 server */
   bool parked;  /* a DescribeFleet waits on the replica's connection */
+  int64_t park_at; /* not parked again before (monotonic ms) */
 } listing_t;
 
 struct cli_fleet_view {
@@ -290,6 +295,7 @@ static int park(cli_fleet_view_t *fv, int i, int64_t deadline) {
 /* The answer to replica i's parked request: its new listing, with the
  * pages after the first asked at once. EXIT_OK, or EXIT_FAIL said. */
 static int take_parked(cli_fleet_view_t *fv, int i, int64_t deadline) {
+  int64_t t0 = dc_mono_ms();
   dc_kclient_t *kc = fv->reps->kc[i];
   int16_t v = dc_kclient_pick_version(kc, DC_API_DESCRIBE_FLEET);
   fv->l[i].parked = false;
@@ -312,25 +318,73 @@ static int take_parked(cli_fleet_view_t *fv, int i, int64_t deadline) {
   dc_arena_free(&arena);
   if (rc == EXIT_OK && p.resp.more)
     rc = list_rest(fv, i, true, deadline);
+  /* A fleet that moves all the time is listed at most half the time:
+   * the next park waits as long as this listing took. */
+  int64_t now = dc_mono_ms();
+  p.l->park_at = now + (now - t0);
   return rc;
 }
 
-int cli_fleet_view_await(cli_fleet_view_t *fv, int64_t deadline) {
-  if (dc_mono_ms() >= deadline)
-    return EXIT_WAIT_TIMEOUT; /* a fleet that keeps moving answers at once */
+/* Parks every replica not parked whose pause is over; the earliest pause
+ * still running into *next (else left). EXIT_OK, or EXIT_FAIL said when
+ * the last replica failed. */
+static int park_all(cli_fleet_view_t *fv, int64_t deadline, int64_t *next) {
+  int64_t now = dc_mono_ms();
   for (int i = 0; i < fv->reps->n;) {
-    int rc = fv->l[i].parked ? EXIT_OK : park(fv, i, deadline);
+    listing_t *l = &fv->l[i];
+    if (!l->parked && l->park_at > now) {
+      *next = l->park_at < *next ? l->park_at : *next;
+      i++;
+      continue;
+    }
+    int rc = l->parked ? EXIT_OK : park(fv, i, deadline);
     if (rc == EXIT_OK)
       i++;
     else if (!drop(fv, i))
       return rc;
   }
-  int i = dc_kclient_wait_any(fv->reps->kc, fv->reps->n,
-                              cli_remaining_ms(deadline));
-  if (i < 0)
-    return EXIT_WAIT_TIMEOUT;
+  return EXIT_OK;
+}
+
+static bool any_parked(const cli_fleet_view_t *fv) {
+  for (int i = 0; i < fv->reps->n; i++)
+    if (fv->l[i].parked)
+      return true;
+  return false;
+}
+
+/* Replica i answered its parked request. */
+static int take_answer(cli_fleet_view_t *fv, int i, int64_t deadline) {
   int rc = take_parked(fv, i, deadline);
   if (rc != EXIT_OK && dc_mono_ms() < deadline && drop(fv, i))
     rc = EXIT_OK; /* said; its clients are left out from now on */
   return rc;
+}
+
+static void sleep_until(int64_t at) {
+  int64_t ms = at - dc_mono_ms();
+  if (ms <= 0)
+    return;
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The deadline is looked at first: a fleet that keeps moving answers
+ * every park at once. */
+int cli_fleet_view_await(cli_fleet_view_t *fv, int64_t deadline) {
+  while (dc_mono_ms() < deadline) {
+    int64_t next = deadline;
+    int rc = park_all(fv, deadline, &next);
+    if (rc != EXIT_OK)
+      return rc;
+    if (!any_parked(fv)) { /* every replica pausing */
+      sleep_until(next);
+      continue;
+    }
+    int i = dc_kclient_wait_any(fv->reps->kc, fv->reps->n,
+                                cli_remaining_ms(next));
+    if (i >= 0)
+      return take_answer(fv, i, deadline);
+  }
+  return EXIT_WAIT_TIMEOUT;
 }
