@@ -129,7 +129,7 @@ dc_mock_stop() {
 # dc_start_daemon DATADIR [extra dynconfd args...]
 # Starts dynconfd listening on 127.0.0.1:0 (unless the extra args carry a
 # --listen of their own), stdout to $DC_DAEMON_OUT, stderr appended to
-# $DC_DAEMON_LOG, and waits up to 10 s for its "listening on HOST:PORT"
+# $DC_DAEMON_LOG, and waits up to 30 s for its "listening on HOST:PORT"
 # line. Sets DC_PID, DC_PORT and DC_HOST. Returns 1 (and leaves nothing
 # running) if it does not come up.
 dc_start_daemon() {
@@ -151,7 +151,9 @@ dc_start_daemon() {
   DC_PORT=
   DC_HOST=
   local i line
-  for ((i = 0; i < 200; i++)); do
+  # Up to 30 s: with the Kafka-topic store it first reads the store, and
+  # under TSan on a loaded machine that alone has taken over 10 s.
+  for ((i = 0; i < 600; i++)); do
     line=$(grep -m1 '^listening on ' "$DC_DAEMON_OUT" 2>/dev/null)
     if [ -n "$line" ]; then
       line=${line#listening on }
@@ -164,7 +166,7 @@ dc_start_daemon() {
     kill -0 "$DC_PID" 2>/dev/null || break
     sleep 0.05
   done
-  tap_diag "dynconfd did not print 'listening on' within 10 s"
+  tap_diag "dynconfd did not print 'listening on' within 30 s"
   kill -9 "$DC_PID" 2>/dev/null
   wait "$DC_PID" 2>/dev/null
   DC_PID=
