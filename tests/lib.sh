@@ -152,7 +152,7 @@ dc_start_daemon() {
   DC_HOST=
   local i line
   # Up to 30 s: with the Kafka-topic store it first reads the store, and
-  # under TSan on a loaded machine that alone has taken over 10 s.
+  # under TSan on a loaded machine that may take over 10 s.
   for ((i = 0; i < 600; i++)); do
     line=$(grep -m1 '^listening on ' "$DC_DAEMON_OUT" 2>/dev/null)
     if [ -n "$line" ]; then
