@@ -544,9 +544,11 @@ static void report(fleet_t *f, int64_t *cli_us, int done_alters,
          total, mn, p50, p99, mx, cli_avg);
   if (o->cli_wait)
     printf("  --wait: the CLI (alter, then waiting for the rollout) took %.1f "
-           "ms on average; it returned %s every delivery (the latest %.1f ms "
-           "before it returned)\n", cli_avg, mx <= 0 ? "after" : "BEFORE",
-           -mx);
+           "ms on average; the last delivery was seen %.1f ms %s it returned "
+           "(this loop sees a change event at its next sweep, up to %d ms "
+           "and a sweep after the agent applied and reported it)\n",
+           cli_avg, mx <= 0 ? -mx : mx, mx <= 0 ? "before" : "after",
+           o->poll_sleep_ms);
   if (!o->watch)
     printf("  baseline: polling bound = refresh %d + fetch RTT %.2f + poll "
            "sleep %d = %.1f ms; expected p50 ~ %.1f ms\n",

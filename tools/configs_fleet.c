@@ -750,10 +750,12 @@ int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   /* Before the alter: a change nobody can follow is better not made. */
   if (!fleet_offered(kc, ", which --wait needs; nothing was changed"))
     return EXIT_FAIL;
-  int rc = cli_alter(o, kc, deadline);
+  /* The replicas first too: after the alter the server is busy pushing
+   * it, and a Metadata round trip would queue behind that. */
   cli_replicas_t reps = {0};
+  int rc = cli_replicas_open(o, kc, deadline, &reps);
   if (rc == EXIT_OK)
-    rc = cli_replicas_open(o, kc, deadline, &reps);
+    rc = cli_alter(o, kc, deadline);
   if (rc == EXIT_OK)
     rc = wait_all_shown(o, &reps, deadline);
   if (rc == EXIT_OK)
