@@ -159,6 +159,7 @@ typedef struct cli_replicas {
   dc_kclient_t **kc; /* n of them; owned unless kc == &first */
   int n;
   dc_kclient_t *first; /* main()'s connection */
+  bool alone; /* Metadata lists the server connected to alone */
 } cli_replicas_t;
 
 /* The deadline for one request to a replica of r: at most

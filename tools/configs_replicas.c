@@ -96,6 +96,7 @@ int cli_replicas_open(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
   dc_arena_init(&arena);
   dc_metadata_broker_t *brs = NULL;
   int32_t n = list_brokers(kc, deadline, &arena, &brs);
+  out->alone = n == 1;
   if (n < 0) {
     dc_arena_free(&arena);
     return EXIT_FAIL;
