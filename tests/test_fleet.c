@@ -250,12 +250,8 @@ static void test_acl_and_retention(void) {
   char dir[PATH_MAX - 64], acl[PATH_MAX], err[512], sdir[PATH_MAX - 64];
   if (dc_tu_tmpdir(dir, sizeof(dir)))
     return;
-  snprintf(acl, sizeof(acl), "%s/acl", dir);
-  FILE *f = fopen(acl, "w");
-  if (f) {
-    fputs("allow User:ANONYMOUS describe client:open-*\n", f);
-    fclose(f);
-  }
+  dc_tu_put_file(dir, "acl", "allow User:ANONYMOUS describe client:open-*\n",
+                 acl, sizeof(acl));
   const char *extra[] = {"--acl-file", acl, "--fleet-retention-ms", "0", NULL};
   dc_tu_daemon_t d;
   if (!ok(!dc_tu_daemon_start_tmp(&d, sdir, sizeof(sdir), extra, err,

@@ -488,12 +488,8 @@ static void test_acl(void) {
   char dir[PATH_MAX - 64], acl[PATH_MAX], sdir[PATH_MAX - 64], bs[64];
   if (dc_tu_tmpdir(dir, sizeof(dir)))
     return;
-  snprintf(acl, sizeof(acl), "%s/acl", dir);
-  FILE *f = fopen(acl, "w");
-  if (f) {
-    fputs("allow User:ANONYMOUS describe client:open-*\n", f);
-    fclose(f);
-  }
+  dc_tu_put_file(dir, "acl", "allow User:ANONYMOUS describe client:open-*\n",
+                 acl, sizeof(acl));
   const char *extra[] = {"--acl-file", acl, NULL};
   dc_tu_daemon_t d;
   if (ok(!start(&d, sdir, extra, bs), "dynconfd with an ACL")) {

@@ -571,12 +571,8 @@ static void test_acl(void) {
   dc_tu_daemon_t d;
   if (dc_tu_tmpdir(dir, sizeof(dir)))
     return;
-  snprintf(acl, sizeof(acl), "%s/acl", dir);
-  FILE *f = fopen(acl, "w");
-  if (f) {
-    fputs("allow User:ANONYMOUS describe client:open-*\n", f);
-    fclose(f);
-  }
+  dc_tu_put_file(dir, "acl", "allow User:ANONYMOUS describe client:open-*\n",
+                 acl, sizeof(acl));
   const char *extra[] = {"--acl-file", acl, NULL};
   char sdir[PATH_MAX - 64];
   if (!ok(!dc_tu_daemon_start_tmp(&d, sdir, sizeof(sdir), extra, err,

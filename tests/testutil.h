@@ -504,6 +504,18 @@ static inline int dc_tu_connect(int port) {
   return fd;
 }
 
+/* Writes text to dir/name (path gets the file's path); 0 or -1. */
+static inline int dc_tu_put_file(const char *dir, const char *name,
+                                 const char *text, char *path,
+                                 size_t path_size) {
+  snprintf(path, path_size, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  int rc = fputs(text, f) < 0 ? -1 : 0;
+  return fclose(f) ? -1 : rc;
+}
+
 /* Writes everything; MSG_NOSIGNAL so a server that closed on us gives
  * EPIPE instead of killing the test. 0 or -1. */
 static inline int dc_tu_write_all(int fd, const void *p, size_t n) {
