@@ -223,7 +223,7 @@ class Fake:
     def script(self, offer_fleet=True, configs=None, fleets=None,
                fleet_error=(0, None), metadata=None, metadata_max=1,
                hang=(), fleet_max=0, page=None, empty_more=False, parks=(),
-               now=None, page_delay=0.0):
+               now=None, page_delay=0.0, stuck=False):
         """configs: snapshots of [(name, value, is_default)]; fleets:
         snapshots of [client(...)]; metadata: None (Metadata not offered),
         [(node_id, host, port)] to list, or "garbage" for an answer too
@@ -237,7 +237,8 @@ class Fake:
         follow; parks: the Park steps of the parked requests, in turn,
         then "timeout"; now: the wall-clock ms the clients' times are
         reckoned from (None: the time of each answer); page_delay:
-        seconds before answering a page after a cursor. The sequence
+        seconds before answering a page after a cursor; stuck: the cursor
+        is ignored (every page is the first, saying more follow). The sequence
         starts again at the fake's own (self.seq)."""
         with self.lock:
             self.offer_fleet = offer_fleet
@@ -255,6 +256,7 @@ class Fake:
             self.parks = list(parks)
             self.now = now
             self.page_delay = page_delay
+            self.stuck = stuck
             # 64 bits, and each fake's its own: a sequence sent to the
             # wrong replica, or cut to 32 bits, is not parked.
             self.seq = (self.node or 9) << 40 | 0x51
@@ -418,7 +420,7 @@ class Fake:
         """(clients, more): the page of the current snapshot q asks for,
         in dynconfd's order."""
         cs = sorted(self.fleets[0], key=ident)
-        if q.after != NO_CURSOR:
+        if q.after != NO_CURSOR and not self.stuck:
             after = tuple(x or "" for x in q.after)
             cs = [c for c in cs if ident(c) > after]
             if self.empty_more:
@@ -1174,6 +1176,14 @@ def test_v1_pages():
            err="Error: the server at 127.0.0.1:%d answered an empty page of its fleet "
                "that says more follow\n" % FAKE.port)
     t.is_((got[1], asked(FAKE)), ("", [(-1, NO_CURSOR), (-1, ("app-a", "i9"))]),
+          "... refused at the second page, nothing printed")
+
+    FAKE.script(fleets=[MIXED], fleet_max=1, page=2, stuck=True)
+    got = cli("--describe-fleet")
+    expect(got, 1, "v1: a page that does not move past the cursor: exit 1",
+           err="Error: the server at 127.0.0.1:%d answered a page of its fleet "
+               "that does not start after the last one\n" % FAKE.port)
+    t.is_((got[1], len(asked(FAKE))), ("", 2),
           "... refused at the second page, nothing printed")
 
 

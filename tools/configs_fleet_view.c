@@ -99,8 +99,32 @@ static int dec_fleet(dc_rd_t *rd, int16_t v, void *resp) {
   return dc_describe_fleet_resp_decode(rd, v, &((page_t *)resp)->resp);
 }
 
-/* Keeps a page's clients; a page that does not move past the cursor
- * would page forever, so it is refused. */
+/* The most clients one replica's listing may hold (dynconfd keeps at most
+ * 100,000): a server that pages on past it is not believed. */
+#define LISTING_MAX 100000
+
+static int cmp_ids(const dc_fleet_client_t *a, const dc_fleet_client_t *b) {
+  int c = strcmp(a->client_id ? a->client_id : "",
+                 b->client_id ? b->client_id : "");
+  return c ? c : strcmp(a->instance_id ? a->instance_id : "",
+                        b->instance_id ? b->instance_id : "");
+}
+
+/* Why a page cannot be part of the listing l, or NULL. A page that is
+ * empty yet says more follow, or does not move past the cursor, would
+ * page forever. */
+static const char *page_wrong(const listing_t *l,
+                              const dc_describe_fleet_resp_t *r) {
+  if (r->more && !r->n_clients)
+    return "an empty page of its fleet that says more follow";
+  if (l->n && r->n_clients && cmp_ids(&r->clients[0], &l->v[l->n - 1]) <= 0)
+    return "a page of its fleet that does not start after the last one";
+  if (r->n_clients > LISTING_MAX - l->n)
+    return "more than 100000 clients in its fleet";
+  return NULL;
+}
+
+/* Keeps a page's clients. */
 static int take_page(const opts_t *o, dc_kclient_t *kc, int16_t v,
                      void *resp) {
   (void)o;
@@ -109,10 +133,9 @@ static int take_page(const opts_t *o, dc_kclient_t *kc, int16_t v,
   int rc = cli_check_error(p->resp.error_code, p->resp.error_message);
   if (rc != EXIT_OK)
     return rc;
-  if (p->resp.more && !p->resp.n_clients) {
-    cli_fail("the server at %s answered an empty page of its fleet that "
-             "says more follow",
-             dc_kclient_peer(kc));
+  const char *wrong = page_wrong(p->l, &p->resp);
+  if (wrong) {
+    cli_fail("the server at %s answered %s", dc_kclient_peer(kc), wrong);
     return EXIT_FAIL;
   }
   if (!p->l->n)
@@ -135,9 +158,9 @@ static const cli_api_t fleet_api = {
 };
 
 /* The pages of replica i after its listing's last client (all of them
- * when it is empty), asked at once. EXIT_OK, or EXIT_FAIL said. */
-static int list_rest(cli_fleet_view_t *fv, int i, bool more,
-                     int64_t deadline) {
+ * when it is empty), asked at once, at least one. EXIT_OK, or EXIT_FAIL
+ * said. */
+static int list_rest(cli_fleet_view_t *fv, int i, int64_t deadline) {
   listing_t *l = &fv->l[i];
   dc_describe_fleet_req_t req = fv->filter;
   req.since_seq = -1;
@@ -152,8 +175,7 @@ static int list_rest(cli_fleet_view_t *fv, int i, bool more,
     int rc = cli_call(&co, fv->reps->kc[i], d, &fleet_api, &req, &p);
     if (rc != EXIT_OK)
       return rc;
-    more = p.resp.more;
-  } while (more);
+  } while (p.resp.more);
   return EXIT_OK;
 }
 
@@ -172,7 +194,7 @@ static bool drop(cli_fleet_view_t *fv, int i) {
 int cli_fleet_view_refresh(cli_fleet_view_t *fv, int64_t deadline) {
   for (int i = 0; i < fv->reps->n;) {
     listing_clear(&fv->l[i]);
-    int rc = list_rest(fv, i, false, deadline);
+    int rc = list_rest(fv, i, deadline);
     if (rc == EXIT_OK)
       i++;
     else if (dc_mono_ms() >= deadline || !drop(fv, i))
@@ -317,7 +339,7 @@ static int take_parked(cli_fleet_view_t *fv, int i, int64_t deadline) {
   }
   dc_arena_free(&arena);
   if (rc == EXIT_OK && p.resp.more)
-    rc = list_rest(fv, i, true, deadline);
+    rc = list_rest(fv, i, deadline);
   /* A fleet that moves all the time is listed at most half the time:
    * the next park waits as long as this listing took. */
   int64_t now = dc_mono_ms();
