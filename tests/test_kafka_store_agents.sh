@@ -76,8 +76,9 @@ stats=$(grep '^stats: ' "$DC_TMP/agent.out")
 tap_like "$stats" '"state":"up"' "and ends UP"
 tap_like "$stats" "\"server\":\"127\\.0\\.0\\.1:$PORT3\"" \
   "its last answer came from node 3, the one server left"
-tap_is "$(grep -c 'change set applied' "$DC_TMP/agent.out")" 3 \
-  "three change sets, each applied once"
+sets=$(grep -c 'change set applied' "$DC_TMP/agent.out")
+tap_is "$sets" 3 "three change sets, each applied once"
+[ "$sets" = 3 ] || sed 's/^/# agent: /' "$DC_TMP/agent.out" >&2
 kill -TERM "$P3"
 { wait "$P3"; } 2>/dev/null
 
