@@ -44,11 +44,16 @@ cli() { # cli NODE ARGS...
     --timeout-ms 30000 "$@"
 }
 # fleet NODE: "client-id:connected" of every listed instance, sorted, then
-# "|" and how many instance ids were listed more than once.
+# "|" and how many instance ids were listed more than once; "no answer"
+# when the command printed nothing (its error is in cli.err).
 fleet() {
   cli "$1" --describe-fleet --json 2>>"$DC_TMP/cli.err" | python3 -c '
 import json, sys
-cs = json.load(sys.stdin)["clients"]
+text = sys.stdin.read()
+if not text:
+    print("no answer")
+    sys.exit(0)
+cs = json.loads(text)["clients"]
 print(" ".join(sorted("%s:%s" % (c["client_id"], c["connected"]) for c in cs)))
 print(len(cs) - len({c["instance_id"] for c in cs}))' |
     paste -sd'|'
