@@ -66,18 +66,12 @@ static int keep_client(listing_t *l, const dc_fleet_client_t *c) {
     l->cap = cap;
   }
   bool oom = false;
-  dc_fleet_client_t k = *c;
-  const char **from[] = {
-      (const char **)&c->instance_id, (const char **)&c->client_id,
-      (const char **)&c->principal,   (const char **)&c->peer,
-      (const char **)&c->listener,    (const char **)&c->agent_software,
-      (const char **)&c->app_software, (const char **)&c->kind,
-      (const char **)&c->reason};
-  char **to[] = {&k.instance_id,    &k.client_id,    &k.principal,
-                 &k.peer,           &k.listener,     &k.agent_software,
-                 &k.app_software,   &k.kind,         &k.reason};
-  for (size_t i = 0; i < sizeof(to) / sizeof(to[0]); i++)
-    *to[i] = keep(&l->arena, *from[i], &oom);
+  dc_fleet_client_t k = *c; /* its strings copied in place below */
+  char **str[] = {&k.instance_id,  &k.client_id, &k.principal,
+                  &k.peer,         &k.listener,  &k.agent_software,
+                  &k.app_software, &k.kind,      &k.reason};
+  for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
+    *str[i] = keep(&l->arena, *str[i], &oom);
   if (oom)
     return -1;
   l->v[l->n++] = k;
