@@ -124,6 +124,27 @@ dc_mock_stop() {
   wait "$MC_PID" 2>/dev/null
 }
 
+# ---- a real Apache Kafka cluster ----------------------------------------
+
+# dc_kafka_start [NODES]: a KRaft cluster of NODES (default 3) combined
+# broker+controller nodes on loopback (scripts/kafka.sh), in $DC_TMP/kafka,
+# killed at exit. Sets KBS to its bootstrap list. Bails out when Java or
+# the server's jars are missing: the test needs them, it does not skip.
+# dc_kafka CMD [NODE]: scripts/kafka.sh's commands (kill, pause, resume,
+# restart, controller, pid ...) on that cluster.
+dc_kafka() { "$DC_SRCDIR/scripts/kafka.sh" -d "$DC_TMP/kafka" "$@"; }
+dc_kafka_start() {
+  KBS=$(dc_kafka -n "${1:-3}" start 2>"$DC_TMP/kafka-start.err") || {
+    sed 's/^/# /' "$DC_TMP/kafka-start.err" >&2
+    tap_bail "the Kafka cluster did not start"
+  }
+  export KBS
+}
+# dc_kafka_log NODE: the end of a node's server log, as TAP comments.
+dc_kafka_log() {
+  tail -n "${2:-20}" "$DC_TMP/kafka/node$1/server.log" 2>/dev/null | sed 's/^/# /' >&2
+}
+
 # ---- the daemon ---------------------------------------------------------
 
 # dc_start_daemon DATADIR [extra dynconfd args...]
@@ -234,6 +255,7 @@ dc_free_port() {
 # DC_KEEP_TMP=1 keeps a failed test's scratch directory (logs, data).
 dc_cleanup() {
   local rc=$?
+  [ -f "$DC_TMP/kafka/cluster.env" ] && dc_kafka kill-all
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ]; then
     dc_log_tail 40
     if [ "${DC_KEEP_TMP:-0}" = 1 ]; then
