@@ -19,6 +19,9 @@
 #   bootstrap      print HOST:PORT,... of the brokers
 #   controller     print the node id of the active KRaft controller
 #   pid NODE       print a node's process id (empty when it is not running)
+#   topics ARGS... / configs ARGS... / groups ARGS...
+#                  Kafka's own kafka-topics, kafka-configs and
+#                  kafka-consumer-groups tools against the cluster
 #
 # DIR defaults to $DC_KAFKA_DIR or ./kafka-cluster, NODES to 3 (fixed at
 # the first start). Ports are picked free at the first start and kept.
@@ -60,17 +63,16 @@ fetch() {
     die "mvn could not fetch Apache Kafka $kafka_version"
   ls "$cache/jars/kafka_2.13-$kafka_version.jar" >/dev/null ||
     die "kafka_2.13-$kafka_version.jar is missing after the fetch"
-  cp "$src/scripts/kafka/log4j2.properties" "$cache/"
   touch "$cache/.complete"
 }
 
-# The JVM for a node or a tool: a fixed heap, the serial collector and C1
-# only (3 nodes share 2 cores with the tests; start-up matters more than
-# peak throughput here).
+# The JVM for a node or a tool (java_cmd [HEAP LOG4J2_CONFIG]): a fixed
+# heap, the serial collector and C1 only (3 nodes share 2 cores with the
+# tests; start-up matters more than peak throughput here).
 java_cmd() {
-  JAVA=(java -Xms"$heap" -Xmx"$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1
-    -Djava.awt.headless=true
-    -Dlog4j2.configurationFile="$cache/log4j2.properties"
+  local h=${1:-$heap} logconf=${2:-$src/scripts/kafka/log4j2.properties}
+  JAVA=(java -Xms"$h" -Xmx"$h" -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$logconf"
     -cp "$cache/jars/*")
 }
 
@@ -235,8 +237,21 @@ controller() {
   die "no running node knows the controller"
 }
 
+# Kafka's own command-line tools (what kafka-topics.sh and friends run),
+# with --bootstrap-server set to this cluster.
+kafka_tool() {
+  local class=$1
+  shift
+  load_env
+  java_cmd 256m "$src/scripts/kafka/log4j2-tools.properties"
+  "${JAVA[@]}" "$class" --bootstrap-server "$bootstrap" "$@"
+}
+
 case $cmd in
   fetch) fetch ;;
+  topics) shift; kafka_tool org.apache.kafka.tools.TopicCommand "$@" ;;
+  configs) shift; kafka_tool kafka.admin.ConfigCommand "$@" ;;
+  groups) shift; kafka_tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "$@" ;;
   start) start ;;
   bootstrap) load_env; echo "$bootstrap" ;;
   stop) load_env; stop_all TERM 20 ;;

@@ -253,9 +253,9 @@ dc_free_port() {
 }
 
 # DC_KEEP_TMP=1 keeps a failed test's scratch directory (logs, data).
+# DC_MORE_PIDS: more processes a test started (other replicas), killed too.
 dc_cleanup() {
-  local rc=$?
-  [ -f "$DC_TMP/kafka/cluster.env" ] && dc_kafka kill-all
+  local rc=$? kafka_dir=$DC_TMP/kafka
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ]; then
     dc_log_tail 40
     if [ "${DC_KEEP_TMP:-0}" = 1 ]; then
@@ -264,6 +264,10 @@ dc_cleanup() {
     fi
   fi
   [ -n "$DC_PID" ] && kill -9 "$DC_PID" 2>/dev/null && wait "$DC_PID" 2>/dev/null
+  local p
+  for p in $DC_MORE_PIDS; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$kafka_dir/cluster.env" ] &&
+    "$DC_SRCDIR/scripts/kafka.sh" -d "$kafka_dir" kill-all
   [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"
   exit $rc
 }

@@ -768,13 +768,8 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
   r->b->metrics.store_commit_failed++;
   /* Refused because another replica writes now: the client may retry
    * (nothing of it was applied anywhere). */
-  const dc_store_replica_t *reps;
-  int32_t writer;
-  dc_store_replicas(r->b->store, &reps, &writer);
-  int16_t code = writer != DC_STORE_NOT_REPLICATED &&
-                         writer != r->b->opts.node_id
-                     ? DC_ERR_NOT_CONTROLLER
-                     : DC_ERR_UNKNOWN_SERVER_ERROR;
+  int16_t code = failed == DC_STORE_NOT_WRITER ? DC_ERR_NOT_CONTROLLER
+                                               : DC_ERR_UNKNOWN_SERVER_ERROR;
   snprintf(msg, sizeof(msg),
            "the change could not be stored and was not applied: %s", why);
   char *m = dc_arena_strdup(r->arena, msg);

@@ -85,7 +85,11 @@ int dc_store_load(dc_store_t *st, dc_store_load_cb *cb, void *opaque,
 int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
                     size_t errstr_size);
 /* Commits n alters (of n different entities) in one atomic, durable step:
- * all of them, or with -1 none. One request's alters cost one sync. */
+ * all of them, or with -1 none. One request's alters cost one sync.
+ * A replicated store that does not write (another server does, or a newer
+ * writer fenced this one) answers DC_STORE_NOT_WRITER: nothing was
+ * written, and the client may retry on the writer. */
+#define DC_STORE_NOT_WRITER (-3)
 int dc_store_commit_many(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                          char *errstr, size_t errstr_size);
 /* Audit rows in order; entity NULL = all entities. */

@@ -48,14 +48,60 @@ static void rk_log(const rd_kafka_t *rk, int level, const char *fac,
     dc_log(DC_LOG_WARN, "kafka store: %s: %s", fac, buf);
 }
 
-/* A handle of type for the store. NULL with errstr. */
-rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
-                                 rd_kafka_type_t type, char *errstr,
-                                 size_t errstr_size) {
-  rd_kafka_conf_t *c = rd_kafka_conf_new();
-  char cid[64], tmo[24];
+/* The transactional producer's transaction.timeout.ms: bounds how long a
+ * transaction a writer left open (it died mid-commit and nobody claimed
+ * yet) holds back what read_committed readers see. At least the commit
+ * timeout (librdkafka requires message.timeout.ms below it). */
+static int txn_timeout_ms(int timeout_ms) {
+  int t = timeout_ms < 5000 ? 10000 : 2 * timeout_ms;
+  return t > 900000 ? 900000 : t;
+}
+
+/* The properties of a handle of type (txn_id: a transactional producer);
+ * the properties file's come first, so these win. 0, or -1 with errstr. */
+static int set_store_props(rd_kafka_conf_t *c, const dc_kafka_store_opts_t *o,
+                           rd_kafka_type_t type, const char *txn_id,
+                           char *errstr, size_t errstr_size) {
+  char cid[64], gid[64], tmo[24], ttmo[24];
   snprintf(cid, sizeof(cid), "dynconfd-%d-store", (int)o->node_id);
   snprintf(tmo, sizeof(tmo), "%d", o->timeout_ms);
+  snprintf(ttmo, sizeof(ttmo), "%d", txn_timeout_ms(o->timeout_ms));
+  /* librdkafka wants a group.id to assign partitions; it is never
+   * joined (no subscribe) and no offset is committed to it. */
+  snprintf(gid, sizeof(gid), "dynconfd-%d-store-reader", (int)o->node_id);
+  const char *const props[][2] = {
+      {"bootstrap.servers", o->bootstrap},
+      {"client.id", cid},
+      /* producers */
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      {"linger.ms", "0"},
+      {"message.timeout.ms", tmo},
+      {"transactional.id", txn_id},
+      {"transaction.timeout.ms", txn_id ? ttmo : NULL},
+      /* the consumer: only committed records (a stale writer's never
+       * commit), read from the offset the cache reached */
+      {"enable.auto.commit", "false"},
+      {"enable.partition.eof", "true"},
+      {"auto.offset.reset", "error"},
+      {"isolation.level", "read_committed"},
+      {"group.id", gid},
+  };
+  bool p = type == RD_KAFKA_PRODUCER;
+  for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+    bool mine = i < 2 || (p ? i < 8 : i >= 8);
+    if (mine && props[i][1] &&
+        rd_kafka_conf_set(c, props[i][0], props[i][1], errstr, errstr_size))
+      return -1;
+  }
+  return 0;
+}
+
+/* A handle of type for the store. NULL with errstr. */
+rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
+                                 rd_kafka_type_t type, const char *txn_id,
+                                 char *errstr, size_t errstr_size) {
+  rd_kafka_conf_t *c = rd_kafka_conf_new();
   /* A fetch that finds nothing new may wait this long on the broker; a
    * real Kafka broker answers as soon as a record arrives, librdkafka's
    * mock only at the end, so it bounds how long an alter waits to read its
@@ -65,28 +111,10 @@ rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
     goto fail;
   if (o->config_file && dc_kvfile_read(o->config_file, set_conf_prop, c, errstr, errstr_size))
     goto fail;
-  const char *const common[][2] = {{"bootstrap.servers", o->bootstrap},
-                                   {"client.id", cid}};
-  const char *const prod[][2] = {{"enable.idempotence", "true"},
-                                 {"acks", "all"},
-                                 {"linger.ms", "0"},
-                                 {"message.timeout.ms", tmo}};
-  /* librdkafka wants a group.id to assign partitions; it is never
-   * joined (no subscribe) and no offset is committed to it. */
-  char gid[64];
-  snprintf(gid, sizeof(gid), "dynconfd-%d-store-reader", (int)o->node_id);
-  const char *const cons[][2] = {{"enable.auto.commit", "false"},
-                                 {"enable.partition.eof", "true"},
-                                 {"auto.offset.reset", "error"},
-                                 {"group.id", gid}};
-  bool p = type == RD_KAFKA_PRODUCER;
-  for (size_t i = 0; i < 2 + 4; i++) {
-    const char *const *kv = i < 2 ? common[i] : p ? prod[i - 2] : cons[i - 2];
-    if (rd_kafka_conf_set(c, kv[0], kv[1], errstr, errstr_size))
-      goto fail;
-  }
+  if (set_store_props(c, o, type, txn_id, errstr, errstr_size))
+    goto fail;
   rd_kafka_conf_set_log_cb(c, rk_log);
-  if (p)
+  if (type == RD_KAFKA_PRODUCER)
     rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
   rd_kafka_t *rk = rd_kafka_new(type, c, errstr, errstr_size);
   if (rk)
@@ -247,6 +275,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
      * left no record at the last offsets. */
     if (m->offset > a->next)
       a->next = m->offset;
+    k->at_end = true;
     return 1;
   }
   if (m->err) {
@@ -254,6 +283,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
              k->bootstrap, rd_kafka_message_errstr(m));
     return -1;
   }
+  k->at_end = false;
   if (m->offset < a->next)
     return 0; /* applied already (this writer's own, applied as written) */
   if (a->stop_at_claim && newer_claim(a, m)) {
@@ -301,12 +331,18 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
                        size_t errstr_size) {
   static applying_t a;
   applying_start(&a, k, offsets, n_ours, nt, stop_at_claim);
-  while (a.next < until && !a.stopped) {
+  bool eof = false;
+  while ((until < 0 ? !eof : a.next < until) && !a.stopped) {
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
-      dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
-               "not reached within %d ms", k->topic, k->bootstrap,
-               (long long)until, k->timeout_ms);
+      if (until < 0)
+        dc_seterr(errstr, errstr_size, "reading topic %s at %s: its end "
+                 "not reached within %d ms", k->topic, k->bootstrap,
+                 k->timeout_ms);
+      else
+        dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
+                 "not reached within %d ms", k->topic, k->bootstrap,
+                 (long long)until, k->timeout_ms);
       applying_drop(&a);
       return -1;
     }
@@ -314,6 +350,7 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
     if (!m)
       continue;
     int r = take_message(k, &a, m, errstr, errstr_size);
+    eof |= r == 1;
     if (r == 2)
       k->held = m;
     else
@@ -383,7 +420,7 @@ static int create_topic(kafka_store_t *k, const char *topic, int brokers,
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, rf, why,
                                                   sizeof(why));
   char misr[16];
-  snprintf(misr, sizeof(misr), "%d", rf < 2 ? rf : 2);
+  snprintf(misr, sizeof(misr), "%d", rf >= 3 ? 2 : 1);
   rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", misr);
   for (size_t i = 0; config[i]; i += 2)
     rd_kafka_NewTopic_set_config(nt, config[i], config[i + 1]);
@@ -560,6 +597,32 @@ static int check_topic(kafka_store_t *k, char *errstr, size_t errstr_size) {
   return 0;
 }
 
+/* Is e what a broker answers about a topic it does not know yet? A topic
+ * just created reaches every broker's metadata a moment later. */
+static bool not_known_yet(rd_kafka_resp_err_t e) {
+  return e == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+         e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+         e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+         e == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+         e == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+}
+
+/* The log's watermarks, asked again (for up to the timeout) while the
+ * brokers do not know the topic yet. */
+static rd_kafka_resp_err_t query_offsets(kafka_store_t *k, int64_t *lo,
+                                         int64_t *hi) {
+  int64_t deadline = dc_mono_ms() + k->timeout_ms;
+  for (;;) {
+    int left = (int)(deadline - dc_mono_ms());
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+        k->consumer, k->topic, 0, lo, hi, left > 0 ? left : 1);
+    if (!e || !not_known_yet(e) || dc_mono_ms() >= deadline)
+      return e;
+    struct timespec backoff = {0, 50 * 1000000L};
+    nanosleep(&backoff, NULL);
+  }
+}
+
 /* Reads the cache's offset, assigns partition 0 there, applies the log to
  * its current end. */
 static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
@@ -572,8 +635,7 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
                            errstr_size) < 0)
     return -1;
   k->epoch_node = (int32_t)node;
-  rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-      k->consumer, k->topic, 0, &lo, &hi, k->timeout_ms);
+  rd_kafka_resp_err_t e = query_offsets(k, &lo, &hi);
   if (e) {
     dc_seterr(errstr, errstr_size, "cannot read the offsets of %s at %s: %s",
              k->topic, k->bootstrap, rd_kafka_err2str(e));
@@ -610,12 +672,14 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   int64_t t0 = dc_mono_ms();
-  if (dc_kstore_catch_up(k, hi, NULL, 0, NULL, NULL, false,
+  /* To the end a read_committed reader sees: a transaction a writer left
+   * open (it died mid-commit) holds it back until a claimant fences it. */
+  if (dc_kstore_catch_up(k, -1, NULL, 0, NULL, NULL, false,
                          t0 + k->timeout_ms + (hi - off) / 10, errstr,
                          errstr_size))
     return -1;
   dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
-         "%lld ms", k->topic, (long long)off, (long long)hi,
+         "%lld ms", k->topic, (long long)off, (long long)k->next_offset,
          (long long)(dc_mono_ms() - t0));
   return 0;
 }
@@ -644,14 +708,16 @@ void dc_kstore_release(delivery_t **d, size_t n) {
   }
 }
 
-int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
-                      delivery_t **dp, char *errstr, size_t errstr_size) {
-  return dc_kstore_produce_to(k, k->topic, key, val, dp, errstr, errstr_size);
+int dc_kstore_produce(kafka_store_t *k, rd_kafka_t *rk, const char *key,
+                      const char *val, delivery_t **dp, char *errstr,
+                      size_t errstr_size) {
+  return dc_kstore_produce_to(k, rk, k->topic, key, val, dp, errstr,
+                              errstr_size);
 }
 
-int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
-                         const char *val, delivery_t **dp, char *errstr,
-                         size_t errstr_size) {
+int dc_kstore_produce_to(kafka_store_t *k, rd_kafka_t *rk, const char *topic,
+                         const char *key, const char *val, delivery_t **dp,
+                         char *errstr, size_t errstr_size) {
   delivery_t *d = *dp = calloc(1, sizeof(*d));
   if (!d) {
     dc_seterr(errstr, errstr_size, "out of memory");
@@ -661,7 +727,7 @@ int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
   snprintf(node, sizeof(node), "%d", (int)k->node_id);
   snprintf(epoch, sizeof(epoch), "%lld", (long long)k->my_epoch);
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      k->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+      rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_KEY(key, strlen(key)),
       RD_KAFKA_V_VALUE((void *)val, val ? strlen(val) : 0),
@@ -693,11 +759,12 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                "%s", dc_scope_type_name(c[i].resource_type), c[i].entity,
                key ? "a key or value is not valid UTF-8 (JSON cannot carry "
                      "it), or out of memory" : "out of memory");
-    else if (!(r = dc_kstore_produce(k, key, val, &d[*queued], errstr,
-                               errstr_size)))
+    else if (!(r = dc_kstore_produce(k, k->txn, key, val, &d[*queued],
+                                     errstr, errstr_size)))
       ++*queued;
     if (!r && c[i].n_configs == 0 &&
-        !(r = dc_kstore_produce(k, key, NULL, &d[*queued], errstr, errstr_size)))
+        !(r = dc_kstore_produce(k, k->txn, key, NULL, &d[*queued], errstr,
+                                errstr_size)))
       ++*queued;
     free(key);
     free(val);
@@ -707,7 +774,7 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
   return 0;
 }
 
-int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
+int dc_kstore_await(kafka_store_t *k, rd_kafka_t *rk, delivery_t **d, size_t n,
                     int64_t deadline, char *errstr, size_t errstr_size) {
   for (;;) {
     size_t done = 0;
@@ -718,7 +785,7 @@ int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0)
       break;
-    rd_kafka_poll(k->producer, left < 100 ? left : 100);
+    rd_kafka_poll(rk, left < 100 ? left : 100);
   }
   for (size_t i = 0; i < n; i++)
     if (!d[i]->done || d[i]->err) {
@@ -772,16 +839,131 @@ static int apply_own(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
   return r;
 }
 
-/* Why a store that does not hold the current claim refuses a commit. */
-static void not_leading(const kafka_store_t *k, char *errstr,
-                        size_t errstr_size) {
-  if (k->epoch_node >= 0 && k->epoch > 0)
+/* Why a store that does not write refuses a commit: the client may retry
+ * on the writer (nothing of the change was written). */
+static int not_leading(const kafka_store_t *k, char *errstr,
+                       size_t errstr_size) {
+  if (k->epoch > 0 && k->epoch_node >= 0 && k->epoch_node != k->node_id)
     dc_seterr(errstr, errstr_size, "this dynconfd (node %d) does not write "
              "topic %s: node %d does (epoch %lld); alter there", (int)k->node_id,
              k->topic, (int)k->epoch_node, (long long)k->epoch);
+  else if (k->epoch > 0 && k->epoch_node == k->node_id)
+    dc_seterr(errstr, errstr_size, "this dynconfd (node %d) does not write "
+             "topic %s now: a newer writer fenced it, or it is claiming the "
+             "topic; retry", (int)k->node_id, k->topic);
   else
     dc_seterr(errstr, errstr_size, "this dynconfd (node %d) does not write "
              "topic %s, and no server does yet", (int)k->node_id, k->topic);
+  return DC_STORE_NOT_WRITER;
+}
+
+/* The brokers refused this writer: another server claimed the topic. */
+static int fenced(const kafka_store_t *k, const char *why, char *errstr,
+                  size_t errstr_size) {
+  dc_log(DC_LOG_WARN, "kafka store: node %d no longer writes %s: %s",
+         (int)k->node_id, k->topic, why);
+  dc_seterr(errstr, errstr_size, "this dynconfd (node %d) no longer writes "
+           "topic %s: a newer writer fenced it (%s); nothing of the change "
+           "was written, retry", (int)k->node_id, k->topic, why);
+  return DC_STORE_NOT_WRITER;
+}
+
+/* The commit did not finish in time: it goes on in the background and
+ * may still land. Writes are refused until its outcome is known
+ * (dc_kstore_tick settles it); the store keeps its records (d[0..n)). */
+static void commit_unsure(kafka_store_t *k, delivery_t **d, size_t n,
+                          const char *why) {
+  snprintf(k->stale, sizeof(k->stale), "a change that did not finish in "
+           "time may still be written (%s); writes resume once Kafka tells "
+           "whether it was", why);
+  k->uncertain = true;
+  k->unsure = d;
+  k->n_unsure = n;
+  k->settle_at = -1;
+}
+
+/* Commits the open transaction, waiting until the deadline. */
+static txn_outcome_t commit_until(kafka_store_t *k, int64_t deadline, char *why,
+                                  size_t why_size) {
+  int left = (int)(deadline - dc_mono_ms());
+  return dc_kstore_txn_commit(k, left > 0 ? left : 0, why, why_size);
+}
+
+/* The committed records (d[0..n)) in the cache: as written when they
+ * directly follow what this store applied, else by reading the log back
+ * to them (other servers' heartbeats, transaction markers in between). */
+static int apply_committed(kafka_store_t *k, const dc_store_commit_t *c,
+                           size_t n, delivery_t **d, size_t queued,
+                           int64_t now, int64_t deadline, char *errstr,
+                           size_t errstr_size) {
+  if (contiguous(k, d, queued))
+    return apply_own(k, c, n, d, now, k->next_offset + (int64_t)queued, errstr,
+                     errstr_size);
+  int64_t *offsets = calloc(queued, sizeof(*offsets)), last = -1;
+  if (!offsets) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < queued; i++) {
+    offsets[i] = d[i]->offset;
+    last = d[i]->offset > last ? d[i]->offset : last;
+  }
+  /* Read the log back up to our records: acknowledged only once applied
+   * here, and only if no newer claim came first (the brokers fence a
+   * stale writer; on a cluster that does not, the claim tells). */
+  size_t lost = 0;
+  int rc = dc_kstore_catch_up(k, last + 1, offsets, queued, &lost, NULL, true,
+                              deadline, errstr, errstr_size);
+  free(offsets);
+  if (!rc && lost) {
+    int node = k->held ? (int)header_int(k->held, DC_LOG_HDR_NODE, -1)
+                       : (int)k->epoch_node;
+    dc_seterr(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
+             "node %d claimed it before the change was written, so nobody "
+             "applies it; alter on node %d", k->topic, node, node);
+    return DC_STORE_NOT_WRITER;
+  }
+  return rc;
+}
+
+/* One transaction of the commits' records: begun, produced, committed
+ * within the deadline. 0, DC_STORE_NOT_WRITER, or -1 with errstr; *unsure
+ * when it went on past the deadline (the store kept d). */
+static int write_txn(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
+                     int64_t now, delivery_t **d, size_t *queued,
+                     int64_t deadline, bool *unsure, char *errstr,
+                     size_t errstr_size) {
+  char why[512] = "";
+  txn_outcome_t o = dc_kstore_txn_begin(k, k->timeout_ms, why, sizeof(why));
+  if (o == TXN_DONE && produce_all(k, c, n, now, d, queued, why,
+                                   sizeof(why))) {
+    char aerr[256];
+    o = dc_kstore_txn_abort(k, k->timeout_ms, aerr, sizeof(aerr));
+  } else if (o == TXN_DONE) {
+    o = commit_until(k, deadline, why, sizeof(why));
+  }
+  switch (o) {
+  case TXN_DONE:
+    return dc_kstore_await(k, k->txn, d, *queued, deadline + k->timeout_ms,
+                           errstr, errstr_size);
+  case TXN_FENCED:
+    return fenced(k, why, errstr, errstr_size);
+  case TXN_ABORTED:
+    dc_seterr(errstr, errstr_size, "the Kafka store (topic %s at %s) did not "
+             "take the change; nothing of it was written: %s", k->topic,
+             k->bootstrap, why);
+    return -1;
+  case TXN_PENDING:
+    break;
+  }
+  dc_seterr(errstr, errstr_size, "the Kafka store (topic %s at %s) did not "
+           "take the change within %d ms: %s", k->topic, k->bootstrap,
+           k->timeout_ms, why);
+  *unsure = *queued > 0; /* the commit goes on (a begin that waits on an
+                          * abort wrote nothing) */
+  if (*unsure)
+    commit_unsure(k, d, *queued, why);
+  return -1;
 }
 
 static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
@@ -791,12 +973,10 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     dc_seterr(errstr, errstr_size, "this dynconfd is a read replica of topic "
              "%s (--store-read-only); alter on the dynconfd that writes it",
              k->topic);
-    return -1;
+    return DC_STORE_NOT_WRITER;
   }
-  if (!dc_kstore_leading(k)) {
-    not_leading(k, errstr, errstr_size);
-    return -1;
-  }
+  if (!dc_kstore_leading(k))
+    return not_leading(k, errstr, errstr_size);
   if (k->stale[0]) {
     dc_seterr(errstr, errstr_size, "the Kafka store refuses writes: %s",
              k->stale);
@@ -806,71 +986,28 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
     return 0;
   /* At most two records per commit: the change and a tombstone. */
   delivery_t **d = calloc(2 * n, sizeof(*d));
-  int64_t *offsets = calloc(2 * n, sizeof(*offsets));
   size_t queued = 0;
-  int64_t deadline = dc_mono_ms() + k->timeout_ms;
-  int rc = -1;
-  if (!d || !offsets) {
+  bool unsure = false;
+  int64_t now = dc_wall_ms(), deadline = dc_mono_ms() + k->timeout_ms;
+  if (!d) {
     dc_seterr(errstr, errstr_size, "out of memory");
-    goto out;
+    return -1;
   }
-  int64_t now = dc_wall_ms();
-  int pr = produce_all(k, c, n, now, d, &queued, errstr, errstr_size);
-  char why[512] = "";
-  int aw = dc_kstore_await(k, d, queued, deadline, why, sizeof(why));
-  if (pr || aw) {
-    if (!pr)
-      dc_seterr(errstr, errstr_size, "%s", why);
-    if (queued) { /* some may land later: the memory would not know them */
-      snprintf(k->stale, sizeof(k->stale), "a change that failed may still "
-               "be written (%s); writes resume once Kafka answers and shows "
-               "it was not", pr ? errstr : why);
-      k->uncertain = true;
-      k->settle_at = -1;
-    }
-    goto out;
-  }
-  if (contiguous(k, d, queued)) {
-    rc = apply_own(k, c, n, d, now, k->next_offset + (int64_t)queued, errstr,
-                   errstr_size);
-    if (rc)
+  int rc = write_txn(k, c, n, now, d, &queued, deadline, &unsure, errstr,
+                     errstr_size);
+  if (!rc) {
+    rc = apply_committed(k, c, n, d, queued, now, deadline + k->timeout_ms,
+                         errstr, errstr_size);
+    if (rc == -1)
       snprintf(k->stale, sizeof(k->stale), "written records could not be "
                "applied to the cache (%s)", errstr);
-    goto out;
   }
-  int64_t last = -1;
-  for (size_t i = 0; i < queued; i++) {
-    offsets[i] = d[i]->offset;
-    last = d[i]->offset > last ? d[i]->offset : last;
-  }
-  /* Read the log back up to our records: acknowledged only once applied
-   * here, and only if no newer claim came first. */
-  size_t fenced = 0;
-  rc = dc_kstore_catch_up(k, last + 1, offsets, queued, &fenced, NULL, true,
-                          deadline + k->timeout_ms, errstr, errstr_size);
-  if (rc) {
-    snprintf(k->stale, sizeof(k->stale), "written records could not be "
-             "applied to the cache (%s)", errstr);
-  } else if (fenced) {
-    rc = -1;
-    /* The newer claim is held for the next poll, or was applied. */
-    int node = k->held ? (int)header_int(k->held, DC_LOG_HDR_NODE, -1)
-                       : (int)k->epoch_node;
-    long long epoch = k->held ? (long long)header_int(k->held,
-                                                      DC_LOG_HDR_EPOCH, 0)
-                              : (long long)k->epoch;
-    dc_seterr(errstr, errstr_size, "this dynconfd no longer writes topic %s: "
-             "node %d claimed it (epoch %lld) before the change was written, "
-             "so nobody applies it; alter on node %d", k->topic, node, epoch,
-             node);
-  }
-out:
   if (k->stale[0] && rc)
     dc_log(DC_LOG_ERR, "kafka store: writes refused: %s", k->stale);
-  if (d)
+  if (!unsure) {
     dc_kstore_release(d, queued);
-  free(d);
-  free(offsets);
+    free(d);
+  }
   return rc;
 }
 
@@ -892,6 +1029,10 @@ static int kafka_history(dc_store_t *st, const char *entity,
 static void kafka_close(dc_store_t *st) {
   kafka_store_t *k = (kafka_store_t *)st;
   dc_kstore_lead_close(k);
+  dc_kstore_txn_drop(k);
+  if (k->unsure)
+    dc_kstore_release(k->unsure, k->n_unsure);
+  free(k->unsure);
   dc_kstore_history_close(k);
   if (k->held)
     rd_kafka_message_destroy(k->held);
@@ -918,6 +1059,8 @@ static void kafka_close(dc_store_t *st) {
   free(k->topic);
   free(k->history_topic);
   free(k->bootstrap);
+  free(k->txn_id);
+  free(k->config_file);
   free(k);
 }
 
@@ -951,6 +1094,12 @@ static int watch_queue(kafka_store_t *k, char *errstr, size_t errstr_size) {
   return 0;
 }
 
+/* One transactional.id per config topic, shared by all its replicas. */
+static char *txn_id_of(const char *topic) {
+  char *id;
+  return asprintf(&id, "dynconfd-store-%s", topic) < 0 ? NULL : id;
+}
+
 int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
                         char *errstr, size_t errstr_size) {
   *out = NULL;
@@ -959,10 +1108,14 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   dc_kstore_history_name(o, history, sizeof(history));
   if (!k || !(k->topic = strdup(o->topic ? o->topic : DC_KAFKA_STORE_TOPIC)) ||
       !(k->bootstrap = strdup(o->bootstrap ? o->bootstrap : "")) ||
+      (o->config_file && !(k->config_file = strdup(o->config_file))) ||
+      !(k->txn_id = txn_id_of(k->topic)) ||
       (!o->read_only && !(k->history_topic = strdup(history)))) {
     if (k) {
       free(k->topic);
       free(k->bootstrap);
+      free(k->config_file);
+      free(k->txn_id);
     }
     free(k);
     dc_seterr(errstr, errstr_size, "out of memory");
@@ -988,9 +1141,10 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   }
   if (dc_store_open_sqlite(o->data_dir, &k->cache, errstr, errstr_size) ||
       (!k->read_only &&
-       !(k->producer = dc_kstore_handle_new(o, RD_KAFKA_PRODUCER, errstr,
-                                  errstr_size))) ||
-      !(k->consumer = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, errstr, errstr_size)) ||
+       !(k->producer = dc_kstore_handle_new(o, RD_KAFKA_PRODUCER, NULL,
+                                            errstr, errstr_size))) ||
+      !(k->consumer = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, NULL, errstr,
+                                           errstr_size)) ||
       watch_queue(k, errstr, errstr_size) ||
       dc_kstore_events_open(k, errstr, errstr_size)) {
     kafka_close(&k->base);

@@ -11,16 +11,22 @@
  * entity left empty also gets a tombstone, so a compacted topic keeps
  * exactly the current state (format: store_record.h).
  *
- * One writer at a time, chosen and fenced through the log: every store
- * that may write heartbeats (a record naming its listeners) and claims
- * the topic (a claim record with the next epoch) when the writer has not
- * been heard of for a session timeout, or at once when nobody ever wrote
- * the topic or it wrote it last itself; the first claim of an epoch
- * wins. Every record carries its writer's epoch and node; every store
- * applies only the latest claim's records, so a writer another one has
- * fenced gets nothing applied anywhere, learns it when it next writes or
- * reads the claim, and follows from then on (store_kafka_lead.c).
- * dc_store_replicas lists the live servers and the writer.
+ * One writer at a time, chosen through the log and fenced by the
+ * brokers: every store that may write heartbeats (a record naming its
+ * listeners) and claims the topic when the writer has not been heard of
+ * for a session timeout, or at once when nobody ever wrote the topic or
+ * it wrote it last itself. A claim first fences every earlier writer
+ * (InitProducerId of the topic's one transactional.id), then commits a
+ * claim record of the next epoch; claims and changes are written in
+ * transactions and every store reads with read_committed, so the brokers
+ * refuse whatever a fenced writer still sends and nobody ever reads it.
+ * A fenced writer learns it at its next commit (refused with
+ * DC_STORE_NOT_WRITER) and follows from then on (store_kafka_lead.c,
+ * store_kafka_txn.c). Every record also carries its writer's epoch and
+ * node, and every store applies only the latest claim's records: on a
+ * cluster that does not fence (librdkafka's mock) that still keeps a
+ * stale writer's later records out. dc_store_replicas lists the live
+ * servers and the writer.
  *
  * Every store follows the topic as it grows (dc_store_event_fd and
  * dc_store_poll hand over what others write, and run the heartbeats and
@@ -32,10 +38,9 @@
  * A record of the current claim that this store did not write (two writers
  * with one node id), met while a commit reads the log back, is applied to
  * the cache and logged, and commits are refused until a restart re-reads
- * the topic. After a commit that failed with records sent (Kafka
- * unreachable, a timeout: a record may still land), commits are refused
- * until a heartbeat sent after them has been read back: whatever of them
- * landed has then been applied like any record, and commits resume.
+ * the topic. A commit that did not finish within the timeout goes on in
+ * the background; commits are refused until Kafka tells how it ended and,
+ * if it was written, poll has applied it like any record.
  */
 #ifndef DC_STORE_KAFKA_H
 #define DC_STORE_KAFKA_H

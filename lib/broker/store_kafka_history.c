@@ -64,7 +64,7 @@ static int send_one(mirroring_t *mi) {
   if (grown)
     k->mirror = grown;
   if (key && val && grown &&
-      !(r = dc_kstore_produce_to(k, k->history_topic, key, val, &d, err,
+      !(r = dc_kstore_produce_to(k, k->producer, k->history_topic, key, val, &d, err,
                                  sizeof(err)))) {
     k->mirror[k->n_mirror++] = d;
     mi->last_sent = mi->h.offset;
@@ -256,7 +256,7 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
                      size_t errstr_size) {
   char topic[512], why[512];
   dc_kstore_history_name(o, topic, sizeof(topic));
-  rd_kafka_t *c = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, errstr,
+  rd_kafka_t *c = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, NULL, errstr,
                                        errstr_size);
   if (!c)
     return -1;

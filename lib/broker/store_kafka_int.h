@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Internals of the Kafka-topic store shared by store_kafka.c (the log:
- * reading, applying, writing) and store_kafka_lead.c (heartbeats, the
- * live replicas, the writer's lease and claims).
+ * reading, applying, writing), store_kafka_lead.c (heartbeats, the live
+ * replicas, the writer's lease and claims) and store_kafka_txn.c (the
+ * writer's transactional producer, which Kafka fences).
  */
 #ifndef DC_STORE_KAFKA_INT_H
 #define DC_STORE_KAFKA_INT_H
@@ -39,6 +40,24 @@ typedef struct delivery {
   int64_t offset;
 } delivery_t;
 
+/* How a transactional step ended. */
+typedef enum txn_outcome {
+  TXN_DONE,    /* it completed */
+  TXN_PENDING, /* not within the wait; it goes on, call again */
+  TXN_ABORTED, /* the transaction was aborted: none of it was written */
+  TXN_FENCED,  /* the producer is gone (fenced by a newer writer, or
+                * failed for good): this store does not write */
+} txn_outcome_t;
+
+/* Where a claim is (store_kafka_lead.c). */
+typedef enum claim_step {
+  CLAIM_NONE,   /* not claiming */
+  CLAIM_FENCE,  /* InitProducerId: fences every earlier writer */
+  CLAIM_WRITE,  /* begin a transaction, produce the claim */
+  CLAIM_COMMIT, /* commit it */
+  CLAIM_READ,   /* read the log up to it: it leads, or lost to a higher epoch */
+} claim_step_t;
+
 /* Where applied records are told (the server's in-memory view), or
  * nothing (start-up, before the view is loaded from the cache). */
 typedef struct notify {
@@ -49,7 +68,16 @@ typedef struct notify {
 typedef struct kafka_store {
   dc_store_t base;
   dc_store_t *cache;         /* owned: the SQLite copy of the log */
-  rd_kafka_t *producer;      /* owned; NULL for a read replica */
+  rd_kafka_t *producer;      /* owned; NULL for a read replica: heartbeats,
+                              * history copies, admin requests */
+  /* The writer's transactional producer (owned), while this store writes
+   * or claims; NULL otherwise. Every replica of the topic uses one
+   * transactional.id, so a claimant's InitProducerId makes the brokers
+   * refuse every record of an earlier writer. */
+  rd_kafka_t *txn;
+  char *txn_id;              /* owned: that transactional.id */
+  bool txn_aborting;         /* an abort goes on in the background */
+  char *config_file;         /* owned copy, nullable: librdkafka properties */
   rd_kafka_t *consumer;      /* owned; assigned partition 0 */
   char *topic, *bootstrap;   /* owned */
   char *history_topic;       /* owned; NULL for a read replica */
@@ -57,6 +85,11 @@ typedef struct kafka_store {
   int session_ms;            /* a writer silent this long has lost its lease */
   int32_t node_id;
   int64_t next_offset;       /* the next offset to apply */
+  /* The consumer reached the end a read_committed reader may read (the
+   * last stable offset: a transaction left open, by a writer that died,
+   * ends there until a claimant's fencing aborts it) and nothing came
+   * after. */
+  bool at_end;
   /* The log's current writer: the highest claim applied (epoch 0 = none
    * yet, when every record is applied). Only records carrying this epoch
    * and node are applied; a fenced writer's are ignored everywhere. */
@@ -70,15 +103,16 @@ typedef struct kafka_store {
    * before it, and the next poll starts with it (owned). */
   rd_kafka_message_t *held;
   /* Why commits are refused ("" = they are not): until a restart when the
-   * log holds what the server does not (diverged), or until it is known
-   * that a change that timed out was not written (uncertain). */
+   * log holds what the server does not (diverged), or until the outcome
+   * of a commit that did not finish in time is known (uncertain). */
   char stale[600];
   bool uncertain;
-  /* Settling it: a heartbeat sent once nothing else of this store was in
-   * flight; when poll has applied it, whatever of the failed change
-   * landed before it has been applied (and told) too. */
-  bool hb_settles;           /* the heartbeat in flight is that marker */
-  int64_t settle_at;         /* its offset once written; -1 = not yet */
+  /* Settling it: the commit is resumed from the tick. Once it committed,
+   * writes resume when poll has applied its records (and told the
+   * server, which had undone the change): up to settle_at. */
+  delivery_t **unsure;       /* owned: the uncertain commit's records */
+  size_t n_unsure;
+  int64_t settle_at;         /* last offset to apply first; -1 = none */
   bool read_only;            /* a read replica: no producer, never writes */
   int event_pipe[2];         /* the consumer queue's io events */
   int timer_fd;              /* heartbeats and lease checks */
@@ -90,7 +124,9 @@ typedef struct kafka_store {
   bool hb_failing;           /* the last one failed (logged once) */
   bool hb_sent;              /* one was sent: say goodbye at close */
   int64_t next_heartbeat;    /* monotonic ms */
-  delivery_t *claim;         /* a claim in flight or not read back yet */
+  claim_step_t claiming;     /* a claim in progress */
+  delivery_t *claim;         /* its record (owned), CLAIM_WRITE..COMMIT */
+  int64_t claim_at;          /* its offset once committed (CLAIM_READ) */
   int64_t next_claim;        /* no new claim before (monotonic ms) */
   /* The history topic: the writer copies every applied change's audit
    * rows there (from the cache, by log offset). */
@@ -105,7 +141,9 @@ typedef struct kafka_store {
 } kafka_store_t;
 
 /* store_kafka.c */
-/* Applies the log up to (not including) `until` within the deadline,
+/* Applies the log up to (not including) `until` (-1: to the first end of
+ * the partition, what read_committed readers may read now) within the
+ * deadline,
  * telling nt (nullable) each change. Records at offsets[] are this
  * store's own; *fenced (nullable) counts those a newer claim made
  * everyone ignore. With stop_at_claim, stops before a claim newer than
@@ -114,24 +152,44 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
                        size_t n_ours, size_t *fenced, const notify_t *nt,
                        bool stop_at_claim, int64_t deadline, char *errstr,
                        size_t errstr_size);
-/* Queues one record (value NULL = a tombstone) stamped with this store's
- * node and claimed epoch; *dp gets its delivery (NULL when not queued). */
-int dc_kstore_produce(kafka_store_t *k, const char *key, const char *val,
-                      delivery_t **dp, char *errstr, size_t errstr_size);
-/* Waits for the delivery reports of d[0..n) until the deadline. */
-int dc_kstore_await(kafka_store_t *k, delivery_t **d, size_t n,
+/* Queues one record (value NULL = a tombstone) to the store's topic with
+ * rk (k->producer or k->txn), stamped with this store's node and claimed
+ * epoch; *dp gets its delivery (NULL when not queued). */
+int dc_kstore_produce(kafka_store_t *k, rd_kafka_t *rk, const char *key,
+                      const char *val, delivery_t **dp, char *errstr,
+                      size_t errstr_size);
+/* Waits for the delivery reports of d[0..n), sent with rk, until the
+ * deadline. */
+int dc_kstore_await(kafka_store_t *k, rd_kafka_t *rk, delivery_t **d, size_t n,
                     int64_t deadline, char *errstr, size_t errstr_size);
 /* The caller is done with d[0..n): frees those reported, leaves the rest
  * to their delivery reports. */
 void dc_kstore_release(delivery_t **d, size_t n);
 
-/* store_kafka.c: a producer or consumer for the store's cluster. */
+/* store_kafka.c: a producer or consumer for the store's cluster; a
+ * transactional producer when txn_id is not NULL. */
 rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
-                                 rd_kafka_type_t type, char *errstr,
+                                 rd_kafka_type_t type, const char *txn_id,
+                                 char *errstr, size_t errstr_size);
+int dc_kstore_produce_to(kafka_store_t *k, rd_kafka_t *rk, const char *topic,
+                         const char *key, const char *val, delivery_t **dp,
+                         char *errstr, size_t errstr_size);
+
+/* store_kafka_txn.c: the writer's transactional producer. Each call
+ * waits at most wait_ms; TXN_PENDING steps are resumed by calling again.
+ * On TXN_FENCED the producer has been dropped (k->txn is NULL). */
+int dc_kstore_txn_open(kafka_store_t *k, char *errstr, size_t errstr_size);
+txn_outcome_t dc_kstore_txn_init(kafka_store_t *k, int wait_ms, char *errstr,
                                  size_t errstr_size);
-int dc_kstore_produce_to(kafka_store_t *k, const char *topic, const char *key,
-                         const char *val, delivery_t **dp, char *errstr,
-                         size_t errstr_size);
+txn_outcome_t dc_kstore_txn_begin(kafka_store_t *k, int wait_ms, char *errstr,
+                                  size_t errstr_size);
+txn_outcome_t dc_kstore_txn_commit(kafka_store_t *k, int wait_ms, char *errstr,
+                                   size_t errstr_size);
+/* Aborts the open transaction (what it produced is never read). */
+txn_outcome_t dc_kstore_txn_abort(kafka_store_t *k, int wait_ms, char *errstr,
+                                  size_t errstr_size);
+/* Destroys the producer: this store no longer writes. */
+void dc_kstore_txn_drop(kafka_store_t *k);
 
 /* store_kafka_history.c */
 /* The history topic's name for o. */
@@ -150,9 +208,10 @@ void dc_kstore_history_close(kafka_store_t *k);
 /* store_kafka_lead.c */
 /* Does this store hold the current claim (take writes)? */
 bool dc_kstore_leading(const kafka_store_t *k);
-/* Claims the log (the next epoch) and reads the claim back, telling nt
- * what it applies on the way; the store leads if no other claim came
- * first. 0 (leading or not), or -1 with errstr. */
+/* Claims the log and waits until it leads, telling nt what it applies
+ * on the way: fences earlier writers, commits a claim of the epoch after
+ * the highest one read, reads it back. 0 (leading, or a newer writer
+ * fenced this one meanwhile), or -1 with errstr. */
 int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
                     size_t errstr_size);
 /* A heartbeat read from the log (p's root and listeners are taken). */

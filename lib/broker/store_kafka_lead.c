@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Who writes the Kafka store's log, decided through the log itself.
+ * Who writes the Kafka store's log, decided through the log itself and
+ * enforced by the brokers.
  *
  * Every server (but read replicas) writes a heartbeat record every third
  * of the session timeout, naming its listeners; every server reads them,
  * so each knows the live replicas. The writer is the node of the latest
  * claim. When a server has read nothing from the writer (heartbeat or
  * claim) for a whole session timeout, while it has read the log to its
- * end, it claims the next epoch. Two servers claiming at once is settled
- * by the log's order: the first claim of an epoch wins, later ones are
- * ignored by everyone, and since every replica applies only the current
- * claim's records, a writer that lost its lease without knowing it gets
- * nothing applied anywhere. Clocks only decide when to claim, never
- * whose records count.
+ * end, it claims the topic: its transactional producer's InitProducerId
+ * fences every earlier writer (the brokers refuse their records and abort
+ * their open transaction), then it commits a claim of the epoch after the
+ * highest one it has read, and leads once it reads that claim back. A
+ * claim whose epoch is not above the current one is ignored by everyone;
+ * since no earlier writer can commit anything once fenced, the claimant
+ * then has read every claim there is and claims again, above them all.
+ * Clocks only decide when to claim, never whose records count.
  */
 #include "broker/store_kafka_int.h"
 #include "common/clock.h"
@@ -28,19 +31,8 @@
 #include <unistd.h>
 
 bool dc_kstore_leading(const kafka_store_t *k) {
-  return k->my_epoch > 0 && k->epoch == k->my_epoch &&
-         k->epoch_node == k->node_id;
-}
-
-/* Produces a claim for the epoch after the current one; *dp gets its
- * delivery. */
-static int produce_claim(kafka_store_t *k, delivery_t **dp, char *errstr,
-                         size_t errstr_size) {
-  char val[96];
-  k->my_epoch = k->epoch + 1;
-  snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
-           (long long)k->my_epoch, (int)k->node_id);
-  return dc_kstore_produce(k, DC_LOG_CLAIM_KEY, val, dp, errstr, errstr_size);
+  return k->txn && k->claiming == CLAIM_NONE && k->my_epoch > 0 &&
+         k->epoch == k->my_epoch && k->epoch_node == k->node_id;
 }
 
 static void log_claim_outcome(const kafka_store_t *k) {
@@ -48,29 +40,117 @@ static void log_claim_outcome(const kafka_store_t *k) {
     dc_log(DC_LOG_INFO, "kafka store: writing %s as node %d, epoch %lld",
            k->topic, (int)k->node_id, (long long)k->my_epoch);
   else
-    dc_log(DC_LOG_WARN, "kafka store: node %d claimed topic %s (epoch %lld) "
-           "first; this server follows it", (int)k->epoch_node, k->topic,
+    dc_log(DC_LOG_WARN, "kafka store: node %d writes topic %s (epoch %lld); "
+           "this server follows it", (int)k->epoch_node, k->topic,
            (long long)k->epoch);
+}
+
+/* Produces, in a new transaction, a claim of the epoch after the highest
+ * one read. */
+static txn_outcome_t write_claim(kafka_store_t *k, int wait_ms, char *errstr,
+                                 size_t errstr_size) {
+  char val[96];
+  txn_outcome_t o = dc_kstore_txn_begin(k, wait_ms, errstr, errstr_size);
+  if (o != TXN_DONE)
+    return o;
+  k->my_epoch = k->epoch + 1;
+  snprintf(val, sizeof(val), "{\"claim\":{\"epoch\":%lld,\"node\":%d}}",
+           (long long)k->my_epoch, (int)k->node_id);
+  if (!dc_kstore_produce(k, k->txn, DC_LOG_CLAIM_KEY, val, &k->claim, errstr,
+                         errstr_size))
+    return TXN_DONE;
+  char why[256];
+  return dc_kstore_txn_abort(k, wait_ms, why, sizeof(why));
+}
+
+/* The claim was read back: it leads, or a claim of its epoch or above
+ * came first and, unfenced, it claims again above it. */
+static claim_step_t claim_read(kafka_store_t *k) {
+  if (k->next_offset <= k->claim_at)
+    return CLAIM_READ;
+  if (k->epoch == k->my_epoch && k->epoch_node == k->node_id)
+    return CLAIM_NONE;
+  return k->txn ? CLAIM_WRITE : CLAIM_NONE;
+}
+
+/* Moves a claim on as far as it goes, waiting up to wait_ms for each
+ * transactional step. 0 (claiming, or done), or -1 with errstr: this
+ * attempt failed and the store does not write. */
+static int claim_advance(kafka_store_t *k, int wait_ms, char *errstr,
+                         size_t errstr_size) {
+  txn_outcome_t o = TXN_DONE;
+  switch (k->claiming) {
+  case CLAIM_NONE:
+    return 0;
+  case CLAIM_FENCE:
+    if (dc_kstore_txn_open(k, errstr, errstr_size))
+      return -1;
+    if ((o = dc_kstore_txn_init(k, wait_ms, errstr, errstr_size)) != TXN_DONE)
+      break;
+    k->claiming = CLAIM_WRITE;
+    /* fall through */
+  case CLAIM_WRITE:
+    if ((o = write_claim(k, wait_ms, errstr, errstr_size)) != TXN_DONE)
+      break;
+    k->claiming = CLAIM_COMMIT;
+    /* fall through */
+  case CLAIM_COMMIT:
+    if ((o = dc_kstore_txn_commit(k, wait_ms, errstr, errstr_size)) !=
+        TXN_DONE)
+      break;
+    if (!k->claim->done) { /* the commit flushed it: served by this poll */
+      rd_kafka_poll(k->txn, 0);
+      if (!k->claim->done) {
+        dc_seterr(errstr, errstr_size, "the claim's delivery report is "
+                 "missing after its commit");
+        o = TXN_ABORTED;
+        break;
+      }
+    }
+    k->claim_at = k->claim->offset;
+    dc_kstore_release(&k->claim, 1);
+    k->claim = NULL;
+    k->claiming = CLAIM_READ;
+    /* fall through */
+  case CLAIM_READ:
+    k->claiming = claim_read(k);
+    if (k->claiming == CLAIM_WRITE)
+      return claim_advance(k, wait_ms, errstr, errstr_size);
+    if (k->claiming == CLAIM_NONE)
+      log_claim_outcome(k);
+    return 0;
+  }
+  if (o == TXN_PENDING)
+    return 0;
+  if (k->claim) {
+    dc_kstore_release(&k->claim, 1);
+    k->claim = NULL;
+  }
+  k->claiming = CLAIM_NONE;
+  dc_kstore_txn_drop(k);
+  return -1;
 }
 
 int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
                     size_t errstr_size) {
   int64_t deadline = dc_mono_ms() + k->timeout_ms;
-  delivery_t *d = NULL;
-  char why[512];
-  if (produce_claim(k, &d, errstr, errstr_size))
-    return -1;
-  int r = dc_kstore_await(k, &d, 1, deadline, why, sizeof(why));
-  int64_t at = d->offset;
-  dc_kstore_release(&d, 1);
-  if (r) {
-    dc_seterr(errstr, errstr_size, "cannot claim topic %s: %s", k->topic, why);
-    return -1;
+  k->claiming = CLAIM_FENCE;
+  while (k->claiming != CLAIM_NONE) {
+    int left = (int)(deadline - dc_mono_ms());
+    if (left <= 0) {
+      dc_seterr(errstr, errstr_size, "cannot claim topic %s at %s within %d "
+               "ms (fencing earlier writers, committing the claim)", k->topic,
+               k->bootstrap, k->timeout_ms);
+      return -1;
+    }
+    if (claim_advance(k, left, errstr, errstr_size))
+      return -1;
+    if (k->claiming == CLAIM_READ &&
+        dc_kstore_catch_up(k, k->claim_at + 1, &k->claim_at, 1, NULL, nt,
+                           false, deadline + k->timeout_ms, errstr,
+                           errstr_size))
+      return -1;
   }
-  if (dc_kstore_catch_up(k, at + 1, &at, 1, NULL, nt, false,
-                         deadline + k->timeout_ms, errstr, errstr_size))
-    return -1;
-  log_claim_outcome(k);
   return 0;
 }
 
@@ -142,60 +222,63 @@ static void heartbeat_settle(kafka_store_t *k) {
     dc_log(DC_LOG_INFO, "kafka store: heartbeats to %s work again",
            k->bootstrap);
   k->hb_failing = k->hb->err != 0;
-  if (k->hb_settles && !k->hb->err)
-    k->settle_at = k->hb->offset;
-  k->hb_settles = false;
   free(k->hb);
   k->hb = NULL;
 }
 
 static void heartbeat_send(kafka_store_t *k, int64_t now) {
   char key[32], err[256];
-  /* Produced in order after everything else this store sent. */
-  k->hb_settles = k->uncertain && rd_kafka_outq_len(k->producer) == 0;
   k->hb_sent = true;
   snprintf(key, sizeof(key), DC_LOG_NODE_PREFIX "%d", (int)k->node_id);
-  if (dc_kstore_produce(k, key, k->heartbeat, &k->hb, err, sizeof(err)))
+  if (dc_kstore_produce(k, k->producer, key, k->heartbeat, &k->hb, err,
+                        sizeof(err)))
     dc_log(DC_LOG_WARN, "kafka store: %s", err);
   k->next_heartbeat = now + k->session_ms / 3;
 }
 
-/* After a change that failed with records sent: once a heartbeat sent
- * after all of them is applied, whatever of them landed has been applied
- * and told to the server like any record, and writes go on. */
+/* The highest offset of the records d[0..n) that were written, -1 none. */
+static int64_t last_written(delivery_t *const *d, size_t n) {
+  int64_t last = -1;
+  for (size_t i = 0; i < n; i++)
+    if (d[i]->done && !d[i]->err && d[i]->offset > last)
+      last = d[i]->offset;
+  return last;
+}
+
+/* After a commit that did not finish in time: it is resumed until Kafka
+ * says how it ended. Committed, its records are applied (and told to the
+ * server, which had undone the change) like any record, and writes go on
+ * once poll has read past them; aborted, or fenced, nothing of it counts. */
 static void settle_uncertain(kafka_store_t *k) {
-  if (k->settle_at < 0 || k->next_offset <= k->settle_at) {
-    if (!k->hb && k->settle_at < 0)
-      k->next_heartbeat = 0; /* a marker at the next chance */
-    return;
+  if (k->settle_at < 0) {
+    char why[512] = "";
+    txn_outcome_t o = k->txn ? dc_kstore_txn_commit(k, 1, why, sizeof(why))
+                             : TXN_FENCED;
+    if (o == TXN_PENDING)
+      return;
+    k->settle_at = o == TXN_DONE ? last_written(k->unsure, k->n_unsure) : 0;
+    dc_log(DC_LOG_INFO, "kafka store: the change that did not finish in time "
+           "was %s%s%s", o == TXN_DONE ? "written" : "not written",
+           why[0] ? ": " : "", why);
+    dc_kstore_release(k->unsure, k->n_unsure);
+    free(k->unsure);
+    k->unsure = NULL;
+    k->n_unsure = 0;
   }
+  if (k->next_offset <= k->settle_at)
+    return;
   dc_log(DC_LOG_INFO, "kafka store: %s answers again and this server has "
-         "read the log past its failed change; writes resume", k->bootstrap);
+         "read the log past its uncertain change; writes resume",
+         k->bootstrap);
   k->stale[0] = '\0';
   k->uncertain = false;
   k->settle_at = -1;
 }
 
-/* Has the consumer read everything the partition had when last fetched? */
-static bool read_to_end(const kafka_store_t *k) {
-  int64_t lo = 0, hi = 0;
-  return !rd_kafka_get_watermark_offsets(k->consumer, k->topic, 0, &lo,
-                                         &hi) &&
-         k->next_offset >= hi;
-}
-
-/* The writer's lease ran out: claim, without waiting (the claim takes
- * effect when poll reads it back, if no other came first). */
-static void claim_async(kafka_store_t *k, int64_t now) {
-  char err[512];
-  if (k->claim) {
-    if (!k->claim->done || !k->claim->err)
-      return; /* in flight, or written and not read back yet */
-    dc_log(DC_LOG_WARN, "kafka store: claiming %s failed: %s", k->topic,
-           rd_kafka_err2str(k->claim->err));
-    free(k->claim);
-    k->claim = NULL;
-  }
+/* The writer's lease ran out: claim. The claim goes on from each tick
+ * without blocking the server's loop, and takes effect when poll reads it
+ * back. */
+static void claim_start(kafka_store_t *k, int64_t now) {
   if (now < k->next_claim)
     return;
   if (k->epoch)
@@ -203,8 +286,7 @@ static void claim_async(kafka_store_t *k, int64_t now) {
            "%lld ms; node %d claims topic %s", (int)k->epoch_node,
            (long long)k->epoch, (long long)(now - k->writer_seen),
            (int)k->node_id, k->topic);
-  if (produce_claim(k, &k->claim, err, sizeof(err)))
-    dc_log(DC_LOG_WARN, "kafka store: %s", err);
+  k->claiming = CLAIM_FENCE;
   k->next_claim = now + k->session_ms / 3;
 }
 
@@ -229,26 +311,25 @@ static void report_lag(kafka_store_t *k, int64_t now) {
 
 void dc_kstore_tick(kafka_store_t *k) {
   int64_t now = dc_mono_ms();
+  char err[512];
   report_lag(k, now);
   if (!k->producer)
     return; /* a read replica neither heartbeats nor claims */
   rd_kafka_poll(k->producer, 0); /* serves delivery reports */
+  if (k->txn)
+    rd_kafka_poll(k->txn, 0);
   heartbeat_settle(k);
   if (k->uncertain)
     settle_uncertain(k);
   if (k->heartbeat && !k->hb && now >= k->next_heartbeat)
     heartbeat_send(k, now);
   bool expired = k->epoch == 0 || now - k->writer_seen >= k->session_ms;
-  if (k->claim && k->claim->done && k->claim->offset < k->next_offset &&
-      !k->claim->err) {
-    free(k->claim); /* read back: the claim took effect or lost */
-    k->claim = NULL;
-    log_claim_outcome(k);
-  }
   if (dc_kstore_leading(k))
     dc_kstore_mirror(k);
-  else if (expired && read_to_end(k))
-    claim_async(k, now);
+  else if (!k->claiming && expired && k->at_end)
+    claim_start(k, now);
+  if (k->claiming && claim_advance(k, 1, err, sizeof(err)))
+    dc_log(DC_LOG_WARN, "kafka store: claiming %s failed: %s", k->topic, err);
 }
 
 /* ---- the timer and the events the server watches ---------------------- */
@@ -287,9 +368,11 @@ static void say_goodbye(kafka_store_t *k) {
   delivery_t *d = NULL;
   char *bye = dc_log_heartbeat_value(k->node_id, NULL, 0, true);
   snprintf(key, sizeof(key), DC_LOG_NODE_PREFIX "%d", (int)k->node_id);
-  if (bye && !dc_kstore_produce(k, key, bye, &d, err, sizeof(err))) {
+  if (bye && !dc_kstore_produce(k, k->producer, key, bye, &d, err,
+                                sizeof(err))) {
     int wait = k->timeout_ms < 2000 ? k->timeout_ms : 2000;
-    if (dc_kstore_await(k, &d, 1, dc_mono_ms() + wait, err, sizeof(err)))
+    if (dc_kstore_await(k, k->producer, &d, 1, dc_mono_ms() + wait, err,
+                        sizeof(err)))
       dc_log(DC_LOG_WARN, "kafka store: cannot say goodbye: %s", err);
     dc_kstore_release(&d, 1);
   }
@@ -363,6 +446,10 @@ size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
       k->live[j] = k->live[j - 1];
       k->live[j - 1] = t;
     }
+  /* Itself the writer by the log, but fenced or still claiming: nobody
+   * known writes now. */
+  if (k->epoch_node == k->node_id && !dc_kstore_leading(k))
+    writer_live = false;
   *out = k->live;
   *leader = writer_live ? k->epoch_node : -1;
   return n;
