@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
 # `make check` (every test under prove), the replicated store's long fault
-# run (`make check-ha`), the Debian packages (built, installed, run and
+# run (`make check-ha`), the store and managed clients on a real Apache
+# Kafka cluster (`make check-kafka`), the Debian packages (built, installed, run and
 # purged), the agent's tests on a newer librdkafka (2.15, built from
 # source), `make check` again under ASan+UBSan, the agent's
 # tests under TSan, a short libFuzzer run over request decoding and
 # dispatch, and `make distcheck`.
 #   FUZZ_SECONDS (default 60), SKIP_SANITIZERS=1, SKIP_TSAN=1, SKIP_DISTCHECK=1,
-#   SKIP_DEBIAN=1, SKIP_RDKAFKA_NEWER=1
+#   SKIP_DEBIAN=1, SKIP_RDKAFKA_NEWER=1, SKIP_KAFKA=1
 set -eo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 "$src/scripts/install-deps.sh"
@@ -20,6 +21,12 @@ summary=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check.out" | tail -1
 
 echo "== the replicated store's long fault run (make check-ha)"
 make -C "$src/build" check-ha
+
+if [ "${SKIP_KAFKA:-0}" != 1 ]; then
+  echo "== on a real Apache Kafka cluster (make check-kafka)"
+  "$src/scripts/kafka.sh" fetch
+  make -C "$src/build" check-kafka
+fi
 
 if [ "${SKIP_DEBIAN:-0}" != 1 ]; then
   echo "== Debian packages: build, lintian, install, run, purge"

@@ -295,7 +295,7 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
   dc_buf_t b;
   dc_buf_init(&b);
   /* The version every fan-<i> resolves to now (all inherit <default>). */
-  dc_watch_req_t now_req = {ws[0].client, -1, 1};
+  dc_watch_req_t now_req = {ws[0].client, -1, 1, -1};
   frame(&b, DC_API_WATCH, 0, 1, enc_watch, &now_req);
   bool changed;
   int64_t v = -1;
@@ -308,7 +308,7 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
   long long rss0 = rss_kib(c->pid);
   for (int i = 0; i < c->n; i++) {
     dc_buf_clear(&b);
-    dc_watch_req_t req = {ws[i].client, v, 120000};
+    dc_watch_req_t req = {ws[i].client, v, 120000, -1};
     frame(&b, DC_API_WATCH, 0, 2, enc_watch, &req);
     if (write_all(ws[i].fd, b.data, b.len))
       return -1;
@@ -338,7 +338,7 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
     dc_buf_clear(&b);
     dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, ws[i].client,
                                               -1, NULL};
-    dc_describe_configs_req_t d = {1, &res, false, false};
+    dc_describe_configs_req_t d = {1, &res, false, false, 0};
     frame(&b, DC_API_DESCRIBE_CONFIGS, 4, 3, enc_describe, &d);
     if (write_all(ws[i].fd, b.data, b.len))
       return -1;
@@ -385,7 +385,7 @@ typedef struct held {
 static int send_watch(held_t *h, watcher_t *w, int64_t known,
                       int32_t timeout_ms) {
   dc_buf_clear(&h->out);
-  dc_watch_req_t req = {w->client, known, timeout_ms};
+  dc_watch_req_t req = {w->client, known, timeout_ms, -1};
   frame(&h->out, DC_API_WATCH, 0, known < 0 ? 1 : 2, enc_watch, &req);
   return write_all(w->fd, h->out.data, h->out.len);
 }

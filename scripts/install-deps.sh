@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Installs the Debian 12 packages dynconf needs to build, demo and test.
+# Installs the Debian 12 packages dynconf needs to build, demo and test
+# (Java and Maven run the real Kafka cluster of make check-kafka).
 # Does nothing when they are all present. Needs root (or sudo) to install.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
@@ -12,7 +13,8 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       krb5-user
       python3-gssapi
       python3 python3-kafka python3-jwt python3-cryptography kcat clang
-      libclang-rt-14-dev valgrind"
+      libclang-rt-14-dev valgrind
+      openjdk-17-jre-headless maven"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

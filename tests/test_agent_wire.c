@@ -383,7 +383,7 @@ static int16_t describe_version_both(int port) {
 /* Counts a Watch request of the wire log; diag()s a wrong one. */
 static void wire_watch(const wp_req_t *q, int i, const char *cid, int *n_watch,
                        int *n_bad) {
-  bool good = q->body_ok && q->version == 0 && !strcmp(q->resource_name, cid) &&
+  bool good = q->body_ok && q->version == 1 && !strcmp(q->resource_name, cid) &&
               q->watch_timeout > 0 && q->watch_timeout <= 100 &&
               (*n_watch == 0) == (q->watch_known == -1);
   if (!good) {
@@ -513,7 +513,7 @@ static void test_wire(bool watch) {
   if (watch) {
     ok(n_watch >= 1, "wire: the agent watches between fetches (%d Watch "
        "requests)", n_watch);
-    is_int(n_bad_watch, 0, "wire: every Watch is v0 for '%s', bounded by the "
+    is_int(n_bad_watch, 0, "wire: every Watch is v1 for '%s', bounded by the "
            "100 ms interval, known_version -1 only the first time", cid);
   }
   is_int(n_av, 1, "wire: one ApiVersions");

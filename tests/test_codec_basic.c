@@ -849,7 +849,8 @@ static void envelope_vectors(void) {
   is_int(dc_envelope_req_decode(&rd, 1, &out), DC_ERR__UNSUPPORTED_API,
          "v1 is not spoken");
   dc_envelope_resp_t r = {.response_data = (const uint8_t *)"xy",
-                          .response_data_len = 2, .error_code = 0}, rb;
+                          .response_data_len = 2, .error_code = 0,
+                          .position = -1}, rb;
   dc_buf_clear(&buf);
   dc_envelope_resp_encode(&buf, 0, &r);
   static const uint8_t rwant[] = {3, 'x', 'y', 0, 0, 0};
@@ -857,8 +858,27 @@ static void envelope_vectors(void) {
      "Envelope response as the schema lays it out");
   dc_rd_init(&rd, buf.data, buf.len, &arena);
   ok(!dc_envelope_resp_decode(&rd, 0, &rb) && rb.response_data_len == 2 &&
-         rb.error_code == 0, "  and decodes back");
-  r = (dc_envelope_resp_t){.response_data_len = -1, .error_code = 31};
+         rb.error_code == 0 && rb.position == -1,
+     "  and decodes back, saying no position");
+  r.position = 300;
+  dc_buf_clear(&buf);
+  dc_envelope_resp_encode(&buf, 0, &r);
+  /* One tagged field: tag 10000 (uvarint 0x90 0x4e), 8 bytes. */
+  static const uint8_t pwant[] = {3, 'x', 'y', 0, 0, 1, 0x90, 0x4e, 8,
+                                  0, 0, 0, 0, 0, 0, 1, 0x2c};
+  ok(buf.len == sizeof(pwant) && !memcmp(buf.data, pwant, sizeof(pwant)),
+     "the writer's store position goes in tagged field 10000");
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_envelope_resp_decode(&rd, 0, &rb) && rb.position == 300 &&
+         rd.pos == rd.len,
+     "  and decodes back");
+  static const uint8_t other_tag[] = {3, 'x', 'y', 0, 0, 1, 5, 2, 0xaa, 0xbb};
+  dc_rd_init(&rd, other_tag, sizeof(other_tag), &arena);
+  ok(!dc_envelope_resp_decode(&rd, 0, &rb) && rb.position == -1 &&
+         rd.pos == rd.len,
+     "another tag is skipped, and no position is read from it");
+  r = (dc_envelope_resp_t){.response_data_len = -1, .error_code = 31,
+                           .position = -1};
   dc_buf_clear(&buf);
   dc_envelope_resp_encode(&buf, 0, &r);
   dc_rd_init(&rd, buf.data, buf.len, &arena);
@@ -893,8 +913,22 @@ static void watch_vectors(void) {
     }
   }
   dc_rd_init(&rd, buf.data, buf.len, &arena);
-  is_int(dc_watch_req_decode(&rd, 1, &out), DC_ERR__UNSUPPORTED_API,
-         "v1 is not spoken");
+  is_int(dc_watch_req_decode(&rd, 2, &out), DC_ERR__UNSUPPORTED_API,
+         "v2 is not spoken");
+  in.min_position = 513;
+  dc_buf_clear(&buf);
+  is_int(dc_watch_req_encode(&buf, 1, &in), 0, "Watch v1 request encodes");
+  static const uint8_t want1[] = {4, 'a', 'p', 'p', 0, 0, 0, 0, 0, 0, 1, 2,
+                                  0, 0, 3, 0xe8, 0, 0, 0, 0, 0, 0, 2, 1, 0};
+  ok(buf.len == sizeof(want1) && !memcmp(buf.data, want1, sizeof(want1)),
+     "  with min_position (int64) before the tags");
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_watch_req_decode(&rd, 1, &out) && out.min_position == 513 &&
+         rd.pos == rd.len,
+     "  and decodes back");
+  dc_rd_init(&rd, want, sizeof(want), &arena);
+  ok(!dc_watch_req_decode(&rd, 0, &out) && out.min_position == -1,
+     "a v0 request has no position (-1)");
   dc_watch_entry_t es[2] = {{"acks", "all", 7}, {"linger.ms", NULL, 9}};
   dc_watch_resp_t r = {.changed = true, .version = -2, .n_configs = 2,
                        .configs = es},
@@ -908,6 +942,20 @@ static void watch_vectors(void) {
          !rb.configs[1].value && rb.configs[1].source == 9 &&
          !rb.error_message && rd.pos == rd.len,
      "  and decodes back (a null value stays null)");
+  r.position = 77;
+  dc_buf_clear(&buf);
+  is_int(dc_watch_resp_encode(&buf, 1, &r), 0, "Watch v1 response encodes");
+  size_t v1_len = buf.len;
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_watch_resp_decode(&rd, 1, &rb) && rb.position == 77 &&
+         rb.n_configs == 2 && rd.pos == rd.len,
+     "  with the position, and decodes back");
+  dc_buf_clear(&buf);
+  dc_watch_resp_encode(&buf, 0, &r);
+  ok(v1_len == buf.len + 8, "  8 bytes more than v0");
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_watch_resp_decode(&rd, 0, &rb) && rb.position == -1,
+     "a v0 response says no position (-1)");
   uint8_t huge[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                     0xff, 0xff, 0xff, 0xff, 0x0f};
   dc_rd_init(&rd, huge, sizeof(huge), &arena);

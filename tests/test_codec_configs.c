@@ -331,7 +331,7 @@ static dc_describe_configs_req_resource_t dreq_v0_res[] = {
     {DC_RES_BROKER, "1", 1, keys_acks},
 };
 static const dc_describe_configs_req_t dreq_v0 = {2, dreq_v0_res, false,
-                                                  false};
+                                                  false, 0};
 static const uint8_t dreq_v0_bytes[] = {
     0x00, 0x00, 0x00, 0x02,             /* resources: int32 count 2 */
     0x09,                               /* [0] resource_type 9 (CLIENT) */
@@ -348,7 +348,7 @@ static const uint8_t dreq_v0_bytes[] = {
 static dc_describe_configs_req_resource_t dreq_v1_res[] = {
     {DC_RES_CLIENT, "a", -1, NULL},
 };
-static const dc_describe_configs_req_t dreq_v1 = {1, dreq_v1_res, true, false};
+static const dc_describe_configs_req_t dreq_v1 = {1, dreq_v1_res, true, false, 0};
 static const uint8_t dreq_v1_bytes[] = {
     0x00, 0x00, 0x00, 0x01, /* resources: 1 */
     0x09,                   /* resource_type */
@@ -367,7 +367,7 @@ static dc_describe_configs_entry_t dresp_v0_cfg[] = {
 static dc_describe_configs_result_t dresp_v0_res[] = {
     {0, NULL, DC_RES_CLIENT, "app", 2, dresp_v0_cfg},
 };
-static const dc_describe_configs_resp_t dresp_v0 = {0, 1, dresp_v0_res};
+static const dc_describe_configs_resp_t dresp_v0 = {0, 1, dresp_v0_res, 0};
 static const uint8_t dresp_v0_bytes[] = {
     0x00, 0x00, 0x00, 0x00,                    /* throttle_time_ms 0 */
     0x00, 0x00, 0x00, 0x01,                    /* results: 1 */
@@ -402,7 +402,7 @@ static dc_describe_configs_result_t dresp_v1_res[] = {
     {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v1_cfg},
     {DC_ERR_INVALID_REQUEST, "bad", DC_RES_TOPIC, "t", 0, NULL},
 };
-static const dc_describe_configs_resp_t dresp_v1 = {100, 2, dresp_v1_res};
+static const dc_describe_configs_resp_t dresp_v1 = {100, 2, dresp_v1_res, 0};
 static const uint8_t dresp_v1_bytes[] = {
     0x00, 0x00, 0x00, 0x64,         /* throttle_time_ms 100 */
     0x00, 0x00, 0x00, 0x02,         /* results: 2 */
@@ -440,7 +440,7 @@ static dc_describe_configs_entry_t dresp_v3_cfg[] = {
 static dc_describe_configs_result_t dresp_v3_res[] = {
     {0, NULL, DC_RES_CLIENT, "a", 2, dresp_v3_cfg},
 };
-static const dc_describe_configs_resp_t dresp_v3 = {0, 1, dresp_v3_res};
+static const dc_describe_configs_resp_t dresp_v3 = {0, 1, dresp_v3_res, 0};
 static const uint8_t dresp_v3_bytes[] = {
     0x00, 0x00, 0x00, 0x00,         /* throttle_time_ms 0 */
     0x00, 0x00, 0x00, 0x01,         /* results: 1 */
@@ -473,7 +473,7 @@ static dc_describe_configs_req_resource_t dreq_v4_res[] = {
     {DC_RES_CLIENT, "app", 2, keys_acks_linger},
     {DC_RES_CLIENT, "b", -1, NULL},
 };
-static const dc_describe_configs_req_t dreq_v4 = {2, dreq_v4_res, true, false};
+static const dc_describe_configs_req_t dreq_v4 = {2, dreq_v4_res, true, false, 0};
 static const uint8_t dreq_v4_bytes[] = {
     0x03,                           /* resources: compact 2+1 */
     0x09,                           /* [0] resource_type */
@@ -502,7 +502,7 @@ static dc_describe_configs_entry_t dresp_v4_cfg[] = {
 static dc_describe_configs_result_t dresp_v4_res[] = {
     {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v4_cfg},
 };
-static const dc_describe_configs_resp_t dresp_v4 = {0, 1, dresp_v4_res};
+static const dc_describe_configs_resp_t dresp_v4 = {0, 1, dresp_v4_res, 0};
 static const uint8_t dresp_v4_bytes[] = {
     0x00, 0x00, 0x00, 0x00,   /* throttle_time_ms 0 */
     0x02,                     /* results: compact 1+1 */
@@ -761,7 +761,7 @@ static dc_describe_configs_req_resource_t rich_dreq_res[] = {
     {DC_RES_BROKER, "1", 0, NULL},                    /* empty list */
 };
 static const dc_describe_configs_req_t rich_dreq = {3, rich_dreq_res, true,
-                                                    true};
+                                                    true, 0};
 
 static dc_describe_configs_synonym_t rich_syn_acks[] = {
     {"acks", "1", DC_SRC_DYNAMIC_CLIENT},
@@ -792,7 +792,7 @@ static dc_describe_configs_result_t rich_dresp_res[] = {
      "topic-a", 0, NULL},
     {0, NULL, DC_RES_BROKER, "1", 1, rich_broker_cfg},
 };
-static const dc_describe_configs_resp_t rich_dresp = {250, 3, rich_dresp_res};
+static const dc_describe_configs_resp_t rich_dresp = {250, 3, rich_dresp_res, 0};
 
 static dc_alter_config_t rich_app_alter[] = {
     {"acks", DC_OP_SET, "all"},
@@ -818,8 +818,8 @@ static dc_alter_result_t rich_aresp_res[] = {
 };
 static const dc_alter_configs_resp_t rich_aresp = {17, 3, rich_aresp_res};
 
-static const dc_describe_configs_req_t empty_dreq = {0, NULL, false, false};
-static const dc_describe_configs_resp_t empty_dresp = {0, 0, NULL};
+static const dc_describe_configs_req_t empty_dreq = {0, NULL, false, false, 0};
+static const dc_describe_configs_resp_t empty_dresp = {0, 0, NULL, 0};
 static const dc_alter_configs_req_t empty_areq = {0, NULL, false};
 static const dc_alter_configs_resp_t empty_aresp = {0, 0, NULL};
 
@@ -858,7 +858,7 @@ static void b_dreq_resources(int32_t n) {
   static dc_describe_configs_req_resource_t r[MIN_N];
   for (int i = 0; i < MIN_N; i++)
     r[i] = (dc_describe_configs_req_resource_t){0, "", -1, NULL};
-  min_msg.dreq = (dc_describe_configs_req_t){n, r, false, false};
+  min_msg.dreq = (dc_describe_configs_req_t){n, r, false, false, 0};
 }
 
 static void b_dreq_keys(int32_t n) {
@@ -867,14 +867,14 @@ static void b_dreq_keys(int32_t n) {
   for (int i = 0; i < MIN_N; i++)
     keys[i] = "";
   r = (dc_describe_configs_req_resource_t){0, "", n, keys};
-  min_msg.dreq = (dc_describe_configs_req_t){1, &r, false, false};
+  min_msg.dreq = (dc_describe_configs_req_t){1, &r, false, false, 0};
 }
 
 static void b_dresp_results(int32_t n) {
   static dc_describe_configs_result_t r[MIN_N];
   for (int i = 0; i < MIN_N; i++)
     r[i] = (dc_describe_configs_result_t){0, NULL, 0, "", 0, NULL};
-  min_msg.dresp = (dc_describe_configs_resp_t){0, n, r};
+  min_msg.dresp = (dc_describe_configs_resp_t){0, n, r, 0};
 }
 
 static void b_dresp_configs(int32_t n) {
@@ -883,7 +883,7 @@ static void b_dresp_configs(int32_t n) {
   for (int i = 0; i < MIN_N; i++)
     e[i] = (dc_describe_configs_entry_t){.name = "", .config_source = -1};
   r = (dc_describe_configs_result_t){0, NULL, 0, "", n, e};
-  min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r};
+  min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r, 0};
 }
 
 static void b_dresp_synonyms(int32_t n) {
@@ -895,7 +895,7 @@ static void b_dresp_synonyms(int32_t n) {
   e = (dc_describe_configs_entry_t){
       .name = "", .config_source = -1, .n_synonyms = n, .synonyms = s};
   r = (dc_describe_configs_result_t){0, NULL, 0, "", 1, &e};
-  min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r};
+  min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r, 0};
 }
 
 static void b_areq_resources(int32_t n) {
@@ -1202,7 +1202,7 @@ static void test_encoder_edges(void) {
    * "" and empty: never bytes a peer must reject. */
   static dc_describe_configs_req_resource_t r[] = {{DC_RES_CLIENT, NULL, -1,
                                                     NULL}};
-  static const dc_describe_configs_req_t req = {1, r, false, false};
+  static const dc_describe_configs_req_t req = {1, r, false, false, 0};
   static const uint8_t want_req[] = {
       0x00, 0x00, 0x00, 0x01, 0x09, /* resources: 1, type 9 */
       0x00, 0x00,                   /* resource_name "" */
@@ -1216,7 +1216,7 @@ static void test_encoder_edges(void) {
   dc_buf_clear(&b);
   static dc_describe_configs_entry_t e[] = {{.name = NULL, .n_synonyms = -1}};
   static dc_describe_configs_result_t res[] = {{0, NULL, 9, "a", 1, e}};
-  static const dc_describe_configs_resp_t resp = {0, 1, res};
+  static const dc_describe_configs_resp_t resp = {0, 1, res, 0};
   static const uint8_t want_resp[] = {
       0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x09, 0x02, 'a', /* hdr */
       0x02,             /* configs: 1 */
@@ -1244,8 +1244,56 @@ static void test_encoder_edges(void) {
   dc_buf_free(&b);
 }
 
+/* dynconf's store position rides in a tagged field of v4 only, and only
+ * when there is one to say. */
+static void test_positions(void) {
+  dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, "a", -1, NULL};
+  dc_describe_configs_req_t req = {1, &res, true, false, 0}, back;
+  dc_buf_t b;
+  dc_buf_init(&b);
+  dc_describe_configs_req_encode(&b, 4, &req);
+  ok(b.len > 0 && b.data[b.len - 1] == 0,
+     "DescribeConfigs v4 request without a position: empty tags");
+  size_t plain = b.len;
+  req.min_position = 300;
+  dc_buf_clear(&b);
+  dc_describe_configs_req_encode(&b, 4, &req);
+  static const uint8_t tag[] = {1, 0x90, 0x4e, 8, 0, 0, 0, 0, 0, 0, 1, 0x2c};
+  ok(b.len == plain - 1 + sizeof(tag) &&
+         !memcmp(b.data + plain - 1, tag, sizeof(tag)),
+     "  with min_position 300: tag 10000, 8 bytes");
+  dc_rd_t rd;
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_req_decode(&rd, 4, &back) &&
+         back.min_position == 300 && rd.pos == rd.len,
+     "  and decodes back");
+  dc_buf_clear(&b);
+  dc_describe_configs_req_encode(&b, 1, &req);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_req_decode(&rd, 1, &back) &&
+         back.min_position == -1 && rd.pos == rd.len,
+     "v1 (not flexible) carries no position");
+  dc_describe_configs_result_t r = {0, NULL, DC_RES_CLIENT, "a", 0, NULL};
+  dc_describe_configs_resp_t resp = {0, 1, &r, 77}, rb;
+  dc_buf_clear(&b);
+  dc_describe_configs_resp_encode(&b, 4, &resp);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_resp_decode(&rd, 4, &rb) && rb.position == 77 &&
+         rd.pos == rd.len,
+     "a v4 response says position 77 in its tag");
+  resp.position = 0;
+  dc_buf_clear(&b);
+  dc_describe_configs_resp_encode(&b, 4, &resp);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_resp_decode(&rd, 4, &rb) && rb.position == -1 &&
+         b.data[b.len - 1] == 0,
+     "  and none (empty tags, -1) when it has none to say");
+  dc_buf_free(&b);
+}
+
 int main(void) {
   dc_arena_init(&arena);
+  test_positions();
   test_describe_vectors();
   test_alter_vectors();
   test_roundtrips();

@@ -71,7 +71,7 @@ static int report(dc_kclient_t *kc, const char *inst, const char *client,
 
 /* The version that resolves for client now, from an immediate Watch. */
 static int64_t version_of(dc_kclient_t *kc, const char *client) {
-  dc_watch_req_t q = {(char *)client, -1, 1000};
+  dc_watch_req_t q = {(char *)client, -1, 1000, -1};
   dc_arena_t a;
   dc_arena_init(&a);
   dc_rd_t rd;

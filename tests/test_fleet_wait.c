@@ -306,7 +306,7 @@ static void test_park_report(dc_kclient_t *v, dc_kclient_t *r) {
   int64_t s = seq_now(v);
   ok(park(v, s, 30000) && send_fleet(v, 1, -1, 0, NULL, NULL, 0),
      "parked at the seq now, an immediate request behind it");
-  dc_watch_req_t wq = {"app-a", -1, 1000};
+  dc_watch_req_t wq = {"app-a", -1, 1000, -1};
   dc_arena_t a;
   dc_rd_t rd;
   ok(call(r, DC_API_WATCH, enc_watch, &wq, &rd, &a),

@@ -295,6 +295,9 @@ typedef struct dc_agent_conn {
   char sec_err[512];  /* why they could not be used ("" = they could) */
   size_t next_entry;  /* bootstrap entry the next connect starts with */
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
+  /* The highest store position of an answer the agent took (Watch v1),
+   * kept across connections: no server behind it is believed. -1 none. */
+  int64_t position;
   /* Watch (watch.c). */
   int64_t watch_version; /* of the last Watch answer on this connection;
                             -1 = none yet */
@@ -438,18 +441,21 @@ typedef struct dc_agent_answer {
   int8_t resource_type;      /* the resource asked about */
   const char *resource_name;
   const char *peer;          /* "host:port", for sentences */
+  int64_t min_position;      /* the store position asked with; <= 0 none */
+  int64_t position;          /* out: the answer's; -1 = not said */
 } dc_agent_answer_t;
 
 /* Decodes the response body in rd and judges it: exactly one result, for
  * the resource asked about, no entry without a name or with a source no
- * version defines, at most DC_AGENT_MAX_ENTRIES entries, each key once.
+ * version defines, at most DC_AGENT_MAX_ENTRIES entries, each key once, a
+ * store position (when said) not older than want->min_position.
  * FETCH_OK with *out the entries the agent may apply (normalized; caller
  * frees); FETCH_UNSUPPORTED for INVALID_REQUEST or UNSUPPORTED_VERSION
  * (what a Kafka broker answers for a type it does not know); otherwise
  * FETCH_ERROR. *errp and errstr say why; *undecodable is set when the
  * body could not be decoded at all. Linear in the body (n log n in the
  * entries), bounded by DC_AGENT_MAX_ENTRIES. */
-dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
+dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
                                     dc_fetched_set_t *out, dynconf_err_t *errp,
                                     bool *undecodable, char *errstr,
                                     size_t errstr_size);
@@ -472,23 +478,33 @@ typedef enum {
   WATCH_FAILED     /* transport, timeout, cancel or a wrong answer */
 } dc_watch_res_t;
 
-/* Decodes and judges a Watch v0 response body for a watch on version
- * known: WATCH_CHANGED with *out (normalized as dc_agent_answer_read()'s,
- * caller frees) and *versionp; WATCH_UNCHANGED when the server kept
- * version known; WATCH_REFUSED for an error answer; WATCH_FAILED for an
- * answer no honest server sends (undecodable, "unchanged" with another
- * version, "changed" with the same one, entries refused as a
- * DescribeConfigs answer's would be). *errp and errstr say why unless
- * changed or unchanged. Pure; linear in the body, bounded by
- * DC_AGENT_MAX_ENTRIES. */
+/* What a Watch answer is judged against, and what it said besides. */
+typedef struct dc_watch_ask {
+  int16_t v;            /* the Watch version asked with (0 or 1) */
+  int64_t known;        /* the configuration version watched */
+  int64_t min_position; /* the store position the agent has seen; -1 */
+  int64_t version;      /* out: the answer's version */
+  int64_t position;     /* out: the answer's store position; -1 = none */
+} dc_watch_ask_t;
+
+/* Decodes and judges a Watch response body for the watch ask describes:
+ * WATCH_CHANGED with *out (normalized as dc_agent_answer_read()'s, caller
+ * frees) and ask->version; WATCH_UNCHANGED when the server kept version
+ * known; WATCH_REFUSED for an error answer; WATCH_FAILED for an answer no
+ * honest server sends (undecodable, "unchanged" with another version,
+ * "changed" with the same one, entries refused as a DescribeConfigs
+ * answer's would be, a store position older than one the agent has seen)
+ * and for REPLICA_NOT_AVAILABLE (a server behind the agent: ask another).
+ * *errp and errstr say why unless changed or unchanged. Pure; linear in
+ * the body, bounded by DC_AGENT_MAX_ENTRIES. */
 dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
-                                          int64_t known, dc_fetched_set_t *out,
-                                          int64_t *versionp,
+                                          dc_watch_ask_t *ask,
+                                          dc_fetched_set_t *out,
                                           dynconf_err_t *errp,
                                           bool *undecodable, char *errstr,
                                           size_t errstr_size);
 
-/* The connection is open and its server lists Watch v0. Agent thread. */
+/* The connection is open and its server lists Watch. Agent thread. */
 bool dc_agent_watch_offered(const dynconf_t *dc);
 /* One Watch on the open connection for conn.watch_version, asking the
  * server to answer within wait_ms (at most DC_AGENT_WATCH_MAX_MS). On

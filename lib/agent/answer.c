@@ -144,13 +144,14 @@ static dc_fetch_res_t judge_answer(const dc_agent_answer_t *want,
   return copy_described(r, arena, out, errp, errstr, errstr_size);
 }
 
-dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
+dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
                                     dc_fetched_set_t *out, dynconf_err_t *errp,
                                     bool *undecodable, char *errstr,
                                     size_t errstr_size) {
   dc_describe_configs_resp_t resp;
   memset(out, 0, sizeof(*out));
   *undecodable = false;
+  want->position = -1;
   if (dc_describe_configs_resp_decode(rd, want->version, &resp)) {
     *undecodable = true;
     *errp = DYNCONF_ERR__BAD_RESPONSE;
@@ -159,26 +160,49 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, const dc_agent_answer_t *want,
              dynconf_err_str((dynconf_err_t)rd->err));
     return FETCH_ERROR;
   }
+  want->position = resp.position;
+  if (resp.position > 0 && resp.position < want->min_position) {
+    *errp = DYNCONF_ERR__BAD_RESPONSE;
+    dc_seterr(errstr, errstr_size, "%s answered from store position %lld, "
+              "older than position %lld the agent has seen", want->peer,
+              (long long)resp.position, (long long)want->min_position);
+    return FETCH_ERROR;
+  }
   return judge_answer(want, &resp, rd->arena, out, errp, errstr,
                       errstr_size);
 }
 
+/* A Watch answer's store position against the one the agent has seen:
+ * true (with why) when the server answered from an older state. */
+static bool older_than_seen(const dc_watch_ask_t *ask, const char *peer,
+                            char *errstr, size_t errstr_size) {
+  if (ask->position < 0 || ask->position >= ask->min_position)
+    return false;
+  dc_seterr(errstr, errstr_size, "%s answered Watch from store position "
+            "%lld, older than position %lld the agent has seen", peer,
+            (long long)ask->position, (long long)ask->min_position);
+  return true;
+}
+
 dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
-                                          int64_t known, dc_fetched_set_t *out,
-                                          int64_t *versionp,
+                                          dc_watch_ask_t *ask,
+                                          dc_fetched_set_t *out,
                                           dynconf_err_t *errp,
                                           bool *undecodable, char *errstr,
                                           size_t errstr_size) {
   dc_watch_resp_t resp;
+  int64_t known = ask->known;
   memset(out, 0, sizeof(*out));
   *undecodable = false;
   *errp = DYNCONF_ERR__BAD_RESPONSE;
-  if (dc_watch_resp_decode(rd, 0, &resp)) {
+  ask->position = -1;
+  if (dc_watch_resp_decode(rd, ask->v, &resp)) {
     *undecodable = true;
-    dc_seterr(errstr, errstr_size, "malformed Watch v0 response from %s: %s",
-              peer, dynconf_err_str((dynconf_err_t)rd->err));
+    dc_seterr(errstr, errstr_size, "malformed Watch v%d response from %s: %s",
+              ask->v, peer, dynconf_err_str((dynconf_err_t)rd->err));
     return WATCH_FAILED;
   }
+  ask->position = resp.position;
   if (resp.error_code) {
     *errp = (dynconf_err_t)resp.error_code;
     dc_seterr(errstr, errstr_size, "%s refused Watch: %s: %s", peer,
@@ -186,9 +210,12 @@ dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
               resp.error_message && *resp.error_message
                   ? resp.error_message
                   : dynconf_err_str(*errp));
-    return WATCH_REFUSED;
+    return *errp == DYNCONF_ERR_REPLICA_NOT_AVAILABLE ? WATCH_FAILED
+                                                      : WATCH_REFUSED;
   }
-  *versionp = resp.version;
+  if (older_than_seen(ask, peer, errstr, errstr_size))
+    return WATCH_FAILED;
+  ask->version = resp.version;
   if (!resp.changed) {
     if (resp.version == known)
       return WATCH_UNCHANGED;

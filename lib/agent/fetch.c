@@ -50,6 +50,7 @@ int dc_agent_conn_init(dynconf_t *dc, char *errstr, size_t errstr_size) {
   c->cancel[0] = c->cancel[1] = -1;
   c->version = -1;
   c->watch_version = -1;
+  c->position = -1;
   if (pipe2(c->cancel, O_CLOEXEC | O_NONBLOCK)) {
     dc_seterr(errstr, errstr_size, "cannot make the agent's wake-up pipe: %s",
              strerror(errno));
@@ -196,7 +197,10 @@ static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
       .resource_type = (int8_t)dc->conf.resource_type,
       .resource_name = dc->client_id,
       .n_configuration_keys = -1};
-  dc_describe_configs_req_t req = {.n_resources = 1, .resources = &res};
+  /* A server behind the store position the agent has seen refuses
+   * (REPLICA_NOT_AVAILABLE) rather than answer from an older state. */
+  dc_describe_configs_req_t req = {.n_resources = 1, .resources = &res,
+                                   .min_position = c->position};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;
@@ -213,12 +217,21 @@ static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
     dc_agent_answer_t want = {.version = c->version,
                               .resource_type = (int8_t)dc->conf.resource_type,
                               .resource_name = dc->client_id,
-                              .peer = dc_kclient_peer(c->kc)};
+                              .peer = dc_kclient_peer(c->kc),
+                              .min_position = c->position};
     bool undecodable = false;
     r = dc_agent_answer_read(&rd, &want, out, errp, &undecodable, errstr,
                              errstr_size);
     if (undecodable)
       dc_kclient_close(c->kc); /* what follows in the stream is unknown */
+    if (r == FETCH_OK && want.position > c->position)
+      c->position = want.position;
+    if (*errp == DYNCONF_ERR_REPLICA_NOT_AVAILABLE) {
+      /* Behind what the agent has seen: the next server, at once. */
+      c->next_entry++;
+      dc_kclient_close(c->kc);
+      *transport = true;
+    }
   }
   dc_arena_free(&arena);
   return r;

@@ -40,12 +40,17 @@ struct dc_broker {
   size_t n_heap, heap_cap;
   struct dc_watch *watch_woken;
   size_t n_watches;
+  size_t n_behind;      /* parked until the store reaches their position */
+  int64_t position;     /* the store's, when watches were last looked at */
   int watch_fd;          /* timerfd: due answers; owned */
   int64_t watch_armed;   /* when it fires (monotonic ms), -1 = disarmed */
   bool store_applied;    /* the last store poll changed the snapshot */
   uint64_t watches_woken, watches_timed_out; /* answered parked watches */
   int32_t writer;               /* the store's writer at the last poll */
   size_t fwd_bytes;             /* requests held by forwards in flight */
+  /* Forwarded alters answered OK by the writer, held until this server's
+   * store has applied as much as the writer had (forward.c). */
+  struct dc_fwd_job *fwd_held;
   uint64_t forwarded_ok, forwarded_failed;
   dc_metrics_t metrics;
   dc_fleet_t fleet; /* fleet.c */
@@ -164,6 +169,10 @@ void dc_broker_fleet_waits_answer(dc_broker_t *b, dc_broker_answer_cb *cb,
 bool dc_broker_fleet_wait_abandon(dc_broker_t *b, void *pending);
 void dc_broker_fleet_waits_free(dc_broker_t *b);
 
+/* forward.c: when the next held forwarded answer is due (monotonic ms):
+ * 0 now, -1 none held. */
+int64_t dc_broker_fwd_held_due(const dc_broker_t *b);
+
 /* ---- watch.c: parked Watch requests ------------------------------------ */
 typedef struct dc_watch dc_watch_t;
 int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size);
@@ -171,6 +180,13 @@ void dc_broker_watch_free(dc_broker_t *b);
 int dc_handle_watch(dc_req_t *r);
 /* The configuration changed: wakes the watches whose version moved. */
 void dc_broker_watch_changed(dc_broker_t *b);
+/* Why a server at store position pos does not answer a client that has
+ * seen min_position (REPLICA_NOT_AVAILABLE's message). */
+void dc_broker_behind_why(char *buf, size_t size, int64_t pos,
+                          int64_t min_position);
+/* The store applied records that changed no configuration: watches of
+ * clients that were ahead of it are judged again. */
+void dc_broker_watch_position(dc_broker_t *b);
 /* Answers the due watches (woken, or past their timeout). */
 void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque);

@@ -253,6 +253,18 @@ static int over_budget(dc_req_t *r, dc_describe_configs_result_t *out) {
   return out->error_message ? 0 : DC_ERR__NOMEM;
 }
 
+/* Why a server whose store has applied the log up to pos does not answer
+ * a client that has seen min_position, or NULL when it may: it sends the
+ * client elsewhere rather than answer from an older state. */
+static const char *behind_client(dc_req_t *r, int64_t min_position,
+                                 int64_t pos) {
+  if (min_position <= 0 || pos < 0 || min_position <= pos)
+    return NULL;
+  char msg[200];
+  dc_broker_behind_why(msg, sizeof(msg), pos, min_position);
+  return dc_arena_strdup(r->arena, msg);
+}
+
 int dc_handle_describe_configs(dc_req_t *r) {
   int16_t v = r->hdr->api_version;
   dc_describe_configs_req_t req = {0};
@@ -268,6 +280,8 @@ int dc_handle_describe_configs(dc_req_t *r) {
   if (err)
     return err;
   const char *too_many = too_many_resources(r, req.n_resources);
+  int64_t pos = dc_store_position(r->b->store);
+  const char *behind = behind_client(r, req.min_position, pos);
   /* Each result is encoded as soon as it is built; its scratch memory is
    * then reused for the next. */
   dc_arena_mark_t mark = dc_arena_mark(r->arena);
@@ -281,6 +295,9 @@ int dc_handle_describe_configs(dc_req_t *r) {
     if (too_many) {
       out.error_code = DC_ERR_INVALID_REQUEST;
       out.error_message = (char *)too_many;
+    } else if (behind) {
+      out.error_code = DC_ERR_REPLICA_NOT_AVAILABLE;
+      out.error_message = (char *)behind;
     } else if ((err = describe_one(r, &req, res, &out))) {
       return err;
     }
@@ -297,7 +314,10 @@ int dc_handle_describe_configs(dc_req_t *r) {
       r->error = out.error_code;
     dc_arena_reset_to(r->arena, mark);
   }
-  return dc_describe_configs_resp_end(r->out, v);
+  /* The position is said to a client that asked with one: only dynconf's
+   * own clients send the tag. */
+  return dc_describe_configs_resp_end(r->out, v,
+                                      req.min_position > 0 ? pos : -1);
 }
 
 /* ---- AlterConfigs / IncrementalAlterConfigs ------------------------- */

@@ -7,10 +7,18 @@
  * authorizer is configured (the replicas' own identity), as Kafka trusts
  * only its brokers; its ACLs then decide for the principal inside. A
  * server without replicas refuses Envelopes.
+ *
+ * Read your writes: the writer's Envelope answer says how far it had
+ * applied the config log (its store position) after the alter, and the
+ * forwarding server holds the client's OK until its own store has applied
+ * as much, so the client reading from it next sees its change. The hold
+ * lasts at most the forward timeout; past it the answer goes (the change
+ * is stored) and the lag is logged.
  */
 #include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/forwarder.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -22,21 +30,29 @@
  * a follower are refused (retriable) until some are answered. */
 #define FORWARD_MAX_BYTES (64u * 1024 * 1024)
 
+static int forward_timeout_ms(const dc_broker_t *b) {
+  return b->opts.forward_timeout_ms > 0 ? b->opts.forward_timeout_ms
+                                        : FORWARD_TIMEOUT_MS;
+}
+
 int dc_broker_forward_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   if (!b->opts.forward)
     return 0;
   char cid[64];
   snprintf(cid, sizeof(cid), "dynconfd-%d-forward", (int)b->opts.node_id);
-  int t = b->opts.forward_timeout_ms > 0 ? b->opts.forward_timeout_ms
-                                         : FORWARD_TIMEOUT_MS;
-  b->fwd = dc_forwarder_new(cid, b->opts.forward_security, t, errstr,
-                            errstr_size);
+  b->fwd = dc_forwarder_new(cid, b->opts.forward_security,
+                            forward_timeout_ms(b), errstr, errstr_size);
   return b->fwd ? 0 : -1;
 }
 
 void dc_broker_forward_free(dc_broker_t *b) {
   dc_forwarder_destroy(b->fwd);
   b->fwd = NULL;
+  while (b->fwd_held) {
+    dc_fwd_job_t *job = b->fwd_held;
+    b->fwd_held = job->next;
+    dc_fwd_job_free(job);
+  }
 }
 
 void dc_broker_forward_writer_changed(dc_broker_t *b) {
@@ -186,9 +202,48 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
   dc_arena_free(&arena);
 }
 
+static bool caught_up(dc_broker_t *b, const dc_fwd_job_t *job) {
+  return job->position < 0 || dc_store_position(b->store) >= job->position;
+}
+
+int64_t dc_broker_fwd_held_due(const dc_broker_t *b) {
+  int64_t due = -1;
+  for (const dc_fwd_job_t *job = b->fwd_held; job; job = job->next) {
+    if (job->abandoned || caught_up((dc_broker_t *)b, job))
+      return 0;
+    if (due < 0 || job->hold_until < due)
+      due = job->hold_until;
+  }
+  return due;
+}
+
+/* Answers the held forwards whose server has caught up, or whose hold
+ * ran out; drops those whose client left. */
+static void release_held(dc_broker_t *b, dc_broker_answer_cb *cb,
+                         void *opaque) {
+  int64_t now = dc_mono_ms();
+  for (dc_fwd_job_t **p = &b->fwd_held; *p;) {
+    dc_fwd_job_t *job = *p;
+    bool ready = caught_up(b, job);
+    if (!job->abandoned && !ready && now < job->hold_until) {
+      p = &job->next;
+      continue;
+    }
+    *p = job->next;
+    if (!job->abandoned && !ready)
+      dc_log(DC_LOG_WARN, "answering the alter from %s forwarded to node %d "
+             "although this server has applied the config log up to "
+             "position %lld only, not the writer's %lld", job->client_host,
+             (int)job->node, (long long)dc_store_position(b->store),
+             (long long)job->position);
+    if (!job->abandoned)
+      answer(b, job, cb, opaque);
+    dc_fwd_job_free(job);
+  }
+}
+
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
   dc_broker_fleet_waits_answer(b, cb, opaque);
-  dc_broker_watch_answers(b, cb, opaque); /* reads and sets the timer */
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
     b->fwd_bytes -= job->request_len;
@@ -196,10 +251,18 @@ void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
       b->forwarded_ok++;
     else
       b->forwarded_failed++;
+    if (!job->abandoned && job->response && !caught_up(b, job)) {
+      job->hold_until = dc_mono_ms() + forward_timeout_ms(b);
+      job->next = b->fwd_held;
+      b->fwd_held = job;
+      continue;
+    }
     if (!job->abandoned)
       answer(b, job, cb, opaque);
     dc_fwd_job_free(job);
   }
+  release_held(b, cb, opaque);
+  dc_broker_watch_answers(b, cb, opaque); /* reads and sets the timer */
 }
 
 /* ---- the writer's side ----------------------------------------------------- */
@@ -270,6 +333,7 @@ int dc_handle_envelope(dc_req_t *r) {
   } else {
     resp.error_code = unwrap(r, &req, &inner, &resp);
   }
+  resp.position = dc_store_position(r->b->store);
   int rc = inner.err ? DC_ERR__NOMEM
                      : dc_envelope_resp_encode(r->out, 0, &resp);
   dc_buf_free(&inner);

@@ -85,6 +85,7 @@ static void forward_one(dc_forwarder_t *f, dc_fwd_job_t *job) {
     goto out;
   }
   job->error_code = resp.error_code;
+  job->position = resp.position;
   if (resp.error_code || resp.response_data_len <= 0) {
     snprintf(job->error, sizeof(job->error), "node %d at %s did not take the "
              "forwarded request: %s", (int)job->node, job->addr,

@@ -33,6 +33,8 @@ typedef struct dc_fwd_job {
   size_t response_len;
   int16_t error_code;    /* the Envelope's error, or 0 */
   char error[512];
+  int64_t position;      /* the writer's store position after it; -1 */
+  int64_t hold_until;    /* an answer held for read your writes: until */
   bool abandoned;        /* the caller no longer wants the answer */
   struct dc_fwd_job *next;
 } dc_fwd_job_t;

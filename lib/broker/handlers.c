@@ -122,6 +122,10 @@ void dc_broker_store_poll(dc_broker_t *b) {
     dc_log(DC_LOG_ERR, "reading the store: %s", err);
   if (b->store_applied) /* each replica wakes its own watches */
     dc_broker_watch_changed(b);
+  else /* the log moved on: watches of clients ahead of it may catch up */
+    dc_broker_watch_position(b);
+  if (b->fwd_held) /* and held forwarded answers may go */
+    dc_broker_watch_rearm(b);
   dc_broker_forward_writer_changed(b);
 }
 

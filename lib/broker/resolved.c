@@ -89,7 +89,8 @@ void dc_resolved_memo_init(dc_resolved_memo_t *m, const dc_configdb_t *db,
                            size_t max_body) {
   *m = (dc_resolved_memo_t){.db = db,
                             .generation = dc_configdb_generation(db),
-                            .max_body = max_body};
+                            .max_body = max_body,
+                            .position = -1};
 }
 
 void dc_resolved_memo_free(dc_resolved_memo_t *m) {
@@ -188,7 +189,7 @@ static void encode_body(dc_resolved_memo_t *m, struct memo_slot *s,
                         int16_t v) {
   dc_arena_t arena;
   dc_arena_init(&arena);
-  dc_watch_resp_t resp = {.changed = true};
+  dc_watch_resp_t resp = {.changed = true, .position = m->position};
   resp.version = dc_resolved_list(&s->key, &arena, &resp.configs,
                                   &resp.n_configs);
   dc_buf_clear(&s->body);

@@ -44,6 +44,7 @@ typedef struct dc_resolved_memo {
   const dc_configdb_t *db;
   uint64_t generation; /* the configdb's, when the slots were made */
   size_t max_body;     /* max.response.bytes; 0 = no bound */
+  int64_t position;    /* the store's, in the answers (-1 by default) */
   struct memo_slot *slots; /* owned */
   size_t cap, n;
 } dc_resolved_memo_t;

@@ -70,6 +70,10 @@ int dc_store_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
              : 0;
 }
 
+int64_t dc_store_position(dc_store_t *st) {
+  return st && st->ops && st->ops->position ? st->ops->position(st) : -1;
+}
+
 size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
                          int32_t *leader) {
   *out = NULL;

@@ -139,6 +139,11 @@ int dc_store_event_fd(dc_store_t *st);
 int dc_store_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
                   char *errstr, size_t errstr_size);
 
+/* How far a store that follows a replicated log has applied it (the next
+ * offset to apply): it only grows, and replicas at the same position hold
+ * the same state. -1 for a store without a log (SQLite). */
+int64_t dc_store_position(dc_store_t *st);
+
 /* One listener of a server, as clients should reach it (Metadata). */
 typedef struct dc_store_listener {
   const char *name; /* e.g. "PLAINTEXT", "SASL_SSL" */
@@ -165,8 +170,8 @@ int dc_store_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
 size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
                          int32_t *leader);
 
-/* Backend vtable (for implementers). event_fd, poll, advertise and
- * replicas may be NULL. */
+/* Backend vtable (for implementers). event_fd, poll, advertise, replicas
+ * and position may be NULL. */
 typedef struct dc_store_ops {
   void (*close)(dc_store_t *st);
   int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
@@ -182,6 +187,7 @@ typedef struct dc_store_ops {
                    char *errstr, size_t errstr_size);
   size_t (*replicas)(dc_store_t *st, const dc_store_replica_t **out,
                      int32_t *leader);
+  int64_t (*position)(dc_store_t *st);
 } dc_store_ops_t;
 
 struct dc_store {

@@ -1068,6 +1068,10 @@ static int kafka_event_fd(dc_store_t *st) {
   return ((kafka_store_t *)st)->event_fd;
 }
 
+static int64_t kafka_position(dc_store_t *st) {
+  return ((kafka_store_t *)st)->next_offset;
+}
+
 static const dc_store_ops_t kafka_ops = {
     .close = kafka_close,
     .load = kafka_load,
@@ -1077,6 +1081,7 @@ static const dc_store_ops_t kafka_ops = {
     .poll = kafka_poll,
     .advertise = dc_kstore_advertise,
     .replicas = dc_kstore_replicas,
+    .position = kafka_position,
 };
 
 /* Every store learns of new records through a pipe the consumer queue

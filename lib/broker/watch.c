@@ -17,6 +17,13 @@
  * for woken watches, else at the earliest deadline), so they are sent from
  * the loop, never from inside another connection's request.
  *
+ * Watch v1 carries the replicated store's position: every answer says how
+ * far this server had applied the config log, and a client that has seen
+ * a later position than this server's is not answered from the older
+ * state: its watch parks (behind) until the store reaches that position,
+ * then is judged like any other, or is answered REPLICA_NOT_AVAILABLE at
+ * its deadline.
+ *
  * Threads: loop thread only.
  */
 #include "broker/acl.h"
@@ -46,6 +53,7 @@ struct dc_watch {
   char *client_id;   /* owned */
   char *principal;   /* owned */
   int64_t known;     /* the version the client has */
+  int64_t min_position; /* the store position the client has seen */
   int64_t deadline_ms;
   int32_t correlation_id;
   int16_t api_version;
@@ -58,6 +66,12 @@ int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
   if (dc_resolved_key(b->db, client_id, principal, &k))
     return -1;
   return dc_resolved_list(&k, NULL, NULL, NULL);
+}
+
+/* Is the client of w ahead of this server's store (at pos)? A store
+ * without a log (pos -1) has no order to keep. */
+static bool behind(const dc_watch_t *w, int64_t pos) {
+  return pos >= 0 && w->min_position > pos;
 }
 
 /* ---- the set: a min-heap by deadline, and the woken ------------------- */
@@ -160,6 +174,8 @@ static void woken_unlink(dc_broker_t *b, dc_watch_t *w) {
 
 /* Takes w out of the set, wherever it is. */
 static void unlink_watch(dc_broker_t *b, dc_watch_t *w) {
+  if (w->min_position >= 0 && b->n_behind)
+    b->n_behind--;
   if (w->woken)
     woken_unlink(b, w);
   else
@@ -199,18 +215,22 @@ static void arm_at(dc_broker_t *b, int64_t due) {
   b->watch_armed = due;
 }
 
-/* Arms the timer for the first thing due: a woken watch now, else the
- * earliest deadline, of a watch or of a parked DescribeFleet (nothing
- * parked: disarmed). */
+/* Arms the timer for the first thing due: a woken watch (or a held
+ * forwarded answer whose server caught up) now, else the earliest
+ * deadline, of a watch, a parked DescribeFleet or a held forwarded answer
+ * (nothing parked: disarmed). */
 static void arm(dc_broker_t *b) {
   int64_t fleet = dc_broker_fleet_waits_due(b);
-  if (b->watch_woken || fleet == 0) {
+  int64_t held = dc_broker_fwd_held_due(b);
+  if (b->watch_woken || fleet == 0 || held == 0) {
     arm_at(b, dc_mono_ms());
     return;
   }
   int64_t due = b->n_heap ? b->watch_heap[0]->deadline_ms : -1;
   if (fleet > 0 && (due < 0 || fleet < due))
     due = fleet;
+  if (held > 0 && (due < 0 || held < due))
+    due = held;
   arm_at(b, due);
 }
 
@@ -225,14 +245,40 @@ void dc_broker_watch_rearm(dc_broker_t *b) {
  * change of <default> costs one resolution per distinct configuration,
  * plus a lookup of each watcher's levels. The woken leave the heap, which
  * is rebuilt from the rest in linear time. */
+static void rejudge(dc_broker_t *b, bool changed);
+
 void dc_broker_watch_changed(dc_broker_t *b) {
   dc_broker_fleet_moved(b); /* every client's state may have moved */
+  rejudge(b, true);
+}
+
+void dc_broker_watch_position(dc_broker_t *b) {
+  int64_t pos = dc_store_position(b->store);
+  if (pos != b->position && b->n_behind)
+    rejudge(b, false);
+  b->position = pos;
+}
+
+/* Judges the parked watches again: all of them after a change of the
+ * configuration (changed), else only those that were behind the store.
+ * A watch whose client is still ahead of the store stays parked. */
+static void rejudge(dc_broker_t *b, bool changed) {
+  int64_t pos = b->position = dc_store_position(b->store);
   dc_resolved_memo_t memo;
   dc_resolved_memo_init(&memo, b->db, 0);
   size_t keep = 0, n = b->n_heap;
+  b->n_behind = 0;
   for (size_t i = 0; i < n; i++) {
     dc_watch_t *w = b->watch_heap[i];
-    int64_t v = dc_resolved_memo_version(&memo, w->client_id, w->principal);
+    bool judge = changed || w->min_position >= 0;
+    int64_t v = -1;
+    if (behind(w, pos)) {
+      b->n_behind++;
+    } else {
+      if (judge)
+        v = dc_resolved_memo_version(&memo, w->client_id, w->principal);
+      w->min_position = -1; /* caught up: a watch like any other */
+    }
     if (v >= 0 && v != w->known)
       woken_push(b, w);
     else
@@ -269,7 +315,7 @@ static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
   dc_resolved_key_t k;
   if (dc_resolved_key(b->db, client_id, principal, &k))
     return DC_ERR_INVALID_REQUEST; /* checked when it was asked */
-  dc_watch_resp_t resp = {0};
+  dc_watch_resp_t resp = {.position = dc_store_position(b->store)};
   resp.version = dc_resolved_list(&k, arena, &resp.configs, &resp.n_configs);
   dc_broker_fleet_served(fleet, resp.version);
   resp.changed = resp.version != known;
@@ -286,7 +332,29 @@ static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
   snprintf(msg, sizeof(msg), "the configuration of '%.40s' would take the "
            "answer past %zu bytes (max.response.bytes)", client_id, max);
   resp = (dc_watch_resp_t){.error_code = DC_ERR_INVALID_REQUEST,
-                           .error_message = msg, .version = resp.version};
+                           .error_message = msg, .version = resp.version,
+                           .position = resp.position};
+  return dc_watch_resp_encode(out, v, &resp);
+}
+
+void dc_broker_behind_why(char *buf, size_t size, int64_t pos,
+                          int64_t min_position) {
+  snprintf(buf, size, "this server has applied the config log up to "
+           "position %lld, behind position %lld this client has seen; ask "
+           "another server or retry", (long long)pos,
+           (long long)min_position);
+}
+
+/* The answer to a client ahead of this server: it is sent elsewhere
+ * rather than answered from an older state. */
+static int encode_behind(dc_broker_t *b, dc_buf_t *out, int16_t v,
+                         int64_t min_position) {
+  char msg[200];
+  int64_t pos = dc_store_position(b->store);
+  dc_broker_behind_why(msg, sizeof(msg), pos, min_position);
+  dc_watch_resp_t resp = {.error_code = DC_ERR_REPLICA_NOT_AVAILABLE,
+                          .error_message = msg, .version = -1,
+                          .position = pos};
   return dc_watch_resp_encode(out, v, &resp);
 }
 
@@ -303,6 +371,11 @@ static int park(dc_req_t *r, const dc_watch_req_t *req) {
   w->token = r->conn->token;
   w->fleet = r->conn->fleet;
   w->known = req->known_version;
+  w->min_position = req->min_position;
+  if (behind(w, dc_store_position(r->b->store)))
+    r->b->n_behind++;
+  else
+    w->min_position = -1; /* only a watch behind the store keeps it */
   int32_t t = req->timeout_ms < WATCH_MAX_TIMEOUT_MS ? req->timeout_ms
                                                      : WATCH_MAX_TIMEOUT_MS;
   w->deadline_ms = dc_mono_ms() + t;
@@ -340,7 +413,12 @@ int dc_handle_watch(dc_req_t *r) {
     resp.error_message = dc_arena_strdup(r->arena, why);
     return dc_watch_resp_encode(r->out, v, &resp);
   }
-  if (req.known_version < 0 || req.timeout_ms <= 0 || !r->conn->pending ||
+  bool can_park = req.timeout_ms > 0 && r->conn->pending;
+  int64_t pos = dc_store_position(r->b->store);
+  if (pos >= 0 && req.min_position > pos) /* the client is ahead */
+    return can_park ? park(r, &req)
+                    : encode_behind(r->b, r->out, v, req.min_position);
+  if (req.known_version < 0 || !can_park ||
       dc_broker_config_version(r->b, req.client_id, r->conn->principal) !=
           req.known_version)
     return encode_answer(r->b, r->out, v, req.client_id, r->conn->principal,
@@ -370,7 +448,9 @@ static void answer(dc_broker_t *b, dc_resolved_memo_t *memo, dc_watch_t *w,
   size_t frame = dc_wr_frame_begin(out);
   dc_resp_header_encode(out, DC_API_WATCH, w->api_version, w->correlation_id);
   int err = 0;
-  if (!w->woken || !answer_from_memo(memo, w, out)) {
+  if (behind(w, dc_store_position(b->store))) {
+    err = encode_behind(b, out, w->api_version, w->min_position);
+  } else if (!w->woken || !answer_from_memo(memo, w, out)) {
     dc_arena_t arena;
     dc_arena_init(&arena);
     err = encode_answer(b, out, w->api_version, w->client_id, w->principal,
@@ -412,6 +492,7 @@ void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
   arm(b);
   dc_resolved_memo_t memo;
   dc_resolved_memo_init(&memo, b->db, b->opts.max_response_size);
+  memo.position = dc_store_position(b->store);
   dc_buf_t out;
   dc_buf_init(&out);
   for (dc_watch_t *w = due; w; w = next) {

@@ -60,8 +60,7 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
     out->include_synonyms = dc_rd_bool(rd);
   if (v >= 3)
     out->include_documentation = dc_rd_bool(rd);
-  if (f)
-    dc_rd_tags(rd);
+  out->min_position = f ? dc_rd_tags_i64(rd, DC_TAG_STORE_POSITION, -1) : -1;
   return rd->err;
 }
 
@@ -89,7 +88,9 @@ int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v,
     dc_wr_bool(b, in->include_synonyms);
   if (v >= 3)
     dc_wr_bool(b, in->include_documentation);
-  if (f)
+  if (f && in->min_position > 0)
+    dc_wr_tag_i64(b, DC_TAG_STORE_POSITION, in->min_position);
+  else if (f)
     dc_wr_tags_empty(b);
   return b->err;
 }
@@ -171,8 +172,7 @@ int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v,
     if (f)
       dc_rd_tags(rd);
   }
-  if (f)
-    dc_rd_tags(rd);
+  out->position = f ? dc_rd_tags_i64(rd, DC_TAG_STORE_POSITION, -1) : -1;
   return rd->err;
 }
 
@@ -228,8 +228,10 @@ void dc_describe_configs_result_encode(dc_buf_t *b, int16_t v,
     dc_wr_tags_empty(b);
 }
 
-int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v) {
-  if (dc_api_flexible(API, v))
+int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v, int64_t position) {
+  if (dc_api_flexible(API, v) && position > 0)
+    dc_wr_tag_i64(b, DC_TAG_STORE_POSITION, position);
+  else if (dc_api_flexible(API, v))
     dc_wr_tags_empty(b);
   return b->err;
 }
@@ -241,5 +243,5 @@ int dc_describe_configs_resp_encode(dc_buf_t *b, int16_t v,
   dc_describe_configs_resp_begin(b, v, in->throttle_time_ms, in->n_results);
   for (int32_t i = 0; i < dc_nn_count(in->n_results); i++)
     dc_describe_configs_result_encode(b, v, &in->results[i]);
-  return dc_describe_configs_resp_end(b, v);
+  return dc_describe_configs_resp_end(b, v, in->position);
 }

@@ -40,7 +40,7 @@ int dc_envelope_resp_decode(dc_rd_t *rd, int16_t v, dc_envelope_resp_t *out) {
   }
   out->response_data = dc_rd_bytes(rd, true, true, &out->response_data_len);
   out->error_code = dc_rd_i16(rd);
-  dc_rd_tags(rd);
+  out->position = dc_rd_tags_i64(rd, DC_TAG_STORE_POSITION, -1);
   return rd->err;
 }
 
@@ -50,6 +50,9 @@ int dc_envelope_resp_encode(dc_buf_t *b, int16_t v,
     return DC_ERR__UNSUPPORTED_API;
   dc_wr_bytes(b, true, in->response_data, in->response_data_len);
   dc_wr_i16(b, in->error_code);
-  dc_wr_tags_empty(b);
+  if (in->position > 0)
+    dc_wr_tag_i64(b, DC_TAG_STORE_POSITION, in->position);
+  else
+    dc_wr_tags_empty(b);
   return b->err;
 }

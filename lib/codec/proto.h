@@ -187,7 +187,18 @@ int dc_metadata_req_encode(dc_buf_t *b, int16_t v, const dc_metadata_req_t *in);
 int dc_metadata_resp_decode(dc_rd_t *rd, int16_t v, dc_metadata_resp_t *out);
 int dc_metadata_resp_encode(dc_buf_t *b, int16_t v, const dc_metadata_resp_t *in);
 
+/* dynconf's tagged field (flexible versions) carrying a store position:
+ * how far into the replicated config log a server had applied it. Sent by
+ * dynconf's own clients and servers only, and answered only to a request
+ * that carried it (librdkafka 2.0.2 mis-skips non-empty tag sections). */
+#define DC_TAG_STORE_POSITION 10000
+
 /* ---- DescribeConfigs (32), v0-4 --------------------------------------- */
+/* v4 (flexible) requests may carry min_position (DC_TAG_STORE_POSITION,
+ * the highest store position the client has seen; <= 0 = none): a server
+ * that has not applied that far answers every resource
+ * REPLICA_NOT_AVAILABLE rather than from an older state, and a server
+ * asked with it says its own position in the response's tag. */
 typedef struct dc_describe_configs_req_resource {
   int8_t resource_type;
   char *resource_name;
@@ -200,6 +211,7 @@ typedef struct dc_describe_configs_req {
   dc_describe_configs_req_resource_t *resources;
   bool include_synonyms;      /* v1+ */
   bool include_documentation; /* v3+ */
+  int64_t min_position;       /* v4+, tagged; <= 0 = none */
 } dc_describe_configs_req_t;
 
 typedef struct dc_describe_configs_synonym {
@@ -234,6 +246,7 @@ typedef struct dc_describe_configs_resp {
   int32_t throttle_time_ms;
   int32_t n_results;
   dc_describe_configs_result_t *results;
+  int64_t position; /* v4+, tagged; <= 0 = not said (decoded as -1) */
 } dc_describe_configs_resp_t;
 
 int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v, dc_describe_configs_req_t *out);
@@ -248,7 +261,8 @@ void dc_describe_configs_resp_begin(dc_buf_t *b, int16_t v,
                                     int32_t n_results);
 void dc_describe_configs_result_encode(dc_buf_t *b, int16_t v,
                                        const dc_describe_configs_result_t *r);
-int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v);
+/* position: the tag DC_TAG_STORE_POSITION when > 0 (v4+), else none. */
+int dc_describe_configs_resp_end(dc_buf_t *b, int16_t v, int64_t position);
 
 /* ---- AlterConfigs (33) v0-2 and IncrementalAlterConfigs (44) v0-1 -------
  * One request shape for both: AlterConfigs carries no op (decoded as SET),
@@ -388,19 +402,25 @@ int dc_join_group_req_decode(dc_rd_t *rd, int16_t v, dc_join_group_req_t *out);
 int dc_join_group_resp_encode(dc_buf_t *b, int16_t v,
                               const dc_join_group_resp_t *in);
 
-/* ---- Watch (20001) v0, dynconf's own, flexible ------------------------
+/* ---- Watch (20001) v0-1, dynconf's own, flexible ----------------------
  * request:  client_id (the client-id entity whose resolution for the
  *           caller's principal is watched), known_version (int64; -1 =
- *           none: answer at once), timeout_ms (int32)
+ *           none: answer at once), timeout_ms (int32),
+ *           v1+: min_position (int64; -1 = none)
  * response: throttle_time_ms, error_code, error_message (nullable),
  *           changed (bool), version (int64), [name, value (nullable),
- *           source (int8)] (the resolved configuration when changed)
+ *           source (int8)] (the resolved configuration when changed),
+ *           v1+: position (int64; -1 = the server keeps no log)
  * The version names a resolved configuration: equal versions, equal
- * configurations. */
+ * configurations. The position is how far into the replicated config
+ * log the answering server had applied: a client that has seen position
+ * P is never answered from an older state (the server waits until it has
+ * applied P, or answers REPLICA_NOT_AVAILABLE at the timeout). */
 typedef struct dc_watch_req {
   char *client_id;
   int64_t known_version;
   int32_t timeout_ms;
+  int64_t min_position;
 } dc_watch_req_t;
 
 typedef struct dc_watch_entry {
@@ -417,6 +437,7 @@ typedef struct dc_watch_resp {
   int64_t version;
   int32_t n_configs;
   dc_watch_entry_t *configs;
+  int64_t position;
 } dc_watch_resp_t;
 
 int dc_watch_req_decode(dc_rd_t *rd, int16_t v, dc_watch_req_t *out);
@@ -540,6 +561,11 @@ typedef struct dc_envelope_resp {
   const uint8_t *response_data; /* nullable: the response, header and body */
   int32_t response_data_len;    /* -1 = null */
   int16_t error_code;
+  /* dynconf's tagged field DC_TAG_STORE_POSITION: how far the writer had
+   * applied the replicated config log once it handled the request (<= 0 =
+   * not said; decoded as -1), so the forwarding server answers only once
+   * it has applied as much (read your writes). */
+  int64_t position;
 } dc_envelope_resp_t;
 
 int dc_envelope_req_decode(dc_rd_t *rd, int16_t v, dc_envelope_req_t *out);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Watch (key 20001) v0, dynconf's own, flexible throughout. Layout in
+ * Watch (key 20001) v0-1, dynconf's own, flexible throughout. Layout in
  * proto.h.
  */
 #include "proto.h"
@@ -9,33 +9,37 @@
 
 int dc_watch_req_decode(dc_rd_t *rd, int16_t v, dc_watch_req_t *out) {
   memset(out, 0, sizeof(*out));
-  if (v != 0) {
+  if (v < 0 || v > 1) {
     dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
   out->client_id = dc_rd_str(rd, true, false);
   out->known_version = dc_rd_i64(rd);
   out->timeout_ms = dc_rd_i32(rd);
+  out->min_position = v >= 1 ? dc_rd_i64(rd) : -1;
   dc_rd_tags(rd);
   return rd->err;
 }
 
 int dc_watch_req_encode(dc_buf_t *b, int16_t v, const dc_watch_req_t *in) {
-  if (v != 0)
+  if (v < 0 || v > 1)
     return DC_ERR__UNSUPPORTED_API;
   dc_wr_str_nn(b, true, in->client_id);
   dc_wr_i64(b, in->known_version);
   dc_wr_i32(b, in->timeout_ms);
+  if (v >= 1)
+    dc_wr_i64(b, in->min_position);
   dc_wr_tags_empty(b);
   return b->err;
 }
 
 int dc_watch_resp_decode(dc_rd_t *rd, int16_t v, dc_watch_resp_t *out) {
   memset(out, 0, sizeof(*out));
-  if (v != 0) {
+  if (v < 0 || v > 1) {
     dc_rd_fail(rd, DC_ERR__UNSUPPORTED_API);
     return rd->err;
   }
+  out->position = -1;
   out->throttle_time_ms = dc_rd_i32(rd);
   out->error_code = dc_rd_i16(rd);
   out->error_message = dc_rd_str(rd, true, true);
@@ -54,12 +58,14 @@ int dc_watch_resp_decode(dc_rd_t *rd, int16_t v, dc_watch_resp_t *out) {
     e->source = dc_rd_i8(rd);
     dc_rd_tags(rd);
   }
+  if (v >= 1)
+    out->position = dc_rd_i64(rd);
   dc_rd_tags(rd);
   return rd->err;
 }
 
 int dc_watch_resp_encode(dc_buf_t *b, int16_t v, const dc_watch_resp_t *in) {
-  if (v != 0)
+  if (v < 0 || v > 1)
     return DC_ERR__UNSUPPORTED_API;
   int32_t n = dc_nn_count(in->n_configs);
   dc_wr_i32(b, in->throttle_time_ms);
@@ -75,6 +81,8 @@ int dc_watch_resp_encode(dc_buf_t *b, int16_t v, const dc_watch_resp_t *in) {
     dc_wr_i8(b, e->source);
     dc_wr_tags_empty(b);
   }
+  if (v >= 1)
+    dc_wr_i64(b, in->position);
   dc_wr_tags_empty(b);
   return b->err;
 }

@@ -180,23 +180,29 @@ void *dc_rd_alloc(dc_rd_t *rd, size_t n, size_t sz) {
   return p;
 }
 
-void dc_rd_tags(dc_rd_t *rd) {
+int64_t dc_rd_tags_i64(dc_rd_t *rd, uint32_t want, int64_t def) {
   uint32_t n = dc_rd_uvarint(rd);
-  int64_t last = -1;
+  int64_t last = -1, found = def;
   for (uint32_t i = 0; i < n && !rd->err; i++) {
     uint32_t tag = dc_rd_uvarint(rd);
     uint32_t size = dc_rd_uvarint(rd);
     if (rd->err)
-      return;
+      return def;
     /* Kafka requires strictly increasing tags. */
     if ((int64_t)tag <= last) {
       dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
-      return;
+      return def;
     }
     last = tag;
-    take(rd, size);
+    if (tag == want && size == 8)
+      found = dc_rd_i64(rd);
+    else
+      take(rd, size);
   }
+  return rd->err ? def : found;
 }
+
+void dc_rd_tags(dc_rd_t *rd) { (void)dc_rd_tags_i64(rd, UINT32_MAX, 0); }
 
 static void put(dc_buf_t *b, const uint8_t *q, size_t n) {
   dc_buf_append(b, q, n);
@@ -300,6 +306,13 @@ void dc_wr_array_len(dc_buf_t *b, bool flexible, int32_t n) {
 }
 
 void dc_wr_tags_empty(dc_buf_t *b) { dc_wr_uvarint(b, 0); }
+
+void dc_wr_tag_i64(dc_buf_t *b, uint32_t tag, int64_t v) {
+  dc_wr_uvarint(b, 1);
+  dc_wr_uvarint(b, tag);
+  dc_wr_uvarint(b, 8);
+  dc_wr_i64(b, v);
+}
 
 size_t dc_wr_frame_begin(dc_buf_t *b) {
   size_t off = b->len;

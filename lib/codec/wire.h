@@ -63,6 +63,9 @@ void *dc_rd_alloc(dc_rd_t *rd, size_t n, size_t sz);
 /* Skip a tagged-field section (flexible versions only): unknown tags are
  * ignored, as Kafka does. */
 void dc_rd_tags(dc_rd_t *rd);
+/* The same, keeping the int64 of tag `want` (def when it is absent or is
+ * not 8 bytes long). */
+int64_t dc_rd_tags_i64(dc_rd_t *rd, uint32_t want, int64_t def);
 
 /* Writer: appends big-endian fields to b. Errors are sticky in b->err:
  * _NOMEM from the buffer, or _TOO_LONG for a string longer than its length
@@ -86,6 +89,9 @@ void dc_wr_array_len(dc_buf_t *b, bool flexible, int32_t n);
 /* An empty tagged-field section (the only kind we send: librdkafka 2.0.2
  * mis-skips non-empty ones). */
 void dc_wr_tags_empty(dc_buf_t *b);
+/* A tagged-field section of one int64 field, tag `tag`: only for peers
+ * that are dynconf's own (a dynconfd forwarding to another). */
+void dc_wr_tag_i64(dc_buf_t *b, uint32_t tag, int64_t v);
 
 /* Helpers shared by the message codecs. */
 /* Smallest encodings of a string, an array and a tag section: decoders

@@ -54,14 +54,20 @@ static void one_watch_answer(const uint8_t *data, size_t size) {
   dc_arena_init(&arena);
   dc_rd_t rd;
   dc_rd_init(&rd, data + 1, size - 1, &arena);
-  int64_t known = (int64_t)data[0] - 0x81, version = -2;
+  /* The first byte: the version asked with (low bit), the version known. */
+  int64_t known = (int64_t)(data[0] >> 1) - 0x41;
+  dc_watch_ask_t ask = {.v = data[0] & 1, .known = known,
+                        .min_position = 5, .version = -2};
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   bool undecodable;
   char errstr[512] = "";
-  dc_watch_res_t r =
-      dc_agent_watch_answer_read(&rd, "fuzz:9092", known, &set, &version,
-                                 &err, &undecodable, errstr, sizeof(errstr));
+  dc_watch_res_t r = dc_agent_watch_answer_read(
+      &rd, "fuzz:9092", &ask, &set, &err, &undecodable, errstr, sizeof(errstr));
+  int64_t version = ask.version;
+  if ((r == WATCH_CHANGED || r == WATCH_UNCHANGED) && ask.position >= 0 &&
+      ask.position < ask.min_position)
+    oracle_fail("a Watch answer from a store position older than one seen");
   if (r == WATCH_CHANGED) {
     check_set(&set);
     if (version == known)
