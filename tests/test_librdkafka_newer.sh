@@ -19,11 +19,13 @@ want=$(cat "$dir/VERSION")
 PROGRAMS="test_agent_wire test_agent_watch test_agent_e2e test_agent_failures
   test_agent_hostile test_agent_security test_agent_consumer
   test_managed_producer test_managed_consumer test_cert_rotation"
-SCRIPTS="test_kafka_store_agents.sh"
+# test_kafka_clients.sh runs a real Kafka cluster (scripts/kafka.sh).
+SCRIPTS="test_kafka_store_agents.sh test_kafka_clients.sh"
 
 # shellcheck disable=SC2086
 make -s -C "$DC_BUILDDIR" $(for p in $PROGRAMS; do echo "tests/$p"; done) \
-  dynconfd dynconf-configs examples/mock_cluster >"$DC_TMP/make.log" 2>&1 ||
+  tests/kafka_clients_probe dynconfd dynconf-configs examples/mock_cluster \
+  >"$DC_TMP/make.log" 2>&1 ||
   tap_bail "building the test programs failed: $(tail -5 "$DC_TMP/make.log")"
 
 # run_tap NAME PROGRAM: runs a TAP program on the newer librdkafka into
@@ -59,4 +61,9 @@ tap_ok $? "  and with group.protocol=consumer it left session.timeout.ms to the 
 for s in $SCRIPTS; do
   run_tap "$s" "$DC_SRCDIR/tests/$s"
 done
+# The managed clients on a real Kafka cluster: there the KIP-848 check
+# runs on the newer librdkafka itself.
+grep -q "^ok [0-9]* - kip848: librdkafka $want knows group.protocol=consumer" \
+  "$DC_TMP/test_kafka_clients.sh.tap"
+tap_ok $? "  and test_kafka_clients.sh ran its group.protocol=consumer member on it"
 tap_done

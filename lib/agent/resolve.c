@@ -287,11 +287,16 @@ static const char *inapplicable(const dc_app_settings_t *app, const char *key,
              app->consumer ? "consumer" : "producer");
     return why;
   }
+  /* The operator needs the cluster's names for the setting: the group's
+   * dynamic config (Kafka 4.0, bounded by the brokers' min/max) or the
+   * brokers' static default. */
   if (app->broker_owns_timeouts && group_timeout(key)) {
     dc_seterr(why, why_size,
              "with group.protocol=consumer (KIP-848) the broker sets %s; "
-             "librdkafka refuses it from the client",
-             key);
+             "librdkafka refuses it from the client. Set consumer.%s on "
+             "the group (kafka-configs --entity-type groups) or "
+             "group.consumer.%s in the brokers' server.properties",
+             key, key, key);
     return why;
   }
   return NULL;
