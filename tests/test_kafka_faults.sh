@@ -1,0 +1,624 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Faults of the replicated store on a REAL Kafka cluster (scripts/kafka.sh:
+# 3 KRaft nodes), judged by histories (tests/kstore_history.py): three
+# dynconfd replicas on one config topic, three clients altering and
+# reading on random replicas the whole time, every operation logged with
+# its outcome; after every fault a checker compares that log with what
+# every replica serves and stores (state and audit history):
+#   a. the writer SIGSTOPped while alters are queued at it (one in its
+#      commit, forwarded by a follower; others sent to it directly and by
+#      the other follower, waiting in its socket backlog), held until
+#      another replica writes, then SIGCONTed: each queued alter is
+#      acknowledged (and then everywhere) or refused with NOT_CONTROLLER
+#      (41, retriable) and then nowhere; the woken replica follows the new
+#      writer;
+#   b. the writer SIGKILLed with alters in flight, restarted from its data
+#      directory: it rejoins as a follower, and no two replicas ever write
+#      at one epoch;
+#   c. the Kafka broker leading the config topic killed and restarted; the
+#      active KRaft controller killed and restarted; the whole Kafka
+#      cluster down for 10 s.
+# Odd rounds of a and b hold the config topic's leader broker (SIGSTOP)
+# while the alters are queued, so that one alter is inside the writer's
+# commit, its record on its way to Kafka, when the writer stops; even
+# rounds stop the writer between alters.
+# DC_KAFKA_LONG=1 runs 20 rounds of a and b (default 2). The failover time
+# (the writer stopped -> the first alter acknowledged by another replica)
+# is printed as p50/p99.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$DC_CONFIGS" ] || tap_bail "$DC_CONFIGS not built"
+command -v kcat >/dev/null || tap_bail "kcat is needed (apt-get install kcat)"
+command -v ss >/dev/null || tap_bail "ss is needed (iproute2)"
+command -v python3 >/dev/null || tap_bail "python3 is needed"
+
+T_START=$SECONDS
+ROUNDS=2
+[ "${DC_KAFKA_LONG:-0}" = 1 ] && ROUNDS=20
+SESSION_MS=3000
+H="$DC_SRCDIR/tests/kstore_history.py"
+LOG="$DC_TMP/history.jsonl"
+kh() { python3 "$H" "$@"; }
+
+dc_kafka_start 3
+tap_diag "Kafka cluster up at $KBS in $((SECONDS - T_START)) s"
+STORE=(--store kafka --store-bootstrap "$KBS" --store-timeout-ms 10000
+  --store-session-timeout-ms "$SESSION_MS")
+
+# ---- the replicas -----------------------------------------------------------
+
+declare -A PID PORT
+WL_PID=
+kf_cleanup() {
+  local rc=$? n
+  [ -n "$WL_PID" ] && kill "$WL_PID" 2>/dev/null
+  for n in "${!PID[@]}"; do
+    [ -n "${PID[$n]}" ] || continue
+    kill -CONT "${PID[$n]}" 2>/dev/null
+    kill -9 "${PID[$n]}" 2>/dev/null
+    { wait "${PID[$n]}"; } 2>/dev/null
+  done
+  [ -n "$L_PAUSED" ] && dc_kafka resume "$L_PAUSED"
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ]; then
+    for n in 1 2 3; do
+      [ -f "$DC_TMP/n$n.log" ] || continue
+      tap_diag "--- node $n's log (last 15 lines) ---" >&2
+      tail -n 15 "$DC_TMP/n$n.log" | sed 's/^/#   /' >&2
+    done
+  fi
+  DC_DAEMON_LOG=/dev/null
+  (exit "$rc")
+  dc_cleanup
+}
+trap kf_cleanup EXIT
+
+# start_replica N [PORT]: dynconfd node N on data dir n$N (on PORT, to be
+# found again by the clients after a restart); stderr appended to n$N.log.
+start_replica() {
+  local n=$1 i line
+  mkdir -p "$DC_TMP/n$n"
+  : >"$DC_TMP/n$n.out"
+  # shellcheck disable=SC2086 # the wrapper is deliberately word-split
+  $DC_DAEMON_WRAPPER "$DC_DYNCONFD" --listen "127.0.0.1:${2:-0}" \
+    --data-dir "$DC_TMP/n$n" "${STORE[@]}" --node-id "$n" \
+    >"$DC_TMP/n$n.out" 2>>"$DC_TMP/n$n.log" </dev/null &
+  PID[$n]=$!
+  for ((i = 0; i < 600; i++)); do
+    line=$(grep -m1 '^listening on ' "$DC_TMP/n$n.out" 2>/dev/null)
+    if [ -n "$line" ]; then
+      line=${line#listening on }
+      line=${line%% *}
+      PORT[$n]=${line##*:}
+      return 0
+    fi
+    kill -0 "${PID[$n]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -9 "${PID[$n]}" 2>/dev/null
+  { wait "${PID[$n]}"; } 2>/dev/null
+  PID[$n]=
+  return 1
+}
+addr() { echo "127.0.0.1:${PORT[$1]}"; }
+
+# The node of the highest epoch any replica applied (the log's writer).
+log_writer() {
+  cat "$DC_TMP"/n?.log 2>/dev/null |
+    sed -n 's/.*kafka store: node \([0-9]*\) writes _dynconf_configs from epoch \([0-9]*\) on.*/\2 \1/p' |
+    sort -n | tail -1 | cut -d' ' -f2
+}
+# await_writer [EXCEPT] [SECONDS]: waits until every replica's Metadata
+# names one controller (the writer), not EXCEPT; prints it. Returns 1 on
+# timeout, printing what each said.
+await_writer() {
+  local except=${1:-} end=$((SECONDS + ${2:-30})) n c w said
+  while :; do
+    w= said=
+    for n in 1 2 3; do
+      c=$(kh controller --replica "$(addr "$n")" 2>/dev/null) || c=none
+      said+="node $n: $c; "
+      if [ -z "$w" ]; then w=$c; elif [ "$w" != "$c" ]; then w=x; fi
+    done
+    if [[ "$w" =~ ^[1-3]$ ]] && [ "$w" != "$except" ]; then
+      echo "$w"
+      return 0
+    fi
+    [ $SECONDS -lt $end ] || { echo "$said"; return 1; }
+    sleep 0.2
+  done
+}
+
+# Log marks: what the daemons logged since mark_logs.
+declare -A MARK
+mark_logs() {
+  local n
+  for n in 1 2 3; do MARK[$n]=$(wc -l <"$DC_TMP/n$n.log"); done
+}
+since_mark() {
+  local n
+  for n in 1 2 3; do
+    tail -n "+$((MARK[$n] + 1))" "$DC_TMP/n$n.log" | sed "s/^/node $n: /"
+  done
+}
+# await_log REGEX SECONDS: polls the lines since the mark; prints the first
+# matching one.
+await_log() {
+  local end=$((SECONDS + $2)) hit
+  while :; do
+    hit=$(since_mark | grep -E -m1 -- "$1")
+    [ -n "$hit" ] && { echo "$hit"; return 0; }
+    [ $SECONDS -lt $end ] || return 1
+    sleep 0.1
+  done
+}
+
+# The Kafka broker leading the config topic's partition ("" when none).
+kafka_leader() {
+  timeout 15 kcat -L -b "$KBS" -t _dynconf_configs -m 5 2>/dev/null |
+    sed -n 's/^ *partition 0, leader \([0-9]*\),.*/\1/p' | head -1
+}
+
+# ---- the workload -------------------------------------------------------------
+
+ROUND=
+start_workload() {
+  rm -f "$DC_TMP/stop" "$DC_TMP/pause" "$DC_TMP/pause.idle"
+  kh workload --replicas "$(addr 1),$(addr 2),$(addr 3)" --log "$LOG" \
+    --stop-file "$DC_TMP/stop" --pause-file "$DC_TMP/pause" \
+    --op-timeout-ms 5000 >>"$DC_TMP/workload.out" 2>&1 &
+  WL_PID=$!
+}
+stop_workload() {
+  [ -n "$WL_PID" ] || return 0
+  touch "$DC_TMP/stop"
+  rm -f "$DC_TMP/pause"
+  wait "$WL_PID"
+  WL_PID=
+}
+# pause_workload: no operation of the workload in flight until resume.
+pause_workload() {
+  touch "$DC_TMP/pause"
+  local i
+  for ((i = 0; i < 200; i++)); do
+    [ -e "$DC_TMP/pause.idle" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+resume_workload() { rm -f "$DC_TMP/pause"; }
+
+# check NAME [SINCE [ENTITY]]: the history checker after a fault, with
+# TAP assertions on what it found among the operations invoked since the
+# event SINCE (the fault's round), and on the replicas' state now; with
+# ENTITY (the alters inject queued at the writer), on what it says of
+# those. Stale reads (monotonic reads across random replicas) are counted
+# and shown, not failed on. Without SINCE, on the whole history.
+STALE=0
+check() {
+  local name=$1 since=${2:-} ent=${3:-} out="$DC_TMP/check.$1.txt" rc s bad sfx=
+  local args=() n dead=
+  [ -n "$since" ] && args=(--since "$since") sfx=_new
+  for n in 1 2 3; do
+    [ -n "${PID[$n]}" ] && kill -0 "${PID[$n]}" 2>/dev/null || dead+=" $n"
+  done
+  [ -z "$dead" ]
+  tap_ok $? "$name: every replica is running" || for n in $dead; do
+    tap_diag "node $n exited: $(grep -v 'Connect to\|FAIL:' "$DC_TMP/n$n.log" | tail -2)"
+  done
+  kh check --log "$LOG" --allow-stale --converge-timeout-s 10 \
+    --max-details 1000 --dynconfd "$DC_DYNCONFD" --history-topic "$KBS" \
+    --replica "n1=$(addr 1)@$DC_TMP/n1" --replica "n2=$(addr 2)@$DC_TMP/n2" \
+    --replica "n3=$(addr 3)@$DC_TMP/n3" "${args[@]}" >"$out" 2>&1
+  rc=$?
+  s=$(grep '^summary:' "$out")
+  summary_of() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$s"; }
+  tap_diag "$name: ${s#summary: }"
+  [ -n "$s" ] || sed 's/^/#   /' "$out" | tail -5
+  tap_is "$(summary_of "lost$sfx")" 0 "$name: no acknowledged alter lost" ||
+    grep -E '^(lost|final):' "$out" | head -6 | sed 's/^/#   /'
+  tap_is "$(summary_of "refused_applied$sfx")" 0 \
+    "$name: no refused alter applied anywhere" ||
+    grep -E '^(refused-applied|dirty-read):' "$out" | tail -6 | sed 's/^/#   /'
+  tap_is "$(summary_of "reordered$sfx")/$(summary_of "dirty_reads$sfx")" 0/0 \
+    "$name: acknowledged alters in real-time order in every history (reordered/dirty reads)" ||
+    grep -E '^(reordered|dirty-read):' "$out" | tail -6 | sed 's/^/#   /'
+  tap_is "$(summary_of diverged)" 0 \
+    "$name: every replica converges to the same state and history" ||
+    grep -E '^diverged:' "$out" | head -6 | sed 's/^/#   /'
+  if [ -z "$since" ]; then
+    tap_is "$rc" 0 "$name: the history checker finds no violation" ||
+      grep -E '^violations:' "$out" | sed 's/^/#   /'
+  fi
+  STALE=$(summary_of stale_reads) # of the whole history so far
+  if [ -n "$ent" ]; then
+    bad=$(grep -E "^(lost|final|refused-applied): .*\b$ent[=/]" "$out")
+    [ -z "$bad" ] && [ -n "$s" ]
+    tap_ok $? "$name: of the alters queued at the writer, the acknowledged are in every history and the refused in none" ||
+      sed 's/^/#   /' <<<"$bad" | head -8
+  fi
+}
+
+# No replica logged the signs of a writer that lost track of the log.
+no_lost_track() {
+  local bad
+  bad=$(since_mark | grep -E 'did not write|restart dynconfd' | head -3)
+  [ -z "$bad" ]
+  tap_ok $? "$1: no replica logs 'did not write' / 'restart dynconfd'" ||
+    tap_diag "$bad"
+}
+
+# restart_as_asked WHEN: a replica that logged "restart dynconfd" (since
+# the mark) is restarted as it asks, and one that exited is started again,
+# from its data dir on its port, so that one fault's damage does not wedge
+# the next rounds (what it did is in the history and was judged already).
+restart_as_asked() {
+  local n i
+  for n in 1 2 3; do
+    if [ -z "${PID[$n]}" ] || ! kill -0 "${PID[$n]}" 2>/dev/null; then
+      tap_diag "$1: node $n exited; restarting it"
+      { wait "${PID[$n]}"; } 2>/dev/null
+      start_replica "$n" "${PORT[$n]}" || tap_bail "node $n did not restart"
+      continue
+    fi
+    since_mark | grep -q "^node $n: .*restart dynconfd" || continue
+    tap_diag "$1: node $n asked to be restarted; restarting it"
+    kill -TERM "${PID[$n]}" 2>/dev/null
+    for ((i = 0; i < 200; i++)); do
+      kill -0 "${PID[$n]}" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -9 "${PID[$n]}" 2>/dev/null
+    { wait "${PID[$n]}"; } 2>/dev/null
+    start_replica "$n" "${PORT[$n]}" || tap_bail "node $n did not restart"
+  done
+}
+
+# No two replicas ever said they write at one epoch.
+one_writer_per_epoch() {
+  local dup
+  dup=$(cat "$DC_TMP"/n?.log |
+    sed -n 's/.*writing _dynconf_configs as node \([0-9]*\), epoch \([0-9]*\).*/\2 \1/p' |
+    sort -u | awk '{ n[$1]++; w[$1] = w[$1] " " $2 } END { for (e in n) if (n[e] > 1) print "epoch " e ": nodes" w[e] }')
+  [ -z "$dup" ]
+  tap_ok $? "$1: no two replicas wrote at one epoch" || tap_diag "$dup"
+}
+
+# Values of the alters injected by the test (unique: the workload's stay
+# below 100000).
+QV=100000
+next_qv() { QV=$((QV + 1)); }
+
+# inject ROUND KIND W F1 F2 SLOW SIG: alters queued at writer W, then W
+# sent SIG (STOP or KILL, logged as event SIG-ROUND-KIND). Three clients
+# connect to W first (W accepts them while it runs: clients that keep a
+# connection); their alters are sent only once W is busy or stopped.
+# With SLOW, the workload is paused and the config topic's leader broker
+# stopped, an alter forwarded by F1 is taken into W's commit (its record
+# held at the stopped broker), the three direct alters and one forwarded
+# by F2 then wait in W's sockets, W gets SIG, and broker and workload go
+# on. Without SLOW, W gets SIG first, then the direct alters and one
+# forwarded by each follower are sent. Each outcome goes to
+# $DC_TMP/q.ROUND.KIND.*; QPIDS holds the clients; QUEUED counts W's
+# connections with unread requests; INFLIGHT says whether the forwarded
+# alter was seen taken into W's commit (SLOW).
+QPIDS=()
+L_PAUSED=
+inject() {
+  local r=$1 kind=$2 w=$3 f1=$4 f2=$5 slow=$6 sig=$7 ent="q$2-$1" i pe b q
+  local hold="$DC_TMP/hold.$1.$2"
+  QPIDS=() INFLIGHT=- QUEUED=0
+  for i in 1 2 3; do
+    next_qv
+    kh op --log "$LOG" --client "q$kind-direct$i" --replica "$(addr "$w")" \
+      --entity "$ent" --value "$QV" --timeout-ms 25000 --hold-file "$hold" \
+      >"$DC_TMP/q.$r.$kind.$i" &
+    QPIDS+=($!)
+  done
+  for ((i = 0; i < 200; i++)); do
+    [ "$(ls "$hold".ready.* 2>/dev/null | wc -l)" -ge 3 ] && break
+    sleep 0.05
+  done
+  kh await-accepted --port "${PORT[$w]}" --timeout-s 10 >/dev/null ||
+    tap_diag "node $w did not accept the clients' connections"
+  if [ "$slow" = 1 ]; then
+    # The followers' forwarding connections to W, made before W blocks.
+    for i in "$f1" "$f2"; do
+      next_qv
+      kh op --log "$LOG" --client warm --replica "$(addr "$i")" \
+        --entity "$ent" --value "$QV" --timeout-ms 10000 >/dev/null
+    done
+    read -r pe b q < <(kh conn --port "${PORT[$w]}" --peer-pid "${PID[$f1]}")
+    pause_workload || tap_diag "the workload did not pause"
+    L=$(kafka_leader)
+    [ -n "$L" ] && dc_kafka pause "$L" && L_PAUSED=$L
+    next_qv
+    kh op --log "$LOG" --client "q$kind-fwd1" --replica "$(addr "$f1")" \
+      --entity "$ent" --value "$QV" --timeout-ms 25000 >"$DC_TMP/q.$r.$kind.0" &
+    QPIDS+=($!)
+    INFLIGHT=0
+    [ -n "$pe" ] && [ -n "$L_PAUSED" ] &&
+      kh await-read --port "${PORT[$w]}" --peer-port "$pe" --more-than "$b" \
+        --timeout-s 10 >/dev/null && INFLIGHT=1
+    touch "$hold"
+    next_qv
+    kh op --log "$LOG" --client "q$kind-fwd2" --replica "$(addr "$f2")" \
+      --entity "$ent" --value "$QV" --timeout-ms 25000 >"$DC_TMP/q.$r.$kind.4" &
+    QPIDS+=($!)
+    QUEUED=$(kh queued --port "${PORT[$w]}" --n 3 --timeout-s 10)
+    signal_node "$sig" "$w" "$sig-$r-$kind"
+    resume_workload
+    resume_leader
+  else
+    signal_node "$sig" "$w" "$sig-$r-$kind"
+    touch "$hold"
+    next_qv
+    kh op --log "$LOG" --client "q$kind-fwd1" --replica "$(addr "$f1")" \
+      --entity "$ent" --value "$QV" --timeout-ms 25000 >"$DC_TMP/q.$r.$kind.0" &
+    QPIDS+=($!)
+    next_qv
+    kh op --log "$LOG" --client "q$kind-fwd2" --replica "$(addr "$f2")" \
+      --entity "$ent" --value "$QV" --timeout-ms 25000 >"$DC_TMP/q.$r.$kind.4" &
+    QPIDS+=($!)
+    [ "$sig" = STOP ] &&
+      QUEUED=$(kh queued --port "${PORT[$w]}" --n 5 --timeout-s 10)
+  fi
+  return 0
+}
+# signal_node SIG NODE EVENT: logs EVENT, then sends SIG to replica NODE;
+# a killed one is reaped here (so the shell reports nothing).
+signal_node() {
+  if [ "$1" = KILL ]; then
+    kh event --log "$LOG" --name "$3" node="$2"
+    kill -KILL "${PID[$2]}"
+    { wait "${PID[$2]}"; } 2>/dev/null
+    PID[$2]=
+  else
+    kh signal --log "$LOG" --name "$3" --pid "${PID[$2]}" --sig "$1" node="$2"
+  fi
+}
+
+# The Kafka broker stopped by inject, running again.
+resume_leader() {
+  [ -n "$L_PAUSED" ] && dc_kafka resume "$L_PAUSED"
+  L_PAUSED=
+}
+# outcomes ROUND KIND: one line per injected alter: client outcome code error
+outcomes() {
+  cat "$DC_TMP"/q."$1"."$2".* 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    print(r["client"], r["value"], r["outcome"], r.get("code", "-"),
+          (r.get("error") or "")[:150])'
+}
+
+FAILOVER=()
+
+# ---- start ------------------------------------------------------------------
+
+# The first replica creates the store's topics on the new cluster.
+start_replica 1
+tap_ok $? "the first replica creates the store's topics on a new Kafka cluster and serves" || {
+  tap_diag "$(grep -v GETPID "$DC_TMP/n1.log" | tail -4)"
+  for ((i = 0; i < 3; i++)); do start_replica 1 && break; sleep 1; done
+  [ -n "${PID[1]}" ] || tap_bail "replica 1 did not start"
+}
+start_replica 2 || tap_bail "replica 2 did not start"
+start_replica 3 || tap_bail "replica 3 did not start"
+W=$(await_writer "" 30)
+tap_ok $? "the replicas agree on a writer (node $W)"
+start_workload
+kh wait-acks --log "$LOG" --n 10 --timeout-s 30 >/dev/null
+tap_ok $? "the workload's alters are acknowledged"
+stop_workload
+check "start"
+
+# ---- a. the writer stopped with alters queued; b. killed; in rounds ------------
+
+for ((r = 1; r <= ROUNDS; r++)); do
+  slow=$((r % 2))
+  how=$([ $slow = 1 ] && echo "one alter inside its commit" || echo "stopped between alters")
+
+  # -- a: SIGSTOP, held until another replica writes, SIGCONT --
+  W=$(log_writer)
+  [ -n "$W" ] || tap_bail "no replica logged which node writes"
+  said=$(await_writer "" 30)
+  tap_is "$said" "$W" "round $r a: every replica's Metadata names node $W, the writer of the highest epoch, as controller"
+  F=()
+  for n in 1 2 3; do [ "$n" != "$W" ] && F+=("$n"); done
+  mark_logs
+  start_workload
+  kh event --log "$LOG" --name "round-$r-a"
+  kh wait-acks --log "$LOG" --n 3 --after "round-$r-a" --timeout-s 10 >/dev/null
+  inject "$r" a "$W" "${F[0]}" "${F[1]}" "$slow" STOP
+  [ "${QUEUED:-0}" -ge 3 ] && [ "$INFLIGHT" != 0 ]
+  tap_ok $? "round $r a: alters queued at the stopped writer node $W ($how; $QUEUED connections with unread requests)"
+  fo=$(kh probe --log "$LOG" --replicas "$(addr "${F[0]}"),$(addr "${F[1]}")" \
+    --since "STOP-$r-a" --timeout-s 30 --op-timeout-ms 2000)
+  tap_ok $? "round $r a: another replica takes alters while node $W is stopped (failover $fo ms)" &&
+    FAILOVER+=("$fo")
+  # Held until another replica says it writes.
+  took=$(await_log "writing _dynconf_configs as node [^$W], epoch" 30)
+  tap_ok $? "round $r a: another replica writes: $took"
+  signal_node CONT "$W" "CONT-$r-a"
+  for p in "${QPIDS[@]}"; do wait "$p"; done
+  out=$(outcomes "$r" a)
+  bad=$(awk '$3 != "ok" && !($3 == "fail" && $4 == 41)' <<<"$out")
+  [ -n "$out" ] && [ -z "$bad" ]
+  tap_ok $? "round $r a: each alter queued at the stopped writer is acknowledged or refused with NOT_CONTROLLER (41)" ||
+    tap_diag "$out"
+  # Woken, it follows the new writer: alters on it are forwarded (or
+  # refused with NOT_CONTROLLER until it has read the new claim).
+  follow=bad end=$((SECONDS + 15)) seen=
+  while [ $SECONDS -lt $end ]; do
+    next_qv
+    o=$(kh op --log "$LOG" --client "follow" --replica "$(addr "$W")" \
+      --entity "follow-$r" --value "$QV" --timeout-ms 10000)
+    oc=$(sed -n 's/.*"outcome": "\([a-z]*\)".*/\1/p' <<<"$o")
+    code=$(sed -n 's/.*"code": \(-*[0-9]*\).*/\1/p' <<<"$o")
+    if [ "$oc" = ok ]; then follow=ok; break; fi
+    seen+="$o"$'\n'
+    [ "$oc" = fail ] && [ "$code" = 41 ] || break
+    sleep 0.2
+  done
+  tap_is "$follow" ok "round $r a: the woken node $W takes alters by forwarding them to the new writer" ||
+    tap_diag "$(tail -n 2 <<<"$seen")"
+  kh wait-acks --log "$LOG" --n 5 --after "CONT-$r-a" --timeout-s 15 >/dev/null
+  stop_workload
+  no_lost_track "round $r a"
+  check "round $r a (SIGSTOP, $how)" "round-$r-a" "qa-$r"
+  restart_as_asked "round $r a"
+
+  # -- b: SIGKILL with alters in flight, restart from the data dir --
+  W=$(log_writer)
+  [ -n "$W" ] || tap_bail "no replica logged which node writes"
+  said=$(await_writer "" 30)
+  tap_is "$said" "$W" "round $r b: every replica's Metadata names node $W, the writer of the highest epoch, as controller"
+  F=()
+  for n in 1 2 3; do [ "$n" != "$W" ] && F+=("$n"); done
+  mark_logs
+  start_workload
+  kh event --log "$LOG" --name "round-$r-b"
+  kh wait-acks --log "$LOG" --n 3 --after "round-$r-b" --timeout-s 10 >/dev/null
+  if [ $slow = 1 ]; then
+    inject "$r" b "$W" "${F[0]}" "${F[1]}" 1 KILL
+    tap_ok "$([ "${QUEUED:-0}" -ge 3 ] && [ "$INFLIGHT" = 1 ] && echo 0 || echo 1)" \
+      "round $r b: alters in flight at the writer node $W when it is killed ($QUEUED connections with unread requests)"
+  else
+    QPIDS=()
+    signal_node KILL "$W" "KILL-$r-b"
+  fi
+  fo=$(kh probe --log "$LOG" --replicas "$(addr "${F[0]}"),$(addr "${F[1]}")" \
+    --since "KILL-$r-b" --timeout-s 30 --op-timeout-ms 2000)
+  tap_ok $? "round $r b: another replica takes alters once node $W is killed (failover $fo ms)" &&
+    FAILOVER+=("$fo")
+  took=$(await_log "writing _dynconf_configs as node [^$W], epoch" 30)
+  tap_ok $? "round $r b: another replica writes: $took"
+  for p in "${QPIDS[@]}"; do wait "$p"; done
+  QPIDS=()
+  [ -n "$(ls -A "$DC_TMP/n$W" 2>/dev/null)" ]
+  tap_ok $? "round $r b: node $W's data dir is kept (not empty)"
+  mark_logs
+  start_replica "$W" "${PORT[$W]}" || tap_bail "node $W did not restart"
+  applied=$(since_mark | grep -m1 "node $W: .*kafka store: applied _dynconf_configs from offset")
+  tap_like "$applied" "from offset [1-9][0-9]* to" \
+    "round $r b: node $W restarts from its cache, not from offset 0"
+  nw=$(await_writer "$W" 30)
+  tap_ok $? "round $r b: every replica names node $nw the writer; the restarted node $W follows it" ||
+    tap_diag "$nw"
+  claimed=$(since_mark | grep "node $W: .*writing _dynconf_configs as node $W,")
+  tap_is "$claimed" "" "round $r b: the restarted node $W claims no epoch"
+  one_writer_per_epoch "round $r b"
+  kh event --log "$LOG" --name "restarted-$r-b"
+  kh wait-acks --log "$LOG" --n 5 --after "restarted-$r-b" --timeout-s 20 >/dev/null
+  tap_ok $? "round $r b: the workload's alters go on after the restart"
+  stop_workload
+  no_lost_track "round $r b"
+  check "round $r b (SIGKILL$([ $slow = 1 ] && echo ", one alter inside its commit"))" \
+    "round-$r-b" "$([ $slow = 1 ] && echo "qb-$r")"
+  restart_as_asked "round $r b"
+done
+
+# ---- c. Kafka's own faults -----------------------------------------------------
+
+# c1: the config topic's leader broker killed, then restarted.
+mark_logs
+start_workload
+kh event --log "$LOG" --name round-c1
+kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
+L=$(kafka_leader)
+[ -n "$L" ] || tap_bail "no broker leads _dynconf_configs"
+kh event --log "$LOG" --name "kafka-leader-kill" node="$L"
+dc_kafka kill "$L"
+newl= end=$((SECONDS + 60))
+while [ $SECONDS -lt $end ]; do
+  newl=$(kafka_leader)
+  [ -n "$newl" ] && [ "$newl" != "$L" ] && break
+  sleep 0.5
+done
+tap_ok "$([ -n "$newl" ] && [ "$newl" != "$L" ] && echo 0 || echo 1)" \
+  "c1: broker $L (the config topic's leader) killed; broker $newl leads it"
+fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
+  --since kafka-leader-kill --timeout-s 60 --op-timeout-ms 3000)
+tap_ok $? "c1: alters are acknowledged again $fo ms after the leader's kill"
+dc_kafka start-node "$L" >/dev/null 2>&1
+tap_ok $? "c1: broker $L restarted"
+kh event --log "$LOG" --name "kafka-leader-back"
+kh wait-acks --log "$LOG" --n 5 --after kafka-leader-back --timeout-s 20 >/dev/null
+tap_ok $? "c1: the workload's alters go on with broker $L back"
+stop_workload
+no_lost_track "c1"
+check "c1 (config topic's leader broker killed)" round-c1
+restart_as_asked c1
+
+# c2: the active KRaft controller killed, then restarted.
+mark_logs
+start_workload
+kh event --log "$LOG" --name round-c2
+kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
+C=$(dc_kafka controller)
+kh event --log "$LOG" --name "kafka-controller-kill" node="$C"
+dc_kafka kill "$C"
+newc= end=$((SECONDS + 60))
+while [ $SECONDS -lt $end ]; do
+  newc=$(dc_kafka controller 2>/dev/null)
+  [ -n "$newc" ] && [ "$newc" != "$C" ] && break
+  sleep 0.5
+done
+tap_ok "$([ -n "$newc" ] && [ "$newc" != "$C" ] && echo 0 || echo 1)" \
+  "c2: the KRaft controller (node $C) killed; node $newc controls"
+fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
+  --since kafka-controller-kill --timeout-s 60 --op-timeout-ms 3000)
+tap_ok $? "c2: alters are acknowledged $fo ms after the controller's kill"
+dc_kafka start-node "$C" >/dev/null 2>&1
+tap_ok $? "c2: node $C restarted"
+kh event --log "$LOG" --name "kafka-controller-back"
+kh wait-acks --log "$LOG" --n 5 --after kafka-controller-back --timeout-s 20 >/dev/null
+tap_ok $? "c2: the workload's alters go on with node $C back"
+stop_workload
+no_lost_track "c2"
+check "c2 (KRaft controller killed)" round-c2
+restart_as_asked c2
+
+# c3: the whole cluster down for 10 s (the fault's length, not a wait).
+mark_logs
+start_workload
+kh event --log "$LOG" --name round-c3
+kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
+kh event --log "$LOG" --name "kafka-all-down"
+dc_kafka kill-all
+sleep 10
+KBS2=$(dc_kafka start 2>"$DC_TMP/kafka-restart.err")
+tap_ok $? "c3: the Kafka cluster restarted after 10 s down" ||
+  sed 's/^/#   /' "$DC_TMP/kafka-restart.err"
+kh event --log "$LOG" --name "kafka-all-back"
+fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
+  --since kafka-all-back --timeout-s 60 --op-timeout-ms 3000)
+tap_ok $? "c3: alters are acknowledged again $fo ms after the cluster is back"
+kh wait-acks --log "$LOG" --n 5 --after kafka-all-back --timeout-s 20 >/dev/null
+tap_ok $? "c3: the workload's alters go on"
+stop_workload
+no_lost_track "c3"
+check "c3 (the whole Kafka cluster down for 10 s)" round-c3
+restart_as_asked c3
+
+one_writer_per_epoch "the whole run"
+check "the whole history"
+
+# ---- figures ------------------------------------------------------------------
+
+pctl() { # pctl P VALUES...: nearest-rank percentile
+  local p=$1
+  shift
+  printf '%s\n' "$@" | sort -n |
+    awk -v p="$p" '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
+      i = int(p / 100 * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+tap_diag "failover (writer stopped or killed -> first alter acknowledged by another replica), $ROUNDS rounds of a and b: ${#FAILOVER[@]} samples, p50 $(pctl 50 "${FAILOVER[@]}") ms, p99 $(pctl 99 "${FAILOVER[@]}") ms (all: ${FAILOVER[*]})"
+tap_diag "stale reads (monotonic reads per client, across random replicas): $STALE in the whole history"
+tap_diag "history: $(grep -c '"op": "alter"' "$LOG") alters, $(grep -c '"op": "read"' "$LOG") reads; run time $((SECONDS - T_START)) s"
+tap_done
