@@ -5,9 +5,11 @@
 #
 #   bench/run-failover.sh [BUILDDIR]        (or: make bench-failover)
 #
-# Starts librdkafka's mock cluster (examples/mock_cluster, 3 brokers, the
-# one-partition topic _dynconf_configs) in its own process and three
-# replicas (--store-session-timeout-ms FO_SESSION_MS), and a probe that
+# On each cluster of FO_CLUSTERS (default "mock kafka": librdkafka's mock
+# cluster, examples/mock_cluster with 3 brokers in its own process, then a
+# real Apache Kafka 4.1.1 cluster of 3 KRaft nodes, scripts/kafka.sh),
+# starts three replicas (--store-session-timeout-ms FO_SESSION_MS), and a
+# probe that
 # sends one IncrementalAlterConfigs after another (dynconf-configs, each
 # with --timeout-ms FO_PROBE_TIMEOUT_MS) to the replicas in turn. Then,
 # FO_KILLS times each:
@@ -17,16 +19,18 @@
 #   - SIGTERM of the writer (a clean stop: it says goodbye in the log, so
 #     the others need not wait out the session): the same measure.
 # The killed or stopped replica is restarted (same data dir and port)
-# before the next round. Prints p50 / p99 / max of both beside the
-# session timeout in use, and the goal (p99 of kill -9 <= session + 2 s).
-# Never fails on a number: exits non-zero only when a run fails outright.
-# About 3 minutes with the defaults.
+# before the next round. Prints p50 / p99 / max of both per cluster, side
+# by side, beside the session timeout in use, and the goal (p99 of kill -9
+# <= session + 2 s). Never fails on a number: exits non-zero only when a
+# run fails outright. About 3 minutes per cluster with the defaults.
 #
-# Environment: FO_KILLS (20), FO_SESSION_MS (6000), FO_PROBE_TIMEOUT_MS
-# (2000).
+# Environment: FO_CLUSTERS ("mock kafka"), FO_KILLS (20), FO_SESSION_MS
+# (6000), FO_PROBE_TIMEOUT_MS (2000).
 set -u
 B=$(cd "${1:-build}" && pwd)
 KILLS=${FO_KILLS:-20}
+CLUSTERS=${FO_CLUSTERS:-mock kafka}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 SESSION=${FO_SESSION_MS:-6000}
 PROBE_TMO=${FO_PROBE_TIMEOUT_MS:-2000}
 DYNCONFD=$B/dynconfd CONFIGS=$B/dynconf-configs MOCK=$B/examples/mock_cluster
@@ -36,21 +40,35 @@ done
 command -v kcat >/dev/null || { echo "kcat is needed" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-failover.XXXXXX")
 declare -A PID PORT
-cleanup() {
+# Stops the replicas, the probe and the cluster of one run.
+stop_run() {
   touch "$T/stop"
-  for p in "${PID[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${PID[@]}"; do kill -9 "$p" && wait "$p"; done 2>/dev/null
   [ -n "${PROBE:-}" ] && kill "$PROBE" 2>/dev/null
   [ -n "${MC_PID:-}" ] && kill "$MC_PID" 2>/dev/null
+  [ -f "$T/kafka/cluster.env" ] && "$SRC/scripts/kafka.sh" -d "$T/kafka" destroy
   wait 2>/dev/null
+  PID=() PROBE= MC_PID=
+}
+cleanup() {
+  stop_run
   rm -rf "$T"
 }
 trap cleanup EXIT
 
-coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
-  --topic _dynconf_configs_history --partitions 1 \
-  --control 2>/dev/null; }
-read -r -t 10 first <&"${MC[0]}" || { echo "mock cluster did not start" >&2; exit 1; }
-BS=${first#bootstrap }
+# start_cluster mock|kafka: sets BS.
+start_cluster() {
+  if [ "$1" = kafka ]; then
+    BS=$("$SRC/scripts/kafka.sh" -d "$T/kafka" start) ||
+      { echo "the Kafka cluster did not start" >&2; exit 1; }
+    return
+  fi
+  coproc MC { exec "$MOCK" --brokers 3 --topic _dynconf_configs --partitions 1 \
+    --topic _dynconf_configs_history --partitions 1 \
+    --control 2>/dev/null; }
+  read -r -t 10 first <&"${MC[0]}" || { echo "mock cluster did not start" >&2; exit 1; }
+  BS=${first#bootstrap }
+}
 
 now_ms() { date +%s%3N; }
 start() { # start NODE [PORT]
@@ -76,10 +94,6 @@ controller() {
     [ -n "$c" ] && { echo "$c"; return; }
   done
 }
-start 1
-start 2
-start 3
-
 # The probe: one alter after another; each acknowledged one is logged as
 # "START_MS END_MS".
 probe() {
@@ -95,8 +109,6 @@ probe() {
     n=$((n + 1))
   done
 }
-probe &
-PROBE=$!
 
 # outage SIGNAL: signals the writer, waits for the first acknowledged
 # alter that started after it, prints the milliseconds in between, and
@@ -123,22 +135,41 @@ stats() { # p50 p99 max of the numbers on stdin
     p50 = v[int((NR + 1) * 0.5)]; i = int(NR * 0.99 + 0.999); if (i < 1) i = 1
     printf "%7d %7d %7d", p50, v[i], v[NR] }'
 }
-sleep 2
-: >"$T/kill9"
-: >"$T/term"
-for ((k = 1; k <= KILLS; k++)); do
-  outage 9 >>"$T/kill9" || exit 1
-  outage TERM >>"$T/term" || exit 1
-done
+# run_on CLUSTER: the rounds on one cluster; the figures go to
+# $T/kill9.CLUSTER and $T/term.CLUSTER.
+run_on() {
+  start_cluster "$1"
+  rm -f "$T/stop" "$T/acks"
+  rm -rf "$T"/n[123]
+  start 1
+  start 2
+  start 3
+  probe &
+  PROBE=$!
+  sleep 2
+  : >"$T/kill9.$1"
+  : >"$T/term.$1"
+  for ((k = 1; k <= KILLS; k++)); do
+    outage 9 >>"$T/kill9.$1" || exit 1
+    outage TERM >>"$T/term.$1" || exit 1
+  done
+  stop_run
+}
+for c in $CLUSTERS; do run_on "$c"; done
 
 echo
-echo "dynconfd failover on the Kafka-topic store (3 replicas, mock cluster),"
-echo "$KILLS rounds, session timeout $SESSION ms, probe timeout $PROBE_TMO ms"
+echo "dynconfd failover on the Kafka-topic store (3 replicas), $KILLS rounds,"
+echo "session timeout $SESSION ms, probe timeout $PROBE_TMO ms; mock = librdkafka's"
+echo "mock cluster, kafka = Apache Kafka 4.1.1, 3 KRaft nodes on the same machine"
 echo "alters refused after the writer goes away (ms):"
-printf '  %-30s %7s %7s %7s\n' "" p50 p99 max
-printf '  %-30s %s\n' "kill -9 (lease runs out)" "$(stats <"$T/kill9")"
-printf '  %-30s %s\n' "SIGTERM (goodbye record)" "$(stats <"$T/term")"
-p99=$(stats <"$T/kill9" | awk '{ print $2 }')
+printf '  %-36s %7s %7s %7s\n' "" p50 p99 max
+for c in $CLUSTERS; do
+  printf '  %-36s %s\n' "$c: kill -9 (lease runs out)" "$(stats <"$T/kill9.$c")"
+  printf '  %-36s %s\n' "$c: SIGTERM (goodbye record)" "$(stats <"$T/term.$c")"
+done
 goal=$((SESSION + 2000))
-printf '  goal: p99 of kill -9 <= session + 2 s = %d ms: %s\n' "$goal" \
-  "$([ "$p99" -le "$goal" ] && echo met || echo NOT met)"
+for c in $CLUSTERS; do
+  p99=$(stats <"$T/kill9.$c" | awk '{ print $2 }')
+  printf '  goal on %s: p99 of kill -9 <= session + 2 s = %d ms: %s\n' "$c" \
+    "$goal" "$([ "$p99" -le "$goal" ] && echo met || echo NOT met)"
+done

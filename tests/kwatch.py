@@ -78,6 +78,23 @@ class Rd:
             self.take(self.uvarint())
 
 
+def roundtrip(host, port, msg, timeout_s, say_sent):
+    """Sends one request frame and returns the answer frame (size first)."""
+    s = socket.create_connection((host, int(port)), timeout=timeout_s)
+    s.sendall(struct.pack(">i", len(msg)) + msg)
+    if say_sent:
+        sys.stderr.write("sent\n")
+        sys.stderr.flush()
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed by the server")
+        buf += chunk
+    s.close()
+    return buf
+
+
 def watch(hostport, client, known, timeout_ms, min_position):
     host, port = hostport.rsplit(":", 1)
     v = 0 if min_position == "v0" else 1
@@ -88,17 +105,7 @@ def watch(hostport, client, known, timeout_ms, min_position):
     cid = b"kwatch"
     hdr = struct.pack(">hhih", 20001, v, 7, len(cid)) + cid + b"\x00"
     msg = hdr + body
-    s = socket.create_connection((host, int(port)), timeout=timeout_ms / 1000 + 10)
-    s.sendall(struct.pack(">i", len(msg)) + msg)
-    sys.stderr.write("sent\n")
-    sys.stderr.flush()
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed by the server")
-        buf += chunk
-    s.close()
+    buf = roundtrip(host, port, msg, timeout_ms / 1000 + 10, True)
     rd = Rd(buf[4:])
     if rd.i32() != 7:
         raise ValueError("correlation id mismatch")
@@ -127,15 +134,7 @@ def describe(hostport, client, min_position):
     cid = b"kwatch"
     hdr = struct.pack(">hhih", 32, 4, 8, len(cid)) + cid + b"\x00"
     msg = hdr + body
-    s = socket.create_connection((host, int(port)), timeout=10)
-    s.sendall(struct.pack(">i", len(msg)) + msg)
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed by the server")
-        buf += chunk
-    s.close()
+    buf = roundtrip(host, port, msg, 10, False)
     rd = Rd(buf[4:])
     if rd.i32() != 8:
         raise ValueError("correlation id mismatch")

@@ -140,6 +140,16 @@ dc_kafka_start() {
   }
   export KBS
 }
+# dc_await_grep FILE REGEX: polls FILE every 0.1 s, for up to 30 s, until
+# a line matches; 1 when none did.
+dc_await_grep() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    grep -qE "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
 # dc_kafka_log NODE: the end of a node's server log, as TAP comments.
 dc_kafka_log() {
   tail -n "${2:-20}" "$DC_TMP/kafka/node$1/server.log" 2>/dev/null | sed 's/^/# /' >&2

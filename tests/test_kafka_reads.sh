@@ -32,14 +32,6 @@ kwatch() { python3 "$DC_SRCDIR/tests/kwatch.py" "$@" 2>>"${KW_ERR:-/dev/null}"; 
 jget() { python3 -c 'import json, sys; d = json.load(sys.stdin); v = d
 for k in sys.argv[1:]: v = v.get(k) if isinstance(v, dict) else None
 print("" if v is None else v)' "$@"; }
-await_log() { # await_log FILE REGEX: polls for up to 30 s
-  local i
-  for ((i = 0; i < 300; i++)); do
-    grep -qE "$2" "$1" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 dc_start_daemon "$DC_TMP/a" "${STORE[@]}" --node-id 1 ||
   tap_bail "dynconfd A did not start"
@@ -52,7 +44,7 @@ dc_start_daemon "$DC_TMP/b" "${STORE[@]}" --node-id 2 \
   --store-config "$DC_TMP/lag.conf" || tap_bail "dynconfd B did not start"
 B_PID=$DC_PID B_PORT=$DC_PORT
 DC_MORE_PIDS="$A_PID $B_PID"
-await_log "$DC_DAEMON_LOG" "node 2 is a replica"
+dc_await_grep "$DC_DAEMON_LOG" "node 2 is a replica"
 cli "$A_PORT" --entity-type clients --entity-name app --alter \
   --add-config 'linger.ms=1' >/dev/null
 tap_is $? 0 "an alter on the writer A"

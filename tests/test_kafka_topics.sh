@@ -34,14 +34,6 @@ await_value() {
   done
   printf '%s' "$v"
 }
-await_log() { # await_log FILE REGEX: polls for up to 30 s
-  local i
-  for ((i = 0; i < 300; i++)); do
-    grep -qE "$2" "$1" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # ---- the topics, created by dynconfd -----------------------------------------
 dc_start_daemon "$DC_TMP/a" "${STORE[@]}" --node-id 1 ||
@@ -116,7 +108,7 @@ dc_start_daemon "$DC_TMP/a" "${STORE[@]}" --node-id 1 ||
 A_PID=$DC_PID A_PORT=$DC_PORT
 DC_MORE_PIDS="$A_PID $B_PID"
 # It wrote the topic last: it claims at once, the epoch after its own.
-await_log "$DC_DAEMON_LOG" "writing _dynconf_configs as node 1, epoch 2"
+dc_await_grep "$DC_DAEMON_LOG" "writing _dynconf_configs as node 1, epoch 2"
 tap_is $? 0 "A, restarted from its data dir after SIGKILL, writes at the next epoch"
 w=$(grep -oE "writing _dynconf_configs as node [0-9]+, epoch [0-9]+" "$DC_DAEMON_LOG" |
   sed 's/.*epoch //' | sort -n | uniq -d)
