@@ -392,7 +392,8 @@ def cli_alter(hp, entity, key, value, timeout_ms, configs):
     if p.returncode == 0:
         return "ok", 0, None
     code = 41 if "NOT_CONTROLLER" in err else None
-    if code or re.search(r"not applied", err):
+    # Refused by the server, or never sent (one server: its connect failed).
+    if code or re.search(r"not applied|cannot connect to", err):
         return "fail", code, err
     return "unknown", None, err
 
