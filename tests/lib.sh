@@ -275,7 +275,9 @@ dc_cleanup() {
   fi
   [ -n "$DC_PID" ] && kill -9 "$DC_PID" 2>/dev/null && wait "$DC_PID" 2>/dev/null
   local p
-  for p in ${DC_MORE_PIDS:-}; do kill -9 "$p" 2>/dev/null; done
+  for p in ${DC_MORE_PIDS:-}; do
+    kill -9 "$p" 2>/dev/null && { wait "$p"; } 2>/dev/null
+  done
   [ -f "$kafka_dir/cluster.env" ] &&
     "$DC_SRCDIR/scripts/kafka.sh" -d "$kafka_dir" kill-all
   [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"

@@ -789,9 +789,14 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
   /* Refused because another replica writes now: the client may retry
    * (nothing of it was applied anywhere). */
   int16_t code = failed == DC_STORE_NOT_WRITER ? DC_ERR_NOT_CONTROLLER
+                 : failed == DC_STORE_UNSURE   ? DC_ERR_REQUEST_TIMED_OUT
                                                : DC_ERR_UNKNOWN_SERVER_ERROR;
   snprintf(msg, sizeof(msg),
-           "the change could not be stored and was not applied: %s", why);
+           failed == DC_STORE_UNSURE
+               ? "the change may or may not have been applied: its store "
+                 "may still write it, and it is served once that is known: %s"
+               : "the change could not be stored and was not applied: %s",
+           why);
   char *m = dc_arena_strdup(r->arena, msg);
   if (!m)
     return DC_ERR__NOMEM;

@@ -45,6 +45,11 @@ void dc_fwd_job_free(dc_fwd_job_t *job) {
 
 /* The thread's connection to addr, (re)made when needed. */
 static int connect_to(dc_forwarder_t *f, dc_fwd_job_t *job) {
+  /* A kept connection the writer closed meanwhile (its idle sweep, a
+   * restart) is replaced before the request, not found broken after it:
+   * then a failure means the writer may have read the request. */
+  if (dc_kclient_idle_broken(f->kc))
+    dc_kclient_close(f->kc);
   if (dc_kclient_connected(f->kc) && !strcmp(f->addr, job->addr))
     return 0;
   f->addr[0] = '\0';
@@ -78,8 +83,12 @@ static void forward_one(dc_forwarder_t *f, dc_fwd_job_t *job) {
                          (dc_kclient_encode_fn *)dc_envelope_req_encode, &req,
                          f->timeout_ms, &rd, &arena, err, sizeof(err)) ||
       dc_envelope_resp_decode(&rd, 0, &resp)) {
-    snprintf(job->error, sizeof(job->error), "forwarding to node %d at %s "
-             "failed: %s", (int)job->node, job->addr,
+    /* The request may have reached the writer, which may have stored it
+     * before its answer was lost: the outcome is not known. */
+    job->error_code = DC_ERR_REQUEST_TIMED_OUT;
+    snprintf(job->error, sizeof(job->error), "forwarded to node %d at %s, "
+             "whose answer was lost (%s): the change may or may not have "
+             "been applied", (int)job->node, job->addr,
              rd.err ? dc_err_str(rd.err) : err);
     dc_kclient_close(f->kc);
     goto out;
@@ -129,8 +138,11 @@ static void *run(void *arg) {
       f->interrupted = false;
       if (!job->response)
         snprintf(job->error, sizeof(job->error), "node %d stopped writing "
-                 "while the alter was forwarded to it; retry",
-                 (int)job->node);
+                 "while the alter was forwarded to it%s", (int)job->node,
+                 job->error_code == DC_ERR_REQUEST_TIMED_OUT
+                     ? ", which may have stored it first: the change may or "
+                       "may not have been applied"
+                     : "; retry");
     }
     *f->done_tail = job;
     f->done_tail = &job->next;

@@ -88,8 +88,12 @@ int dc_store_commit(dc_store_t *st, const dc_store_commit_t *c, char *errstr,
  * all of them, or with -1 none. One request's alters cost one sync.
  * A replicated store that does not write (another server does, or a newer
  * writer fenced this one) answers DC_STORE_NOT_WRITER: nothing was
- * written, and the client may retry on the writer. */
+ * written, and the client may retry on the writer. DC_STORE_UNSURE: see
+ * below. */
 #define DC_STORE_NOT_WRITER (-3)
+/* A replicated store's commit that did not finish in time and may still
+ * be written: the caller cannot say whether it was stored. */
+#define DC_STORE_UNSURE (-4)
 int dc_store_commit_many(dc_store_t *st, const dc_store_commit_t *c, size_t n,
                          char *errstr, size_t errstr_size);
 /* Audit rows in order; entity NULL = all entities. */

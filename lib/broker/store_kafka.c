@@ -963,7 +963,7 @@ static int write_txn(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
                           * abort wrote nothing) */
   if (*unsure)
     commit_unsure(k, d, *queued, why);
-  return -1;
+  return *unsure ? DC_STORE_UNSURE : -1;
 }
 
 static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,

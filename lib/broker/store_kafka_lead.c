@@ -45,6 +45,14 @@ static void log_claim_outcome(const kafka_store_t *k) {
            (long long)k->epoch);
 }
 
+/* A claim starts with a new producer: one kept from an earlier term as
+ * the writer has been initialized already, and only a new InitProducerId
+ * fences the writer since. */
+static void claim_begin(kafka_store_t *k) {
+  dc_kstore_txn_drop(k);
+  k->claiming = CLAIM_FENCE;
+}
+
 /* Produces, in a new transaction, a claim of the epoch after the highest
  * one read. */
 static txn_outcome_t write_claim(kafka_store_t *k, int wait_ms, char *errstr,
@@ -134,7 +142,7 @@ static int claim_advance(kafka_store_t *k, int wait_ms, char *errstr,
 int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
                     size_t errstr_size) {
   int64_t deadline = dc_mono_ms() + k->timeout_ms;
-  k->claiming = CLAIM_FENCE;
+  claim_begin(k);
   while (k->claiming != CLAIM_NONE) {
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
@@ -275,6 +283,21 @@ static void settle_uncertain(kafka_store_t *k) {
   k->settle_at = -1;
 }
 
+/* How much longer than the session this replica waits before it claims:
+ * half a session for every live replica with a lower node id (the writer
+ * aside). The lowest claims first and the others read its claim before
+ * their turn: the claimant whose InitProducerId comes last wins, so two
+ * claiming at once would fence each other rather than share the topic. */
+static int64_t claim_delay(const kafka_store_t *k, int64_t now) {
+  int64_t rank = 0;
+  for (size_t i = 0; i < k->n_replicas; i++) {
+    const replica_t *r = &k->replicas[i];
+    rank += r->node < k->node_id && r->node != k->epoch_node &&
+            now - r->seen < k->session_ms;
+  }
+  return rank * (k->session_ms / 2);
+}
+
 /* The writer's lease ran out: claim. The claim goes on from each tick
  * without blocking the server's loop, and takes effect when poll reads it
  * back. */
@@ -283,10 +306,11 @@ static void claim_start(kafka_store_t *k, int64_t now) {
     return;
   if (k->epoch)
     dc_log(DC_LOG_WARN, "kafka store: node %d (epoch %lld) not heard of for "
-           "%lld ms; node %d claims topic %s", (int)k->epoch_node,
+           "%lld ms; node %d claims topic %s (after %lld ms more for the "
+           "live replicas with lower node ids)", (int)k->epoch_node,
            (long long)k->epoch, (long long)(now - k->writer_seen),
-           (int)k->node_id, k->topic);
-  k->claiming = CLAIM_FENCE;
+           (int)k->node_id, k->topic, (long long)claim_delay(k, now));
+  claim_begin(k);
   k->next_claim = now + k->session_ms / 3;
 }
 
@@ -323,7 +347,8 @@ void dc_kstore_tick(kafka_store_t *k) {
     settle_uncertain(k);
   if (k->heartbeat && !k->hb && now >= k->next_heartbeat)
     heartbeat_send(k, now);
-  bool expired = k->epoch == 0 || now - k->writer_seen >= k->session_ms;
+  bool expired = k->epoch == 0 ||
+                 now - k->writer_seen >= k->session_ms + claim_delay(k, now);
   if (dc_kstore_leading(k))
     dc_kstore_mirror(k);
   else if (!k->claiming && expired && k->at_end)

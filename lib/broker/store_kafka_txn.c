@@ -50,12 +50,20 @@ void dc_kstore_txn_drop(kafka_store_t *k) {
  * the producer; one that requires an abort aborts; a retriable one goes
  * on in the background. */
 static txn_outcome_t txn_error(kafka_store_t *k, rd_kafka_error_t *e,
-                               const char *what, int wait_ms, char *errstr,
-                               size_t errstr_size) {
+                               const char *what, bool committing, int wait_ms,
+                               char *errstr, size_t errstr_size) {
   txn_outcome_t o;
   dc_seterr(errstr, errstr_size, "%s: %s", what, rd_kafka_error_string(e));
   if (rd_kafka_error_is_fatal(e)) {
     o = TXN_FENCED;
+  } else if (rd_kafka_error_txn_requires_abort(e) && committing) {
+    /* librdkafka 2.0.2 may still be in its committing state when a resumed
+     * commit reports an abortable error, and an abort then trips its state
+     * assertion: the producer is dropped instead. The transaction never
+     * commits; the next claimant's fencing (or transaction.timeout.ms)
+     * aborts it. This store writes again once it has claimed anew. */
+    dc_kstore_txn_drop(k);
+    o = TXN_ABORTED;
   } else if (rd_kafka_error_txn_requires_abort(e)) {
     char why[256];
     o = dc_kstore_txn_abort(k, wait_ms, why, sizeof(why)) == TXN_FENCED
@@ -76,7 +84,7 @@ txn_outcome_t dc_kstore_txn_init(kafka_store_t *k, int wait_ms, char *errstr,
                                  size_t errstr_size) {
   rd_kafka_error_t *e = rd_kafka_init_transactions(k->txn, wait_ms);
   return e ? txn_error(k, e, "fencing earlier writers (InitProducerId)",
-                       wait_ms, errstr, errstr_size)
+                       false, wait_ms, errstr, errstr_size)
            : TXN_DONE;
 }
 
@@ -88,15 +96,16 @@ txn_outcome_t dc_kstore_txn_begin(kafka_store_t *k, int wait_ms, char *errstr,
       return o == TXN_FENCED ? o : TXN_PENDING;
   }
   rd_kafka_error_t *e = rd_kafka_begin_transaction(k->txn);
-  return e ? txn_error(k, e, "beginning a transaction", wait_ms, errstr,
-                       errstr_size)
+  return e ? txn_error(k, e, "beginning a transaction", false, wait_ms,
+                       errstr, errstr_size)
            : TXN_DONE;
 }
 
 txn_outcome_t dc_kstore_txn_commit(kafka_store_t *k, int wait_ms, char *errstr,
                                    size_t errstr_size) {
   rd_kafka_error_t *e = rd_kafka_commit_transaction(k->txn, wait_ms);
-  return e ? txn_error(k, e, "committing", wait_ms, errstr, errstr_size)
+  return e ? txn_error(k, e, "committing", true, wait_ms, errstr,
+                       errstr_size)
            : TXN_DONE;
 }
 

@@ -153,6 +153,13 @@ void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes) {
 
 bool dc_kclient_connected(const dc_kclient_t *kc) { return kc->fd >= 0; }
 
+bool dc_kclient_idle_broken(const dc_kclient_t *kc) {
+  if (kc->fd < 0)
+    return false;
+  struct pollfd p = {.fd = kc->fd, .events = POLLIN | POLLRDHUP};
+  return poll(&p, 1, 0) > 0;
+}
+
 /* Waits for fd to become ready for events, or for the cancel fd: 1 ready,
  * 0 timed out, -1 error (errno set), -2 cancelled. */
 static int wait_fd(const dc_kclient_t *kc, int fd, short events,

@@ -134,6 +134,10 @@ void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes);
 /* True when the handle has a connection (it may still have been closed by
  * the peer since: the next request will say so). */
 bool dc_kclient_connected(const dc_kclient_t *kc);
+/* True when an idle connection has something to read (the peer closed it,
+ * or sent what no request asked for): a request sent on it would likely
+ * fail, not knowing whether the peer read it. False when not connected. */
+bool dc_kclient_idle_broken(const dc_kclient_t *kc);
 
 /* "host:port" as given in the bootstrap list for the current connection
  * (after a close, the last one: what messages about it name), or "" when

@@ -14,6 +14,7 @@
 #define DC_ERR_MAP(X)                                                     \
   X(NO_ERROR, 0, "Success")                                                    \
   X(UNKNOWN_SERVER_ERROR, -1, "Unknown server error")                          \
+  X(REQUEST_TIMED_OUT, 7, "Timed out: the outcome is not known")             \
   X(REPLICA_NOT_AVAILABLE, 9, "Not caught up with what the client has seen") \
   X(CLUSTER_AUTHORIZATION_FAILED, 31, "Cluster authorization failed")          \
   X(UNSUPPORTED_SASL_MECHANISM, 33, "Unsupported SASL mechanism")              \
