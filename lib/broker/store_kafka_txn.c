@@ -37,9 +37,11 @@ int dc_kstore_txn_open(kafka_store_t *k, char *errstr, size_t errstr_size) {
 void dc_kstore_txn_drop(kafka_store_t *k) {
   if (!k->txn)
     return;
-  /* Delivery reports of purged records free abandoned deliveries. */
+  /* Purged records get their delivery reports at once; serving them marks
+   * their deliveries done (their owners free them) or frees the abandoned
+   * ones, which nothing would free once the handle is gone. */
   rd_kafka_purge(k->txn, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-  rd_kafka_poll(k->txn, 0);
+  rd_kafka_flush(k->txn, 1000);
   rd_kafka_destroy(k->txn);
   k->txn = NULL;
   k->my_epoch = 0;
