@@ -202,14 +202,14 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
   dc_arena_free(&arena);
 }
 
-static bool caught_up(dc_broker_t *b, const dc_fwd_job_t *job) {
+static bool caught_up(const dc_broker_t *b, const dc_fwd_job_t *job) {
   return job->position < 0 || dc_store_position(b->store) >= job->position;
 }
 
 int64_t dc_broker_fwd_held_due(const dc_broker_t *b) {
   int64_t due = -1;
   for (const dc_fwd_job_t *job = b->fwd_held; job; job = job->next) {
-    if (job->abandoned || caught_up((dc_broker_t *)b, job))
+    if (job->abandoned || caught_up(b, job))
       return 0;
     if (due < 0 || job->hold_until < due)
       due = job->hold_until;
