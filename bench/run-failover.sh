@@ -78,12 +78,14 @@ start() { # start NODE [PORT]
     --store kafka --store-bootstrap "$BS" --store-timeout-ms 5000 \
     --store-session-timeout-ms "$SESSION" >"$T/out$1" 2>>"$T/log$1" &
   PID[$1]=$!
-  for ((i = 0; i < 200; i++)); do
+  # Up to 30 s: a replica reads the store first, on a loaded machine.
+  for ((i = 0; i < 600; i++)); do
     PORT[$1]=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/out$1")
     [ -n "${PORT[$1]}" ] && return 0
     sleep 0.05
   done
-  echo "replica $1 did not start" >&2
+  echo "replica $1 did not start; its log ends:" >&2
+  tail -n 15 "$T/log$1" >&2
   exit 1
 }
 controller() {

@@ -325,24 +325,20 @@ static void applying_drop(applying_t *a) {
   a->n = 0;
 }
 
-int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
-                       size_t n_ours, size_t *fenced, const notify_t *nt,
-                       bool stop_at_claim, int64_t deadline, char *errstr,
-                       size_t errstr_size) {
+int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
+                       const int64_t *offsets, size_t n_ours, size_t *fenced,
+                       const notify_t *nt, bool stop_at_claim,
+                       int64_t deadline, char *errstr, size_t errstr_size) {
   static applying_t a;
   applying_start(&a, k, offsets, n_ours, nt, stop_at_claim);
+  int64_t started = dc_mono_ms();
   bool eof = false;
-  while ((until < 0 ? !eof : a.next < until) && !a.stopped) {
+  while (a.next < until && !(or_end && eof) && !a.stopped) {
     int left = (int)(deadline - dc_mono_ms());
     if (left <= 0) {
-      if (until < 0)
-        dc_seterr(errstr, errstr_size, "reading topic %s at %s: its end "
-                 "not reached within %d ms", k->topic, k->bootstrap,
-                 k->timeout_ms);
-      else
-        dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
-                 "not reached within %d ms", k->topic, k->bootstrap,
-                 (long long)until, k->timeout_ms);
+      dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
+               "not reached within %lld ms", k->topic, k->bootstrap,
+               (long long)until, (long long)(dc_mono_ms() - started));
       applying_drop(&a);
       return -1;
     }
@@ -672,11 +668,15 @@ static int start_reading(kafka_store_t *k, char *errstr, size_t errstr_size) {
     return -1;
   }
   int64_t t0 = dc_mono_ms();
-  /* To the end a read_committed reader sees: a transaction a writer left
-   * open (it died mid-commit) holds it back until a claimant fences it. */
-  if (dc_kstore_catch_up(k, -1, NULL, 0, NULL, NULL, false,
-                         t0 + k->timeout_ms + (hi - off) / 10, errstr,
-                         errstr_size))
+  /* To the high watermark, or to the end a read_committed reader sees if
+   * that comes first: a transaction a writer left open (it died
+   * mid-commit) holds it back until a claimant fences it, or at most
+   * transaction.timeout.ms, which the wait allows for. (The end alone may
+   * never be met while a writer commits without pause.) */
+  if (dc_kstore_catch_up(k, hi, true, NULL, 0, NULL, NULL, false,
+                         t0 + k->timeout_ms + txn_timeout_ms(k->timeout_ms) +
+                             (hi - off) / 10,
+                         errstr, errstr_size))
     return -1;
   dc_log(DC_LOG_INFO, "kafka store: applied %s from offset %lld to %lld in "
          "%lld ms", k->topic, (long long)off, (long long)k->next_offset,
@@ -912,8 +912,8 @@ static int apply_committed(kafka_store_t *k, const dc_store_commit_t *c,
    * here, and only if no newer claim came first (the brokers fence a
    * stale writer; on a cluster that does not, the claim tells). */
   size_t lost = 0;
-  int rc = dc_kstore_catch_up(k, last + 1, offsets, queued, &lost, NULL, true,
-                              deadline, errstr, errstr_size);
+  int rc = dc_kstore_catch_up(k, last + 1, false, offsets, queued, &lost,
+                              NULL, true, deadline, errstr, errstr_size);
   free(offsets);
   if (!rc && lost) {
     int node = k->held ? (int)header_int(k->held, DC_LOG_HDR_NODE, -1)

@@ -141,17 +141,17 @@ typedef struct kafka_store {
 } kafka_store_t;
 
 /* store_kafka.c */
-/* Applies the log up to (not including) `until` (-1: to the first end of
- * the partition, what read_committed readers may read now) within the
- * deadline,
- * telling nt (nullable) each change. Records at offsets[] are this
- * store's own; *fenced (nullable) counts those a newer claim made
- * everyone ignore. With stop_at_claim, stops before a claim newer than
- * the current one and holds it for the next poll. */
-int dc_kstore_catch_up(kafka_store_t *k, int64_t until, const int64_t *offsets,
-                       size_t n_ours, size_t *fenced, const notify_t *nt,
-                       bool stop_at_claim, int64_t deadline, char *errstr,
-                       size_t errstr_size);
+/* Applies the log up to (not including) `until` (or_end: or to the first
+ * end of the partition, what read_committed readers may read now, if that
+ * comes first) within the deadline, telling nt (nullable) each change.
+ * Records at offsets[] are this store's own; *fenced (nullable) counts
+ * those a newer claim made everyone ignore. With stop_at_claim, stops
+ * before a claim newer than the current one and holds it for the next
+ * poll. */
+int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
+                       const int64_t *offsets, size_t n_ours, size_t *fenced,
+                       const notify_t *nt, bool stop_at_claim,
+                       int64_t deadline, char *errstr, size_t errstr_size);
 /* Queues one record (value NULL = a tombstone) to the store's topic with
  * rk (k->producer or k->txn), stamped with this store's node and claimed
  * epoch; *dp gets its delivery (NULL when not queued). */

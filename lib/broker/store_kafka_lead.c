@@ -154,8 +154,8 @@ int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
     if (claim_advance(k, left, errstr, errstr_size))
       return -1;
     if (k->claiming == CLAIM_READ &&
-        dc_kstore_catch_up(k, k->claim_at + 1, &k->claim_at, 1, NULL, nt,
-                           false, deadline + k->timeout_ms, errstr,
+        dc_kstore_catch_up(k, k->claim_at + 1, false, &k->claim_at, 1, NULL,
+                           nt, false, deadline + k->timeout_ms, errstr,
                            errstr_size))
       return -1;
   }
