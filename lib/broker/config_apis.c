@@ -786,8 +786,9 @@ static int commit_pending(dc_req_t *r, pending_t *p, size_t np,
   if (!failed)
     return 0;
   r->b->metrics.store_commit_failed++;
-  /* Refused because another replica writes now: the client may retry
-   * (nothing of it was applied anywhere). */
+  /* Another replica writes now: the client may retry there (nothing of
+   * it was written). A commit that did not finish in time may still be
+   * written: the client is told it does not know. */
   int16_t code = failed == DC_STORE_NOT_WRITER ? DC_ERR_NOT_CONTROLLER
                  : failed == DC_STORE_UNSURE   ? DC_ERR_REQUEST_TIMED_OUT
                                                : DC_ERR_UNKNOWN_SERVER_ERROR;
