@@ -96,7 +96,13 @@ init_dir() {
   mkdir -p "$dir"
   local ports id voters="" i rf isr
   read -ra ports <<<"$(free_ports $((2 * nodes)))"
-  id=$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))')
+  # Kafka's own ids never start with '-' (its tools would read an option).
+  id=$(python3 -c 'import base64, os
+while True:
+    i = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    if not i.startswith("-"):
+        break
+print(i)')
   for ((i = 1; i <= nodes; i++)); do
     voters+="${voters:+,}$i@127.0.0.1:${ports[$((2 * i - 1))]}"
   done
@@ -163,7 +169,7 @@ check_node() {
 format_node() {
   [ -f "$dir/node$1/data/meta.properties" ] && return 0
   java_cmd
-  "${JAVA[@]}" kafka.tools.StorageTool format -t "$cluster_id" \
+  "${JAVA[@]}" kafka.tools.StorageTool format --cluster-id="$cluster_id" \
     -c "$dir/node$1/server.properties" >"$dir/node$1/format.log" 2>&1 ||
     die "formatting node $1 failed: $(tail -3 "$dir/node$1/format.log")"
 }
