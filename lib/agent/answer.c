@@ -144,6 +144,19 @@ static dc_fetch_res_t judge_answer(const dc_agent_answer_t *want,
   return copy_described(r, arena, out, errp, errstr, errstr_size);
 }
 
+/* An answer's store position against the one the agent has seen: true
+ * (with why) when the server answered from an older state; -1 is none
+ * said. */
+static bool older_than_seen(int64_t position, int64_t seen, const char *peer,
+                            char *errstr, size_t errstr_size) {
+  if (position < 0 || position >= seen)
+    return false;
+  dc_seterr(errstr, errstr_size, "%s answered from store position %lld, "
+            "older than position %lld the agent has seen", peer,
+            (long long)position, (long long)seen);
+  return true;
+}
+
 dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
                                     dc_fetched_set_t *out, dynconf_err_t *errp,
                                     bool *undecodable, char *errstr,
@@ -161,27 +174,13 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
     return FETCH_ERROR;
   }
   want->position = resp.position;
-  if (resp.position > 0 && resp.position < want->min_position) {
+  if (older_than_seen(resp.position, want->min_position, want->peer, errstr,
+                      errstr_size)) {
     *errp = DYNCONF_ERR__BAD_RESPONSE;
-    dc_seterr(errstr, errstr_size, "%s answered from store position %lld, "
-              "older than position %lld the agent has seen", want->peer,
-              (long long)resp.position, (long long)want->min_position);
     return FETCH_ERROR;
   }
   return judge_answer(want, &resp, rd->arena, out, errp, errstr,
                       errstr_size);
-}
-
-/* A Watch answer's store position against the one the agent has seen:
- * true (with why) when the server answered from an older state. */
-static bool older_than_seen(const dc_watch_ask_t *ask, const char *peer,
-                            char *errstr, size_t errstr_size) {
-  if (ask->position < 0 || ask->position >= ask->min_position)
-    return false;
-  dc_seterr(errstr, errstr_size, "%s answered Watch from store position "
-            "%lld, older than position %lld the agent has seen", peer,
-            (long long)ask->position, (long long)ask->min_position);
-  return true;
 }
 
 dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
@@ -213,7 +212,8 @@ dc_watch_res_t dc_agent_watch_answer_read(dc_rd_t *rd, const char *peer,
     return *errp == DYNCONF_ERR_REPLICA_NOT_AVAILABLE ? WATCH_FAILED
                                                       : WATCH_REFUSED;
   }
-  if (older_than_seen(ask, peer, errstr, errstr_size))
+  if (older_than_seen(ask->position, ask->min_position, peer, errstr,
+                      errstr_size))
     return WATCH_FAILED;
   ask->version = resp.version;
   if (!resp.changed) {
