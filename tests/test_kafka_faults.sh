@@ -530,64 +530,49 @@ done
 
 # ---- c. Kafka's own faults -----------------------------------------------------
 
-# c1: the config topic's leader broker killed, then restarted.
-mark_logs
-start_workload
-kh event --log "$LOG" --name round-c1
-kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
-L=$(kafka_leader)
-[ -n "$L" ] || tap_bail "no broker leads _dynconf_configs"
-kh event --log "$LOG" --name "kafka-leader-kill" node="$L"
-dc_kafka kill "$L"
-newl= end=$((SECONDS + 60))
-while [ $SECONDS -lt $end ]; do
-  newl=$(kafka_leader)
-  [ -n "$newl" ] && [ "$newl" != "$L" ] && break
-  sleep 0.5
-done
-tap_ok "$([ -n "$newl" ] && [ "$newl" != "$L" ] && echo 0 || echo 1)" \
-  "c1: broker $L (the config topic's leader) killed; broker $newl leads it"
-fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
-  --since kafka-leader-kill --timeout-s 60 --op-timeout-ms 3000)
-tap_ok $? "c1: alters are acknowledged again $fo ms after the leader's kill"
-dc_kafka start-node "$L" >/dev/null 2>&1
-tap_ok $? "c1: broker $L restarted"
-kh event --log "$LOG" --name "kafka-leader-back"
-kh wait-acks --log "$LOG" --n 5 --after kafka-leader-back --timeout-s 20 >/dev/null
-tap_ok $? "c1: the workload's alters go on with broker $L back"
-stop_workload
-no_lost_track "c1"
-check "c1 (config topic's leader broker killed)" round-c1
-restart_as_asked c1
+# kafka_node_fault ROUND EVENT WHAT FINDER CHECK: kills the Kafka node
+# FINDER names (kafka_leader or "dc_kafka controller"), waits until
+# FINDER names another, checks that alters resume, restarts the node and
+# checks the workload goes on; then the round's history.
+kafka_node_fault() {
+  local r=$1 ev=$2 what=$3 finder=$4 label=$5 n newn end fo
+  mark_logs
+  start_workload
+  kh event --log "$LOG" --name "round-$r"
+  kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
+  n=$($finder 2>/dev/null)
+  [ -n "$n" ] || tap_bail "$r: no $what found"
+  kh event --log "$LOG" --name "$ev-kill" node="$n"
+  dc_kafka kill "$n"
+  newn= end=$((SECONDS + 60))
+  while [ $SECONDS -lt $end ]; do
+    newn=$($finder 2>/dev/null)
+    [ -n "$newn" ] && [ "$newn" != "$n" ] && break
+    sleep 0.5
+  done
+  tap_ok "$([ -n "$newn" ] && [ "$newn" != "$n" ] && echo 0 || echo 1)" \
+    "$r: $what (node $n) killed; node $newn takes its place"
+  fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
+    --since "$ev-kill" --timeout-s 60 --op-timeout-ms 3000)
+  tap_ok $? "$r: alters are acknowledged again $fo ms after the kill"
+  dc_kafka start-node "$n" >/dev/null 2>&1
+  tap_ok $? "$r: node $n restarted"
+  kh event --log "$LOG" --name "$ev-back"
+  kh wait-acks --log "$LOG" --n 5 --after "$ev-back" --timeout-s 20 >/dev/null
+  tap_ok $? "$r: the workload's alters go on with node $n back"
+  stop_workload
+  no_lost_track "$r"
+  check "$r ($label)" "round-$r"
+  restart_as_asked "$r"
+}
+controller_now() { dc_kafka controller; }
 
+# c1: the config topic's leader broker killed, then restarted.
+kafka_node_fault c1 kafka-leader "the config topic's leader broker" \
+  kafka_leader "config topic's leader broker killed"
 # c2: the active KRaft controller killed, then restarted.
-mark_logs
-start_workload
-kh event --log "$LOG" --name round-c2
-kh wait-acks --log "$LOG" --n 3 --timeout-s 10 >/dev/null
-C=$(dc_kafka controller)
-kh event --log "$LOG" --name "kafka-controller-kill" node="$C"
-dc_kafka kill "$C"
-newc= end=$((SECONDS + 60))
-while [ $SECONDS -lt $end ]; do
-  newc=$(dc_kafka controller 2>/dev/null)
-  [ -n "$newc" ] && [ "$newc" != "$C" ] && break
-  sleep 0.5
-done
-tap_ok "$([ -n "$newc" ] && [ "$newc" != "$C" ] && echo 0 || echo 1)" \
-  "c2: the KRaft controller (node $C) killed; node $newc controls"
-fo=$(kh probe --log "$LOG" --replicas "$(addr 1),$(addr 2),$(addr 3)" \
-  --since kafka-controller-kill --timeout-s 60 --op-timeout-ms 3000)
-tap_ok $? "c2: alters are acknowledged $fo ms after the controller's kill"
-dc_kafka start-node "$C" >/dev/null 2>&1
-tap_ok $? "c2: node $C restarted"
-kh event --log "$LOG" --name "kafka-controller-back"
-kh wait-acks --log "$LOG" --n 5 --after kafka-controller-back --timeout-s 20 >/dev/null
-tap_ok $? "c2: the workload's alters go on with node $C back"
-stop_workload
-no_lost_track "c2"
-check "c2 (KRaft controller killed)" round-c2
-restart_as_asked c2
+kafka_node_fault c2 kafka-controller "the KRaft controller" controller_now \
+  "KRaft controller killed"
 
 # c3: the whole cluster down for 10 s (the fault's length, not a wait).
 mark_logs
