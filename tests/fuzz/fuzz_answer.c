@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CLIENT "fuzz-client"
 
-static void oracle_fail(const char *what) {
+_Noreturn static void oracle_fail(const char *what) {
   fprintf(stderr, "fuzz_answer oracle: %s\n", what);
   abort();
 }

@@ -46,7 +46,7 @@ static void remove_realm(void) {
   rmdir(g_dir);
 }
 
-static void oracle_fail(const char *what) {
+_Noreturn static void oracle_fail(const char *what) {
   fprintf(stderr, "fuzz_gssapi oracle: %s\n", what);
   abort();
 }

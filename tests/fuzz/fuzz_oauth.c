@@ -25,7 +25,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void oracle_fail(const char *what) {
+_Noreturn static void oracle_fail(const char *what) {
   fprintf(stderr, "fuzz_oauth oracle: %s\n", what);
   abort();
 }

@@ -45,8 +45,9 @@ command -v "$CC" >/dev/null 2>&1 || {
 SOURCES=
 for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/client/*.c \
   "$SRC"/lib/broker/*.c; do
-  case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka.c | \
-    */lib/broker/store_kafka_lead.c | */lib/broker/store_kafka_history.c | \
+  # The event loop, the HTTP listener and the Kafka-backed store (it needs
+  # librdkafka) are left out; the store is SQLite here.
+  case $f in */lib/broker/server.c | */lib/broker/transfer.c | */lib/broker/store_kafka*.c | \
     */lib/broker/http.c | \
     */lib/broker/store_record.c)
     continue ;;
@@ -68,7 +69,7 @@ build() {
   shift
   # shellcheck disable=SC2068 # the sources are paths without spaces
   "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-    -Wall -Wextra \
+    -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I "$SRC/include" -I "$SRC/lib" -I "$WORK" \
     -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
