@@ -7,19 +7,87 @@
 # CLI while messages flow, and ends with a report: changes seen and applied
 # by each client, messages produced, consumed, lost and duplicated.
 # Exits non-zero if a message was lost or a step failed.
-#   BUILD_DIR (default ./build)
+#
+#   ./demo.sh [--kafka]
+#
+#   --kafka  the same demo on a real Apache Kafka cluster instead of the
+#            mock: 3 KRaft nodes on loopback (scripts/kafka.sh; Java 17,
+#            the server's jars fetched through Maven once into
+#            ~/.cache/dynconf), topic 'orders' created with 3 partitions,
+#            stopped and removed at exit. Shows what the consumer's
+#            session-timeout change costs there: the consumption pause it
+#            measures, and the brokers' group coordinator telling whether
+#            the group rebalanced (a static member rejoins without one).
+#   --help   this text
+#
+# Environment:
+#   BUILD_DIR      the build directory (default ./build)
+#   DEMO_NO_BUILD  1: install no packages and build nothing; run the
+#                  binaries already in BUILD_DIR (the tests do)
 set -e
 src=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-$src/build}
-"$src/scripts/install-deps.sh"
-echo "== building dynconf in $build"
-"$src/scripts/build.sh" "$build"
+
+usage() {
+  cat <<'EOF'
+Usage: ./demo.sh [--kafka]
+
+The dynconf demo: dynconfd, the operator CLI and the example producer and
+consumer on dynconf's managed clients, configured live; ends with a report
+(exit status 1 when a message was lost).
+
+  --kafka  run it on a real Apache Kafka cluster (3 KRaft nodes on
+           loopback, scripts/kafka.sh, Java 17) instead of librdkafka's
+           mock cluster, and show the consumer's consumption pause when
+           its session timeout changes
+  --help   this text
+
+Environment: BUILD_DIR (default ./build); DEMO_NO_BUILD=1 installs no
+packages and builds nothing, running the binaries already in BUILD_DIR.
+EOF
+}
+
+kafka_mode=0
+for arg in "$@"; do
+  case $arg in
+    --kafka) kafka_mode=1 ;;
+    --help | -h) usage; exit 0 ;;
+    *) echo "demo.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+if [ "${DEMO_NO_BUILD:-0}" = 1 ]; then
+  need="dynconfd dynconf-configs examples/producer examples/consumer"
+  [ "$kafka_mode" = 1 ] || need="$need examples/mock_cluster"
+  for b in $need; do
+    [ -x "$build/$b" ] || {
+      echo "demo.sh: $build/$b is not built (DEMO_NO_BUILD=1 builds nothing)" >&2
+      exit 1
+    }
+  done
+else
+  "$src/scripts/install-deps.sh"
+  echo "== building dynconf in $build"
+  "$src/scripts/build.sh" "$build"
+fi
 
 work=$(mktemp -d)
 pids=""
+kdir="" # --kafka: the cluster's directory, once it is being started
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null || true; done
+  # What has not exited 15 s later (a librdkafka handle can hang in its
+  # destroy) is killed: the cluster and $work go in any case.
+  (
+    n=15
+    while [ "$n" -gt 0 ]; do sleep 1; n=$((n - 1)); done
+    for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
+  ) &
+  watchdog=$!
   for p in $pids; do wait "$p" 2>/dev/null || true; done
+  kill "$watchdog" 2>/dev/null || true
+  # SIGKILLs the nodes and removes their directory (nothing to keep).
+  [ -z "$kdir" ] || "$src/scripts/kafka.sh" -d "$kdir" destroy || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,8 +98,11 @@ say() { printf '%s\n' "$*" | fold -s -w 78; }
 fail() { echo "demo: $*" >&2; exit 1; }
 
 # wait_for FILE REGEX [SECONDS]: waits until a line of FILE matches.
+# The real cluster gets more time by default than the mock.
+wait_s=10
+[ "$kafka_mode" = 1 ] && wait_s=30
 wait_for() {
-  n=$((${3:-10} * 10))
+  n=$((${3:-$wait_s} * 10))
   while [ "$n" -gt 0 ]; do
     grep -Eq -- "$2" "$1" 2>/dev/null && return 0
     sleep 0.1
@@ -59,20 +130,42 @@ cli() {
   "$build/dynconf-configs" --bootstrap-server "$cfg" "$@" 2>&1 | sed 's/^/  /'
 }
 
+# --kafka: the brokers' logs (the group coordinator's lines).
+broker_log() { grep -h -- "$1" "$kdir"/node*/server.log 2>/dev/null || true; }
+
 step "1. Start the config server (dynconfd) and a Kafka cluster"
 "$build/dynconfd" --listen 127.0.0.1:0 --data-dir "$work/data" \
   >"$work/dynconfd.out" 2>"$work/dynconfd.log" &
 pids="$pids $!"
-"$build/examples/mock_cluster" --topic orders --partitions 3 \
-  >"$work/mock.out" 2>"$work/mock.log" &
-pids="$pids $!"
+if [ "$kafka_mode" = 1 ]; then
+  kver=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' \
+    "$src/scripts/kafka/pom.xml")
+  "$src/scripts/kafka.sh" fetch || fail "could not fetch Apache Kafka $kver"
+  echo "starting Apache Kafka $kver: 3 KRaft nodes (broker+controller) on loopback"
+  kdir=$work/kafka
+  kafka=$("$src/scripts/kafka.sh" -d "$kdir" start 2>"$work/kafka.log") ||
+    { cat "$work/kafka.log"; fail "the Kafka cluster did not start"; }
+  "$src/scripts/kafka.sh" -d "$kdir" topics --create --topic orders \
+    --partitions 3 --replication-factor 3 >"$work/topics.out" 2>&1 ||
+    { cat "$work/topics.out"; fail "could not create the topic orders"; }
+else
+  "$build/examples/mock_cluster" --topic orders --partitions 3 \
+    >"$work/mock.out" 2>"$work/mock.log" &
+  pids="$pids $!"
+fi
 wait_for "$work/dynconfd.out" '^listening on' || { cat "$work/dynconfd.log"; fail "dynconfd did not start"; }
-wait_for "$work/mock.out" '^bootstrap ' || { cat "$work/mock.log"; fail "the mock cluster did not start"; }
+if [ "$kafka_mode" = 0 ]; then
+  wait_for "$work/mock.out" '^bootstrap ' || { cat "$work/mock.log"; fail "the mock cluster did not start"; }
+  kafka=$(sed -n 's/^bootstrap //p' "$work/mock.out")
+fi
 services=$pids
 cfg=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/dynconfd.out")
-kafka=$(sed -n 's/^bootstrap //p' "$work/mock.out")
 echo "dynconfd (config server, Kafka protocol): $cfg"
-echo "Kafka cluster (librdkafka's mock, topic 'orders', 3 partitions): $kafka"
+if [ "$kafka_mode" = 1 ]; then
+  echo "Kafka cluster (Apache Kafka $kver, 3 nodes, topic 'orders', 3 partitions, replicated 3 times): $kafka"
+else
+  echo "Kafka cluster (librdkafka's mock, topic 'orders', 3 partitions): $kafka"
+fi
 
 step "2. The operator sets fleet-wide defaults on the <default> client entity"
 cli --entity-type clients --entity-default --alter \
@@ -94,7 +187,9 @@ pids="$pids $consumer"
   >"$work/producer.out" 2>"$work/producer.log" &
 producer=$!
 pids="$pids $producer"
-wait_for "$work/consumer.out" 'joined group' 15 || { cat "$work/consumer.log"; fail "the consumer did not join"; }
+join_s=15
+[ "$kafka_mode" = 1 ] && join_s=60
+wait_for "$work/consumer.out" 'joined group' "$join_s" || { cat "$work/consumer.log"; fail "the consumer did not join"; }
 wait_for "$work/producer.out" 'producing to' || { cat "$work/producer.log"; fail "the producer did not start"; }
 show_new
 sleep 2
@@ -110,8 +205,30 @@ step "5. Change the consumer's session timeout and heartbeat"
 cli --entity-type clients --entity-name orders-c --alter \
   --add-config 'session.timeout.ms=7000,heartbeat.interval.ms=1000'
 wait_for "$work/consumer.out" 'session.timeout.ms: 6000 -> 7000' || fail "the consumer did not apply the change"
-show_new
-say "The managed consumer committed what it had processed, closed its handle and rejoined with the new timeouts. (On a real broker a static member gets its partitions back at once, without a rebalance. librdkafka 2.0.2's mock cluster does not implement static membership, so here the consumer waits until the mock expires its old member: about 11 s. Nothing is lost meanwhile.)"
+if [ "$kafka_mode" = 1 ]; then
+  wait_for "$work/consumer.out" 'consumption paused' ||
+    fail "the consumer did not consume again after the change"
+  show_new
+  say "The managed consumer committed what it had processed, closed its handle and rejoined with the new timeouts. The brokers' group coordinator on group orders, the first join and then this rejoin:"
+  n=$((wait_s * 10))
+  until [ -n "$(broker_log 'groupInstanceId=orders-c-1 .* joins group orders in Stable state')" ]; do
+    [ "$n" -gt 0 ] || fail "the group coordinator logged no rejoin of orders-c-1"
+    sleep 0.1
+    n=$((n - 1))
+  done
+  broker_log ' group orders[ .]' | sort -s |
+    sed 's/^\[[0-9-]* \([0-9:,]*\)\] [A-Z]* \[[^]]*\] /\1 /; s/ ([a-z][a-zA-Z.]*)$//; s/^/  /'
+  if [ -z "$(broker_log 'Preparing to rebalance group orders .* old generation [1-9]')" ]; then
+    say "A static member (group.instance.id) that rejoins a Stable group gets its partitions back at once: the coordinator swapped in its new member id, no rebalance, no new generation. (Without group.instance.id the consumer would leave the group and rejoin through a rebalance.)"
+  else
+    say "The coordinator rebalanced the group for this rejoin (its lines above): a static member should have got its partitions back without one."
+  fi
+  pause=$(sed -n 's/.*consumption paused \([0-9.]*\) ms.*/\1/p' "$work/consumer.out" | tail -n 1)
+  say "The consumer's consumption paused $pause ms, from its last message on the old handle to its first on the new one."
+else
+  show_new
+  say "The managed consumer committed what it had processed, closed its handle and rejoined with the new timeouts. (On a real broker a static member gets its partitions back at once, without a rebalance. librdkafka 2.0.2's mock cluster does not implement static membership, so here the consumer waits until the mock expires its old member: about 11 s. Nothing is lost meanwhile.)"
+fi
 sleep 2
 
 step "6. Changes that are refused"
@@ -172,6 +289,17 @@ printf '%-20s %6s %8s %9s  %s (longest %s ms)\n' "consumer orders-c" \
   "$(get consumer rebuild_ms_max)"
 echo "messages: produced $produced, consumed $consumed ($unique distinct)," \
   "lost $lost, duplicated $dups, out of order $order"
+if [ "$kafka_mode" = 1 ]; then
+  # The group coordinator logs each rebalance it starts; the first join
+  # starts one from generation 0.
+  gen=$(broker_log 'Stabilized group orders generation ' |
+    sed -n 's/.*Stabilized group orders generation \([0-9]*\) .*/\1/p' | tail -n 1)
+  rebalances=$(broker_log 'Preparing to rebalance group orders .* old generation [1-9]' | wc -l)
+  echo "consumer pause at its session-timeout change: $(get consumer pause_ms_max) ms" \
+    "(last message before the rebuild to the first after it)"
+  echo "group orders on the brokers: generation ${gen:-none}, $rebalances rebalance(s)" \
+    "after the first join"
+fi
 if [ "$lost" -ne 0 ] || [ "$order" -ne 0 ] || [ "$unique" -ne "$produced" ]; then
   printf '\n== demo FAILED: messages were lost or reordered\n'
   exit 1

@@ -63,6 +63,9 @@ typedef struct app {
 
   long long assignments, revocations;
   double rebuild_ms_max, resume_ms_max, rebuilt_at;
+  /* The consumption pause around a rebuild: from the last message before
+   * it to the first after it (what a change costs the application). */
+  double last_msg_ms, pause_ms_max;
   double first_msg_ms;
   double last_rebuild_ms; /* a new handle's threads settle after a rebuild */
   ex_sample_t start, end;
@@ -371,6 +374,7 @@ static int write_report(app_t *a, const char *path, const totals_t *t,
           (long long)dynconf_consumer_rebuilds(a->c), a->rebuild_ms_max,
           a->resume_ms_max, a->assignments, a->revocations,
           rebuild_commit_failures);
+  fprintf(fp, "pause_ms_max=%.1f\n", a->pause_ms_max);
   fprintf(fp, "duration_s=%.1f\ntracker_bytes_start=%zu\ntracker_bytes_end=%zu\n",
           secs, tb_start, tb_end);
   return ex_report_close(fp, tmp, path, &a->start, &a->end);
@@ -483,8 +487,9 @@ int main(int argc, char **argv) {
       continue;
     }
     a.consumed++;
+    double now_msg = ex_now_ms();
     if (!a.first_msg_ms)
-      a.first_msg_ms = ex_now_ms();
+      a.first_msg_ms = now_msg;
     if (a.rebuilt_at) { /* first message after a rebuild */
       double r = ex_now_ms() - a.rebuilt_at;
       if (r > a.resume_ms_max)
@@ -493,7 +498,16 @@ int main(int argc, char **argv) {
       printf("[consumer %s] rejoined: consuming again %.1f s after the "
              "rebuild\n",
              a.o.client_id, r / 1000.0);
+      if (a.last_msg_ms) { /* a message came before the rebuild */
+        double p = now_msg - a.last_msg_ms;
+        if (p > a.pause_ms_max)
+          a.pause_ms_max = p;
+        printf("[consumer %s] consumption paused %.1f ms (from the last "
+               "message before the rebuild to the first after it)\n",
+               a.o.client_id, p);
+      }
     }
+    a.last_msg_ms = now_msg;
     if (!record(&a, m))
       a.corrupt++;
     rd_kafka_message_destroy(m);
