@@ -109,7 +109,7 @@ static int describe(dc_kclient_t *kc, const char *entity, const char *key,
   char *keys[1] = {(char *)key};
   dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, (char *)entity,
                                             key ? 1 : -1, key ? keys : NULL};
-  dc_describe_configs_req_t req = {1, &res, true, false, 0};
+  dc_describe_configs_req_t req = {1, &res, true, false, 0, false};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;
@@ -388,7 +388,7 @@ static int cmd_attack_seed(const cfg_t *c) {
   /* One v3 result for the client: what every repetition costs. */
   dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, (char *)c->client,
                                             -1, NULL};
-  dc_describe_configs_req_t req = {1, &res, true, true, 0};
+  dc_describe_configs_req_t req = {1, &res, true, true, 0, false};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;
@@ -468,7 +468,7 @@ static int build_attack_frame(dc_buf_t *b, const char *client, long max_bytes,
     res[i] = (dc_describe_configs_req_resource_t){DC_RES_CLIENT, (char *)client,
                                                   -1, NULL};
   dc_req_header_t h = {DC_API_DESCRIBE_CONFIGS, 3, 1, (char *)"scale-attack"};
-  dc_describe_configs_req_t req = {n, res, true, true, 0};
+  dc_describe_configs_req_t req = {n, res, true, true, 0, false};
   size_t off = dc_wr_frame_begin(b);
   int err = dc_req_header_encode(b, &h);
   if (!err)

@@ -60,7 +60,7 @@ static bool served(dc_kclient_t *kc, const cfg_t *c, long want, char *msg,
   char *keys[1] = {(char *)c->key};
   dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, (char *)c->entity,
                                             1, keys};
-  dc_describe_configs_req_t req = {1, &res, false, false, 0};
+  dc_describe_configs_req_t req = {1, &res, false, false, 0, false};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;

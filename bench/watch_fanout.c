@@ -338,7 +338,7 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
     dc_buf_clear(&b);
     dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, ws[i].client,
                                               -1, NULL};
-    dc_describe_configs_req_t d = {1, &res, false, false, 0};
+    dc_describe_configs_req_t d = {1, &res, false, false, 0, false};
     frame(&b, DC_API_DESCRIBE_CONFIGS, 4, 3, enc_describe, &d);
     if (write_all(ws[i].fd, b.data, b.len))
       return -1;

@@ -46,7 +46,7 @@ static void req_describe(dc_buf_t *b, int16_t v, int32_t corr,
   hdr(b, DC_API_DESCRIBE_CONFIGS, v, corr);
   dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, (char *)client, -1,
                                             NULL};
-  dc_describe_configs_req_t r = {1, &res, true, false, 0};
+  dc_describe_configs_req_t r = {1, &res, true, false, 0, false};
   dc_describe_configs_req_encode(b, v, &r);
   dc_wr_frame_end(b, off);
 }
@@ -479,7 +479,7 @@ static void test_size_limit(void) {
     hdr(&b, DC_API_DESCRIBE_CONFIGS, 1, corr);
     dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, PROBE_CLIENT, -1,
                                               NULL};
-    dc_describe_configs_req_t r = {1, &res, true, false, 0};
+    dc_describe_configs_req_t r = {1, &res, true, false, 0, false};
     dc_describe_configs_req_encode(&b, 1, &r);
     while (b.len - off - 4 < (size_t)MAX_REQ + (size_t)over)
       dc_wr_i8(&b, 0);

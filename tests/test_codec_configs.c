@@ -331,7 +331,7 @@ static dc_describe_configs_req_resource_t dreq_v0_res[] = {
     {DC_RES_BROKER, "1", 1, keys_acks},
 };
 static const dc_describe_configs_req_t dreq_v0 = {2, dreq_v0_res, false,
-                                                  false, 0};
+                                                  false, 0, false};
 static const uint8_t dreq_v0_bytes[] = {
     0x00, 0x00, 0x00, 0x02,             /* resources: int32 count 2 */
     0x09,                               /* [0] resource_type 9 (CLIENT) */
@@ -348,7 +348,7 @@ static const uint8_t dreq_v0_bytes[] = {
 static dc_describe_configs_req_resource_t dreq_v1_res[] = {
     {DC_RES_CLIENT, "a", -1, NULL},
 };
-static const dc_describe_configs_req_t dreq_v1 = {1, dreq_v1_res, true, false, 0};
+static const dc_describe_configs_req_t dreq_v1 = {1, dreq_v1_res, true, false, 0, false};
 static const uint8_t dreq_v1_bytes[] = {
     0x00, 0x00, 0x00, 0x01, /* resources: 1 */
     0x09,                   /* resource_type */
@@ -473,7 +473,7 @@ static dc_describe_configs_req_resource_t dreq_v4_res[] = {
     {DC_RES_CLIENT, "app", 2, keys_acks_linger},
     {DC_RES_CLIENT, "b", -1, NULL},
 };
-static const dc_describe_configs_req_t dreq_v4 = {2, dreq_v4_res, true, false, 0};
+static const dc_describe_configs_req_t dreq_v4 = {2, dreq_v4_res, true, false, 0, false};
 static const uint8_t dreq_v4_bytes[] = {
     0x03,                           /* resources: compact 2+1 */
     0x09,                           /* [0] resource_type */
@@ -761,7 +761,7 @@ static dc_describe_configs_req_resource_t rich_dreq_res[] = {
     {DC_RES_BROKER, "1", 0, NULL},                    /* empty list */
 };
 static const dc_describe_configs_req_t rich_dreq = {3, rich_dreq_res, true,
-                                                    true, 0};
+                                                    true, 0, false};
 
 static dc_describe_configs_synonym_t rich_syn_acks[] = {
     {"acks", "1", DC_SRC_DYNAMIC_CLIENT},
@@ -818,7 +818,7 @@ static dc_alter_result_t rich_aresp_res[] = {
 };
 static const dc_alter_configs_resp_t rich_aresp = {17, 3, rich_aresp_res};
 
-static const dc_describe_configs_req_t empty_dreq = {0, NULL, false, false, 0};
+static const dc_describe_configs_req_t empty_dreq = {0, NULL, false, false, 0, false};
 static const dc_describe_configs_resp_t empty_dresp = {0, 0, NULL, 0};
 static const dc_alter_configs_req_t empty_areq = {0, NULL, false};
 static const dc_alter_configs_resp_t empty_aresp = {0, 0, NULL};
@@ -858,7 +858,7 @@ static void b_dreq_resources(int32_t n) {
   static dc_describe_configs_req_resource_t r[MIN_N];
   for (int i = 0; i < MIN_N; i++)
     r[i] = (dc_describe_configs_req_resource_t){0, "", -1, NULL};
-  min_msg.dreq = (dc_describe_configs_req_t){n, r, false, false, 0};
+  min_msg.dreq = (dc_describe_configs_req_t){n, r, false, false, 0, false};
 }
 
 static void b_dreq_keys(int32_t n) {
@@ -867,7 +867,7 @@ static void b_dreq_keys(int32_t n) {
   for (int i = 0; i < MIN_N; i++)
     keys[i] = "";
   r = (dc_describe_configs_req_resource_t){0, "", n, keys};
-  min_msg.dreq = (dc_describe_configs_req_t){1, &r, false, false, 0};
+  min_msg.dreq = (dc_describe_configs_req_t){1, &r, false, false, 0, false};
 }
 
 static void b_dresp_results(int32_t n) {
@@ -1202,7 +1202,7 @@ static void test_encoder_edges(void) {
    * "" and empty: never bytes a peer must reject. */
   static dc_describe_configs_req_resource_t r[] = {{DC_RES_CLIENT, NULL, -1,
                                                     NULL}};
-  static const dc_describe_configs_req_t req = {1, r, false, false, 0};
+  static const dc_describe_configs_req_t req = {1, r, false, false, 0, false};
   static const uint8_t want_req[] = {
       0x00, 0x00, 0x00, 0x01, 0x09, /* resources: 1, type 9 */
       0x00, 0x00,                   /* resource_name "" */
@@ -1248,7 +1248,7 @@ static void test_encoder_edges(void) {
  * when there is one to say. */
 static void test_positions(void) {
   dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, "a", -1, NULL};
-  dc_describe_configs_req_t req = {1, &res, true, false, 0}, back;
+  dc_describe_configs_req_t req = {1, &res, true, false, 0, false}, back;
   dc_buf_t b;
   dc_buf_init(&b);
   dc_describe_configs_req_encode(&b, 4, &req);
@@ -1265,13 +1265,24 @@ static void test_positions(void) {
   dc_rd_t rd;
   dc_rd_init(&rd, b.data, b.len, &arena);
   ok(!dc_describe_configs_req_decode(&rd, 4, &back) &&
-         back.min_position == 300 && rd.pos == rd.len,
+         back.min_position == 300 && back.ask_position && rd.pos == rd.len,
      "  and decodes back");
+  req.min_position = 0; /* none seen yet: the tag asks for the server's */
+  req.ask_position = true;
+  dc_buf_clear(&b);
+  dc_describe_configs_req_encode(&b, 4, &req);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(b.len == plain - 1 + sizeof(tag) &&
+         !dc_describe_configs_req_decode(&rd, 4, &back) &&
+         back.min_position == 0 && back.ask_position && rd.pos == rd.len,
+     "  asking without one seen: the tag carries 0, and decodes back");
+  req.min_position = 300;
+  req.ask_position = false;
   dc_buf_clear(&b);
   dc_describe_configs_req_encode(&b, 1, &req);
   dc_rd_init(&rd, b.data, b.len, &arena);
   ok(!dc_describe_configs_req_decode(&rd, 1, &back) &&
-         back.min_position == -1 && rd.pos == rd.len,
+         back.min_position == -1 && !back.ask_position && rd.pos == rd.len,
      "v1 (not flexible) carries no position");
   dc_describe_configs_result_t r = {0, NULL, DC_RES_CLIENT, "a", 0, NULL};
   dc_describe_configs_resp_t resp = {0, 1, &r, 77}, rb;

@@ -251,7 +251,7 @@ describe1(tb_t *t, int16_t v, int8_t type, const char *name, int32_t nkeys,
   static dc_describe_configs_resp_t resp;
   dc_describe_configs_req_resource_t res = {type, S(name), nkeys,
                                             (char **)keys};
-  dc_describe_configs_req_t req = {1, &res, syn, doc, 0};
+  dc_describe_configs_req_t req = {1, &res, syn, doc, 0, false};
   memset(&resp, 0, sizeof(resp));
   if (call_describe(t, v, &req, &resp) != DC_HANDLE_OK)
     return NULL;
@@ -604,7 +604,7 @@ static void test_dispatch(void) {
     dc_buf_init(&bodies[i]);
   dc_describe_configs_req_resource_t dres = {9, S("c1"), 1,
                                              (char *[]){S("acks")}};
-  dc_describe_configs_req_t dreq = {1, &dres, true, true, 0};
+  dc_describe_configs_req_t dreq = {1, &dres, true, true, 0, false};
   dc_describe_configs_req_encode(&bodies[0], 1, &dreq);
   dc_describe_configs_req_encode(&bodies[1], 4, &dreq);
   dc_alter_config_t ac = {S("acks"), DC_OP_SET, S("all")};
@@ -857,7 +857,7 @@ static void describe_version(tb_t *t, int16_t v) {
       {DC_RES_CLIENT, S("nobody"), -1, NULL},
       {16, S("group-ish"), -1, NULL},
   };
-  dc_describe_configs_req_t req = {6, res, false, false, 0};
+  dc_describe_configs_req_t req = {6, res, false, false, 0, false};
   dc_describe_configs_resp_t resp;
   memset(&resp, 0, sizeof(resp));
   int eb = echo_bad;
@@ -1532,7 +1532,7 @@ static int describe_many(tb_t *t, int16_t v, int32_t n, const char *name,
                          int32_t nkeys, bool syn, bool doc,
                          dc_describe_configs_resp_t *resp) {
   dc_arena_reset(&t->build);
-  dc_describe_configs_req_t req = {n, NULL, syn, doc, 0};
+  dc_describe_configs_req_t req = {n, NULL, syn, doc, 0, false};
   req.resources = dc_arena_alloc(&t->build, (size_t)n * sizeof(*req.resources));
   char **keys = dc_arena_alloc(&t->build, (size_t)(nkeys + 1) * sizeof(char *));
   for (int32_t k = 0; k < nkeys; k++) {

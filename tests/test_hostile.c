@@ -185,7 +185,7 @@ static long status_kb(pid_t pid, const char *field) {
 
 /* DescribeConfigs v3 of the same client 1,000 times, synonyms and docs. */
 static void describe_frame(dc_buf_t *b, dc_arena_t *a) {
-  dc_describe_configs_req_t req = {1000, NULL, true, true, 0};
+  dc_describe_configs_req_t req = {1000, NULL, true, true, 0, false};
   req.resources = dc_arena_alloc(a, 1000 * sizeof(*req.resources));
   for (int i = 0; i < 1000; i++)
     req.resources[i] = (dc_describe_configs_req_resource_t){9, "amp", -1, NULL};

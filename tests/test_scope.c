@@ -227,7 +227,7 @@ static bool exchange(tb_t *t, int16_t key, int16_t v, const dc_buf_t *body,
 static const dc_describe_configs_result_t *
 describe(tb_t *t, int16_t v, int8_t type, const char *name, bool syn) {
   dc_describe_configs_req_resource_t res = {type, S(name), -1, NULL};
-  dc_describe_configs_req_t req = {1, &res, syn && v >= 1, false, 0};
+  dc_describe_configs_req_t req = {1, &res, syn && v >= 1, false, 0, false};
   dc_buf_t body;
   dc_buf_init(&body);
   dc_describe_configs_req_encode(&body, v, &req);
@@ -628,7 +628,7 @@ static void test_authorization(void) {
       {US, S("alice"), -1, NULL},
       {US, S("bob"), -1, NULL},
       {DC_RES_TOPIC, S("t"), -1, NULL}};
-  dc_describe_configs_req_t dreq = {5, rs, false, false, 0};
+  dc_describe_configs_req_t dreq = {5, rs, false, false, 0, false};
   dc_buf_t body;
   dc_buf_init(&body);
   dc_describe_configs_req_encode(&body, 1, &dreq);

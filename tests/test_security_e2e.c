@@ -472,7 +472,7 @@ static void test_sasl(int sasl_port, int sasl_ssl_port) {
   dc_req_header_t h = {DC_API_DESCRIBE_CONFIGS, 0, 1, "sneaky"};
   dc_req_header_encode(&b, &h);
   dc_describe_configs_req_resource_t rr = {9, "sec-e2e-alice", -1, NULL};
-  dc_describe_configs_req_t rq = {1, &rr, false, false, 0};
+  dc_describe_configs_req_t rq = {1, &rr, false, false, 0, false};
   dc_describe_configs_req_encode(&b, 0, &rq);
   dc_wr_frame_end(&b, f);
   dc_tu_write_all(fd, b.data, b.len);

@@ -295,8 +295,9 @@ typedef struct dc_agent_conn {
   char sec_err[512];  /* why they could not be used ("" = they could) */
   size_t next_entry;  /* bootstrap entry the next connect starts with */
   int16_t version;    /* DescribeConfigs version in use; -1 = none yet */
-  /* The highest store position of an answer the agent took (Watch v1),
-   * kept across connections: no server behind it is believed. -1 none. */
+  /* The highest store position of an answer the agent took (Watch v1,
+   * DescribeConfigs v4), kept across connections: no server behind it is
+   * believed. -1 none yet. */
   int64_t position;
   /* Watch (watch.c). */
   int64_t watch_version; /* of the last Watch answer on this connection;

@@ -198,9 +198,12 @@ static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
       .resource_name = dc->client_id,
       .n_configuration_keys = -1};
   /* A server behind the store position the agent has seen refuses
-   * (REPLICA_NOT_AVAILABLE) rather than answer from an older state. */
+   * (REPLICA_NOT_AVAILABLE) rather than answer from an older state; the
+   * tag goes even before the agent has seen one, so that an agent that
+   * only polls learns positions too. */
   dc_describe_configs_req_t req = {.n_resources = 1, .resources = &res,
-                                   .min_position = c->position};
+                                   .min_position = c->position,
+                                   .ask_position = true};
   dc_arena_t arena;
   dc_arena_init(&arena);
   dc_rd_t rd;

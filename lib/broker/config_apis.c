@@ -314,10 +314,10 @@ int dc_handle_describe_configs(dc_req_t *r) {
       r->error = out.error_code;
     dc_arena_reset_to(r->arena, mark);
   }
-  /* The position is said to a client that asked with one: only dynconf's
-   * own clients send the tag. */
+  /* The position is said to a client that sent the tag (0 when it has
+   * seen none yet): only dynconf's own clients do. */
   return dc_describe_configs_resp_end(r->out, v,
-                                      req.min_position > 0 ? pos : -1);
+                                      req.ask_position ? pos : -1);
 }
 
 /* ---- AlterConfigs / IncrementalAlterConfigs ------------------------- */

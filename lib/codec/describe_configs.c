@@ -61,6 +61,7 @@ int dc_describe_configs_req_decode(dc_rd_t *rd, int16_t v,
   if (v >= 3)
     out->include_documentation = dc_rd_bool(rd);
   out->min_position = f ? dc_rd_tags_i64(rd, DC_TAG_STORE_POSITION, -1) : -1;
+  out->ask_position = out->min_position >= 0;
   return rd->err;
 }
 
@@ -88,8 +89,9 @@ int dc_describe_configs_req_encode(dc_buf_t *b, int16_t v,
     dc_wr_bool(b, in->include_synonyms);
   if (v >= 3)
     dc_wr_bool(b, in->include_documentation);
-  if (f && in->min_position > 0)
-    dc_wr_tag_i64(b, DC_TAG_STORE_POSITION, in->min_position);
+  if (f && (in->min_position > 0 || in->ask_position))
+    dc_wr_tag_i64(b, DC_TAG_STORE_POSITION,
+                  in->min_position > 0 ? in->min_position : 0);
   else if (f)
     dc_wr_tags_empty(b);
   return b->err;

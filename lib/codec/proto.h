@@ -195,10 +195,10 @@ int dc_metadata_resp_encode(dc_buf_t *b, int16_t v, const dc_metadata_resp_t *in
 
 /* ---- DescribeConfigs (32), v0-4 --------------------------------------- */
 /* v4 (flexible) requests may carry min_position (DC_TAG_STORE_POSITION,
- * the highest store position the client has seen; <= 0 = none): a server
- * that has not applied that far answers every resource
+ * the highest store position the client has seen; 0 = none seen yet): a
+ * server that has not applied that far answers every resource
  * REPLICA_NOT_AVAILABLE rather than from an older state, and a server
- * asked with it says its own position in the response's tag. */
+ * asked with the tag says its own position in the response's. */
 typedef struct dc_describe_configs_req_resource {
   int8_t resource_type;
   char *resource_name;
@@ -211,7 +211,10 @@ typedef struct dc_describe_configs_req {
   dc_describe_configs_req_resource_t *resources;
   bool include_synonyms;      /* v1+ */
   bool include_documentation; /* v3+ */
-  int64_t min_position;       /* v4+, tagged; <= 0 = none */
+  int64_t min_position;       /* v4+, tagged; <= 0 = none seen (decoded:
+                               * -1 without the tag) */
+  bool ask_position;          /* v4+: the tag even without one seen (0);
+                               * decoded: the tag was there */
 } dc_describe_configs_req_t;
 
 typedef struct dc_describe_configs_synonym {

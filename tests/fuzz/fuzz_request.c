@@ -584,7 +584,7 @@ static void seed_requests(dc_buf_t *b) {
   };
   ai = dc_api_info(DC_API_DESCRIBE_CONFIGS);
   for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
-    dc_describe_configs_req_t d = {4, dres, true, true, 7};
+    dc_describe_configs_req_t d = {4, dres, true, true, 7, false};
     dc_buf_clear(b);
     add_frame(b, DC_API_DESCRIBE_CONFIGS, v, 5, enc_dc, &d);
     snprintf(tag, sizeof(tag), "describe-v%d", v);
@@ -614,7 +614,7 @@ static void seed_requests(dc_buf_t *b) {
       {DC_RES_CLIENT, (char *)"bench-client", 1, ops}, /* listed twice */
       {DC_RES_CLIENT, (char *)"other", 3, set},
   };
-  dc_describe_configs_req_t d1 = {2, dres, true, false, 0};
+  dc_describe_configs_req_t d1 = {2, dres, true, false, 0, false};
   ai = dc_api_info(DC_API_ALTER_CONFIGS);
   for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
     for (int vo = 0; vo <= 1; vo++) {
@@ -727,7 +727,7 @@ static char *seed_fill(char c, size_t n) {
 static void add_describe_a(dc_buf_t *b, int16_t v, int32_t corr) {
   dc_describe_configs_req_resource_t r = {DC_RES_CLIENT, (char *)"a", -1,
                                           NULL};
-  dc_describe_configs_req_t d = {1, &r, true, v >= 3, 0};
+  dc_describe_configs_req_t d = {1, &r, true, v >= 3, 0, false};
   add_frame(b, DC_API_DESCRIBE_CONFIGS, v, corr, enc_dc, &d);
 }
 
@@ -780,7 +780,7 @@ static void seed_repeated_describe(dc_buf_t *b) {
   for (int i = 0; i < N; i++)
     res[i] = (dc_describe_configs_req_resource_t){DC_RES_CLIENT, (char *)"a",
                                                   -1, NULL};
-  dc_describe_configs_req_t d = {N, res, true, true, 0};
+  dc_describe_configs_req_t d = {N, res, true, true, 0, false};
   dc_buf_clear(b);
   add_frame(b, DC_API_INCREMENTAL_ALTER_CONFIGS, 1, 33, enc_iac, &a);
   add_frame(b, DC_API_DESCRIBE_CONFIGS, 3, 34, enc_dc, &d);
