@@ -109,6 +109,16 @@ rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
   if (type == RD_KAFKA_CONSUMER &&
       rd_kafka_conf_set(c, "fetch.wait.max.ms", "100", errstr, errstr_size))
     goto fail;
+  /* A connection whose request goes unanswered (a silent partition) is
+   * given up and made again after the store timeout, not librdkafka's
+   * 60 s, and so is a connect that does not finish: once the network
+   * heals, the store reads and writes again within about that long. */
+  char tmo[24];
+  snprintf(tmo, sizeof(tmo), "%d", o->timeout_ms);
+  if (rd_kafka_conf_set(c, "socket.timeout.ms", tmo, errstr, errstr_size) ||
+      rd_kafka_conf_set(c, "socket.connection.setup.timeout.ms", tmo, errstr,
+                        errstr_size))
+    goto fail;
   if (o->config_file && dc_kvfile_read(o->config_file, set_conf_prop, c, errstr, errstr_size))
     goto fail;
   if (set_store_props(c, o, type, txn_id, errstr, errstr_size))
@@ -980,7 +990,9 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   if (k->stale[0]) {
     dc_seterr(errstr, errstr_size, "the Kafka store refuses writes: %s",
              k->stale);
-    return -1;
+    /* Waiting for a commit's outcome passes (or another server writes
+     * meanwhile): the client may retry, as with a fenced writer. */
+    return k->uncertain ? DC_STORE_NOT_WRITER : -1;
   }
   if (n == 0)
     return 0;

@@ -122,6 +122,11 @@ typedef struct kafka_store {
   char *heartbeat;           /* this server's heartbeat value (owned) */
   delivery_t *hb;            /* the heartbeat in flight (owned), or NULL */
   bool hb_failing;           /* the last one failed (logged once) */
+  /* The latest heartbeat Kafka acknowledged: when, and at which offset.
+   * A replica claims only when it reaches the log (reaches_log). */
+  int64_t hb_acked_at;       /* monotonic ms; 0 = never */
+  int64_t hb_acked_offset;
+  bool claim_held;           /* a claim held back for that (logged once) */
   bool hb_sent;              /* one was sent: say goodbye at close */
   int64_t next_heartbeat;    /* monotonic ms */
   claim_step_t claiming;     /* a claim in progress */

@@ -230,6 +230,10 @@ static void heartbeat_settle(kafka_store_t *k) {
     dc_log(DC_LOG_INFO, "kafka store: heartbeats to %s work again",
            k->bootstrap);
   k->hb_failing = k->hb->err != 0;
+  if (!k->hb->err) {
+    k->hb_acked_at = dc_mono_ms();
+    k->hb_acked_offset = k->hb->offset;
+  }
   free(k->hb);
   k->hb = NULL;
 }
@@ -298,6 +302,39 @@ static int64_t claim_delay(const kafka_store_t *k, int64_t now) {
   return rank * (k->session_ms / 2);
 }
 
+/* This replica reaches the log now, not only before the writer went
+ * silent: a heartbeat of its own was acknowledged at least half a session
+ * after the writer was last heard of (so a live writer would have
+ * heartbeated before it), and its consumer has fetched past it (the log's
+ * high watermark, from the fetches, is beyond it; the last stable offset
+ * may stay behind an open transaction of a dead writer) and has applied
+ * what came. A replica cut off from Kafka cannot tell a dead writer from
+ * its own isolation, and its claim would depose a live writer as soon as
+ * the network heals. */
+static bool reaches_log(const kafka_store_t *k) {
+  int64_t lo = 0, hi = -1;
+  if (!k->hb_acked_at ||
+      (k->epoch && k->hb_acked_at < k->writer_seen + k->session_ms / 2))
+    return false;
+  rd_kafka_get_watermark_offsets(k->consumer, k->topic, 0, &lo, &hi);
+  return hi > k->hb_acked_offset && rd_kafka_queue_length(k->cq) == 0;
+}
+
+/* The writer's lease ran out but this replica does not reach the log
+ * either: it holds its claim (said once per lapse), and heartbeats at
+ * once if none is in flight (the proof it needs). */
+static void claim_hold(kafka_store_t *k) {
+  if (!k->hb)
+    k->next_heartbeat = 0;
+  if (!k->claim_held)
+    dc_log(DC_LOG_WARN, "kafka store: node %d (epoch %lld) not heard of, "
+           "but node %d does not yet show that it reaches %s itself (a "
+           "heartbeat of its own acknowledged and fetched past since): not "
+           "claiming until it does", (int)k->epoch_node, (long long)k->epoch,
+           (int)k->node_id, k->bootstrap);
+  k->claim_held = true;
+}
+
 /* The writer's lease ran out: claim. The claim goes on from each tick
  * without blocking the server's loop, and takes effect when poll reads it
  * back. */
@@ -349,10 +386,18 @@ void dc_kstore_tick(kafka_store_t *k) {
     heartbeat_send(k, now);
   bool expired = k->epoch == 0 ||
                  now - k->writer_seen >= k->session_ms + claim_delay(k, now);
-  if (dc_kstore_leading(k))
+  if (!expired)
+    k->claim_held = false;
+  if (dc_kstore_leading(k)) {
     dc_kstore_mirror(k);
-  else if (!k->claiming && expired && k->at_end)
-    claim_start(k, now);
+  } else if (!k->claiming && expired && k->at_end) {
+    if (reaches_log(k)) {
+      k->claim_held = false;
+      claim_start(k, now);
+    } else {
+      claim_hold(k);
+    }
+  }
   if (k->claiming && claim_advance(k, 1, err, sizeof(err)))
     dc_log(DC_LOG_WARN, "kafka store: claiming %s failed: %s", k->topic, err);
 }
