@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian 12 packages dynconf needs to build, demo and test
-# (Java and Maven run the real Kafka cluster of make check-kafka).
+# (Java and Maven run the real Kafka cluster of make check-kafka; iproute2
+# and nftables make its network partition).
 # Does nothing when they are all present. Needs root (or sudo) to install.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
@@ -14,7 +15,7 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       python3-gssapi
       python3 python3-kafka python3-jwt python3-cryptography kcat clang
       libclang-rt-14-dev valgrind
-      openjdk-17-jre-headless maven"
+      openjdk-17-jre-headless maven iproute2 nftables"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

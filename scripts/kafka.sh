@@ -25,6 +25,9 @@
 #
 # DIR defaults to $DC_KAFKA_DIR or ./kafka-cluster, NODES to 3 (fixed at
 # the first start). Ports are picked free at the first start and kept.
+# The brokers listen on and advertise $DC_KAFKA_HOST (default 127.0.0.1;
+# fixed at the first start): another local address lets clients in a
+# network namespace reach them. The controllers stay on 127.0.0.1.
 # Heap per node: $DC_KAFKA_HEAP (default 384m), sized for 3 nodes on a
 # 2-core machine beside the tests.
 set -eo pipefail
@@ -84,7 +87,7 @@ import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+    s.bind(("0.0.0.0", 0))  # free on every local address
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
@@ -94,7 +97,7 @@ EOF
 init_dir() {
   [ -f "$dir/cluster.env" ] && return 0
   mkdir -p "$dir"
-  local ports id voters="" i rf isr
+  local ports id voters="" i rf isr host=${DC_KAFKA_HOST:-127.0.0.1}
   read -ra ports <<<"$(free_ports $((2 * nodes)))"
   # Kafka's own ids never start with '-' (its tools would read an option).
   id=$(python3 -c 'import base64, os
@@ -114,8 +117,8 @@ print(i)')
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:${ports[$((2 * i - 2))]},CONTROLLER://127.0.0.1:${ports[$((2 * i - 1))]}
-advertised.listeners=PLAINTEXT://127.0.0.1:${ports[$((2 * i - 2))]}
+listeners=PLAINTEXT://$host:${ports[$((2 * i - 2))]},CONTROLLER://127.0.0.1:${ports[$((2 * i - 1))]}
+advertised.listeners=PLAINTEXT://$host:${ports[$((2 * i - 2))]}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
@@ -141,7 +144,7 @@ EOF
     echo "cluster_id=$id"
     local bootstrap=""
     for ((i = 1; i <= nodes; i++)); do
-      bootstrap+="${bootstrap:+,}127.0.0.1:${ports[$((2 * i - 2))]}"
+      bootstrap+="${bootstrap:+,}$host:${ports[$((2 * i - 2))]}"
     done
     echo "bootstrap=$bootstrap"
   } >"$dir/cluster.env.tmp"

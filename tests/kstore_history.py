@@ -21,13 +21,19 @@ test's processes share):
   workload  --replicas H:P,... --log FILE [--clients 3] [--duration S]
             [--stop-file F] [--pause-file F] [--entities 3]
             [--key linger.ms] [--op-timeout-ms 5000] [--alter-ratio 0.5]
-            [--pause-ms 40]: K client threads, each alter (a value never
-            written before) or read on a random replica, until the stop
-            file appears; while the pause file exists no operation starts
-            (PAUSE_FILE.idle appears once none is in flight)
+            [--pause-ms 40] [--no-positions]: K client threads, each alter
+            (a value never written before) or read on a random replica,
+            until the stop file appears; while the pause file exists no
+            operation starts (PAUSE_FILE.idle appears once none is in
+            flight). Reads are DescribeConfigs v4 carrying the highest
+            store position the client has read at, as the agent does (a
+            replica behind it refuses with REPLICA_NOT_AVAILABLE); with
+            --no-positions, v1 without one
   op        --log FILE --client NAME --replica H:P --entity E
             [--op alter|read] [--key K] [--value V] [--timeout-ms T]
-            [--hold-file F]: one operation, logged; prints its log line.
+            [--min-position P] [--hold-file F]: one operation, logged;
+            prints its log line. A read with --min-position carries that
+            store position (0: none) and logs the answer's.
             With --hold-file it connects, creates F.ready.PID and sends
             only once F exists (a client whose connection the server
             accepted before it stopped)
@@ -76,9 +82,12 @@ wrote before):
  (3) if alter A was acknowledged before alter B was invoked, A precedes B
      in every history ("reordered"); each history chains (a SET's old
      value is the previous SET's new value);
- (4) monotonic reads per client: no client reads a value older (in
-     history order) than one it read or had acknowledged before ("stale
-     reads"; a violation unless --allow-stale);
+ (4) monotonic reads per client: no read that carried the client's
+     store position returns a value older (in history order) than one the
+     client read before with a position ("stale reads"; a violation unless
+     --allow-stale). Reads older than the client's own acknowledged alter
+     on another replica, or without a position, are counted as
+     "stale_unpromised" (no promise covers them);
  (5) every replica serves the same state and holds the same history
      within --converge-timeout-s after the call ("diverged").
 """
@@ -103,6 +112,8 @@ API_METADATA = 3
 API_DESCRIBE_CONFIGS = 32
 API_INCREMENTAL_ALTER_CONFIGS = 44
 NOT_CONTROLLER = 41
+REPLICA_NOT_AVAILABLE = 9
+TAG_STORE_POSITION = 10000  # dynconf's tagged field: a store position
 
 # An error answer is a refusal: the replica says the alter was not applied.
 # Only one that says it does not know is an unknown outcome.
@@ -118,6 +129,19 @@ def _str(s):
 
 def _nstr(s):
     return struct.pack(">h", -1) if s is None else _str(s)
+
+
+def _uvarint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def _cstr(s):
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
 
 
 class Rd:
@@ -146,6 +170,39 @@ class Rd:
         self.i += n
         return s
 
+    # Flexible versions (KIP-482): unsigned varints, compact strings and
+    # arrays (length + 1, 0 = null), tagged fields.
+    def uvarint(self):
+        v = shift = 0
+        while True:
+            c = self.take(">B")
+            v |= (c & 0x7F) << shift
+            if not c & 0x80:
+                return v
+            shift += 7
+            if shift > 28:
+                raise ValueError("varint too long")
+
+    def cnstr(self):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.b[self.i:self.i + n].decode(errors="replace")
+        self.i += n
+        return s
+
+    def carray(self):
+        return self.uvarint() - 1
+
+    def tags(self):
+        """{tag: raw bytes} of a tagged-field section."""
+        out = {}
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            out[tag] = self.b[self.i:self.i + size]
+            self.i += size
+        return out
+
 
 class Timeout(Exception):
     """No answer in time: the request may or may not have been handled."""
@@ -168,15 +225,18 @@ def _addr(hp):
     return host.strip("[]"), int(port)
 
 
-def kafka_call(hp, api, version, body, timeout_s):
+def kafka_call(hp, api, version, body, timeout_s, flexible=False):
     """One request on a fresh connection; the response body (after the
-    correlation id). Raises Refused (nothing sent), Timeout, or OSError /
-    ConnectionError (sent, outcome unknown)."""
+    correlation id, and the header's tagged fields when FLEXIBLE). Raises
+    Refused (nothing sent), Timeout, or OSError / ConnectionError (sent,
+    outcome unknown)."""
     with _corr_lock:
         _corr[0] += 1
         corr = _corr[0]
     deadline = time.monotonic() + timeout_s
     hdr = struct.pack(">hhi", api, version, corr) + _str("kstore-history")
+    if flexible:
+        hdr += b"\x00"  # request header v2: no tagged fields
     msg = hdr + body
     try:
         s = socket.create_connection(_addr(hp), timeout=max(0.05, timeout_s))
@@ -212,6 +272,8 @@ def kafka_call(hp, api, version, body, timeout_s):
         r = Rd(buf[4:need])
         if r.i32() != corr:
             raise ConnectionError("answer with another correlation id")
+        if flexible:
+            r.tags()  # response header v1
         return r
     finally:
         s.close()
@@ -258,6 +320,58 @@ def describe(hp, entity, timeout_s):
     if out is None:
         raise ConnectionError("the answer does not mention client-id %s" % entity)
     return out
+
+
+class Behind(Exception):
+    """REPLICA_NOT_AVAILABLE: the replica has applied less of the store's
+    log than the position the client asked for."""
+
+    def __init__(self, code, msg):
+        super().__init__("error %d: %s" % (code, msg))
+        self.code = code
+
+
+def describe_at(hp, entity, min_position, timeout_s):
+    """DescribeConfigs v4 (flexible) carrying dynconf's store-position tag:
+    ({key: value} of the entity's own overrides, the replica's position or
+    -1). min_position 0: none seen yet (the tag still asks for the
+    replica's). Raises Behind on REPLICA_NOT_AVAILABLE, otherwise as
+    describe."""
+    tags = (_uvarint(1) + _uvarint(TAG_STORE_POSITION) + _uvarint(8)
+            + struct.pack(">q", min_position))
+    body = (_uvarint(2) + struct.pack(">b", RES_CLIENT) + _cstr(entity)
+            + b"\x00" + b"\x00"  # all keys (null), no resource tags
+            + b"\x01\x00" + tags)  # synonyms, no documentation
+    r = kafka_call(hp, API_DESCRIBE_CONFIGS, 4, body, timeout_s, flexible=True)
+    r.i32()
+    out = None
+    for _ in range(r.carray()):
+        code, msg, rtype, name = r.i16(), r.cnstr(), r.i8(), r.cnstr()
+        cfg = {}
+        for _ in range(r.carray()):
+            k, v = r.cnstr(), r.cnstr()
+            r.i8()  # read_only
+            src = r.i8()
+            r.i8()  # sensitive
+            for _ in range(r.carray()):
+                r.cnstr(), r.cnstr(), r.i8()
+                r.tags()
+            r.i8()  # config_type
+            r.cnstr()  # documentation
+            r.tags()
+            if src == SRC_DYNAMIC_CLIENT:
+                cfg[k] = v
+        r.tags()
+        if rtype == RES_CLIENT and name == entity:
+            if code == REPLICA_NOT_AVAILABLE:
+                raise Behind(code, msg)
+            if code:
+                raise RuntimeError("error %d: %s" % (code, msg))
+            out = cfg
+    pos = r.tags().get(TAG_STORE_POSITION)
+    if out is None:
+        raise ConnectionError("the answer does not mention client-id %s" % entity)
+    return out, struct.unpack(">q", pos)[0] if pos and len(pos) == 8 else -1
 
 
 def metadata(hp, timeout_s, topics=None):
@@ -361,19 +475,27 @@ def do_alter(hp, entity, key, value, timeout_ms, via="raw", configs=None):
     return "fail", code, msg or ""
 
 
-def do_read(hp, entity, key, timeout_ms, via="raw", configs=None):
-    """(outcome, value or None, error)."""
+def do_read(hp, entity, key, timeout_ms, via="raw", configs=None,
+            min_position=None):
+    """(outcome, value or None, error, position). With min_position (an
+    int, 0 for none seen yet) the read carries the store position: the
+    replica's answer says its own (-1 when it keeps no log)."""
     if via == "cli":
-        return cli_read(hp, entity, key, timeout_ms, configs)
+        return cli_read(hp, entity, key, timeout_ms, configs) + (-1,)
+    pos = -1
     try:
-        cfg = describe(hp, entity, timeout_ms / 1000)
+        if min_position is None:
+            cfg = describe(hp, entity, timeout_ms / 1000)
+        else:
+            cfg, pos = describe_at(hp, entity, min_position, timeout_ms / 1000)
     except Refused as e:
-        return "fail", None, "connection refused: %s" % e
+        return "fail", None, "connection refused: %s" % e, -1
     except Timeout as e:
-        return "unknown", None, str(e)
-    except (OSError, ConnectionError, RuntimeError, struct.error) as e:
-        return "fail", None, "%s: %s" % (type(e).__name__, e)
-    return "ok", cfg.get(key), None
+        return "unknown", None, str(e), -1
+    except (OSError, ConnectionError, RuntimeError, Behind, ValueError,
+            struct.error) as e:
+        return "fail", None, "%s: %s" % (type(e).__name__, e), -1
+    return "ok", cfg.get(key), None, pos
 
 
 CLI_ERR = re.compile(r"\b([A-Z_]{4,}|-?\d+): ")
@@ -412,7 +534,10 @@ def cli_read(hp, entity, key, timeout_ms, configs):
     return "ok", m.group(1) if m else None, None
 
 
-def run_op(log, client, op, hp, entity, key, value, timeout_ms, via, configs):
+def run_op(log, client, op, hp, entity, key, value, timeout_ms, via, configs,
+           min_position=None):
+    """Runs and logs one operation; returns its log record. Reads with
+    min_position (see do_read) log it and the answer's position."""
     t0 = time.monotonic()
     if op == "alter":
         outcome, code, err = do_alter(hp, entity, key, value, timeout_ms, via,
@@ -427,10 +552,14 @@ def run_op(log, client, op, hp, entity, key, value, timeout_ms, via, configs):
         if err is not None:
             rec["error"] = err
     else:
-        outcome, got, err = do_read(hp, entity, key, timeout_ms, via, configs)
+        outcome, got, err, pos = do_read(hp, entity, key, timeout_ms, via,
+                                         configs, min_position)
         rec = {"client": client, "op": "read", "entity": entity, "key": key,
                "replica": hp, "invoke": t0, "complete": time.monotonic(),
                "outcome": outcome, "read": got}
+        if min_position is not None:
+            rec["min_position"] = min_position
+            rec["position"] = pos
         if err is not None:
             rec["error"] = err
     return log.write(rec)
@@ -475,6 +604,9 @@ def cmd_workload(a):
     def client(i):
         rnd = random.Random((a.seed or 0) * 1000 + i if a.seed else None)
         name = "%s%d" % (a.client_prefix, i)
+        # The highest store position this client has read at (as the agent
+        # keeps it): its reads ask for at least that much.
+        seen = [0] if a.positions else None
         while not stop():
             paused(i)
             if stop():
@@ -488,8 +620,11 @@ def cmd_workload(a):
                 run_op(log, name, "alter", hp, entity, a.key, v,
                        a.op_timeout_ms, a.via, a.configs)
             else:
-                run_op(log, name, "read", hp, entity, a.key, None,
-                       a.op_timeout_ms, a.via, a.configs)
+                rec = run_op(log, name, "read", hp, entity, a.key, None,
+                             a.op_timeout_ms, a.via, a.configs,
+                             seen[0] if seen else None)
+                if seen and rec["outcome"] == "ok":
+                    seen[0] = max(seen[0], rec.get("position", -1))
             with lock:
                 stats["ops"] += 1
             time.sleep(a.pause_ms / 1000 * (0.5 + rnd.random()))
@@ -517,7 +652,7 @@ def cmd_op(a):
                 time.sleep(0.01)
         _hold[0] = hold
     rec = run_op(Log(a.log), a.client, a.op, a.replica, a.entity, a.key,
-                 a.value, a.timeout_ms, a.via, a.configs)
+                 a.value, a.timeout_ms, a.via, a.configs, a.min_position)
     print(json.dumps(rec, sort_keys=True), flush=True)
     return 0
 
@@ -1025,14 +1160,20 @@ def cmd_check(a):
             break
     if ref is None and pos:
         ref = next(iter(pos.values()))
+    # A read that carried the client's store position is promised to be
+    # no older than what the client read before with one ("stale reads");
+    # older than its own acknowledged alter on another replica, or without
+    # a position, nothing is promised ("stale, unpromised": counted only).
     stale = 0
     stale_new = 0
+    unpromised = 0
     by_client = {}
     for r in ops:
         by_client.setdefault(r["client"], []).append(r)
     for client, seq in by_client.items():
         seq.sort(key=lambda r: r["invoke"])
-        seen = {}
+        seen = {}       # (entity, key) -> (history index, value): any op
+        seen_read = {}  # the same, of reads that carried a position
         for r in seq:
             if r["outcome"] != "ok":
                 continue
@@ -1041,15 +1182,25 @@ def cmd_check(a):
             here = -1 if v is None else (ref or {}).get(k2 + (v,))
             if here is None:
                 continue  # not in the history: a dirty read, counted above
+            with_pos = r["op"] == "read" and "min_position" in r
             before = seen.get(k2)
-            if r["op"] == "read" and before is not None and here < before[0]:
+            before_read = seen_read.get(k2)
+            if (with_pos and before_read is not None
+                    and here < before_read[0]):
                 stale += 1
                 stale_new += is_new(r)
-                note("stale-read", "%s read %s=%s on %s at %.3f after "
-                     "having seen %s" % (client, r["entity"], v, r["replica"],
-                                        r["invoke"], before[1]))
+                note("stale-read", "%s read %s=%s on %s at %.3f (asking for "
+                     "position %s, answered at %s) after having read %s" % (
+                         client, r["entity"], v, r["replica"], r["invoke"],
+                         r["min_position"], r.get("position"),
+                         before_read[1]))
+            elif (r["op"] == "read" and before is not None
+                  and here < before[0]):
+                unpromised += 1
             if before is None or here > before[0]:
                 seen[k2] = (here, v)
+            if with_pos and (before_read is None or here > before_read[0]):
+                seen_read[k2] = (here, v)
 
     # Failover-ish figures: the longest time no alter was acknowledged.
     acked_t = sorted(r["complete"] for r in ok_alters)
@@ -1066,7 +1217,10 @@ def cmd_check(a):
         "lost": len(lost), "stale_final": stale_final,
         "refused_applied": refused_applied, "dirty_reads": dirty,
         "reordered": len(reordered), "chain_breaks": chain,
-        "stale_reads": stale, "diverged": len(bad),
+        "stale_reads": stale, "stale_unpromised": unpromised,
+        "reads_behind": sum(1 for r in reads if r.get("code") == 9
+                            or "error 9:" in (r.get("error") or "")),
+        "diverged": len(bad),
         "duplicate_values": len(dup_values),
         "converge_ms": round(converge_s * 1000),
     }
@@ -1151,6 +1305,9 @@ def main():
     p.add_argument("--alter-ratio", type=float, default=0.5)
     p.add_argument("--pause-ms", type=float, default=40)
     p.add_argument("--seed", type=int)
+    p.add_argument("--no-positions", dest="positions", action="store_false",
+                   help="read with DescribeConfigs v1, without the store "
+                   "position (no monotonic-reads promise)")
     via(p)
     p.set_defaults(fn=cmd_workload)
 
@@ -1163,6 +1320,8 @@ def main():
     p.add_argument("--key", default="linger.ms")
     p.add_argument("--value")
     p.add_argument("--timeout-ms", type=int, default=10000)
+    p.add_argument("--min-position", type=int, help="a read carrying this "
+                   "store position (0: none seen yet); logs the answer's")
     p.add_argument("--hold-file", help="connect, create HOLD_FILE.ready.PID, "
                    "and send the request only once HOLD_FILE exists (a "
                    "client with a connection the server accepted earlier)")
