@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "configdb.h"
 #include "broker/pairindex.h"
+#include "common/siphash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@ typedef struct stored {
 } stored_t;
 
 /* Open hash table of entities keyed by (type, name); linear probing,
- * tombstone-free deletion by backward shift. */
+ * tombstone-free deletion by backward shift. Names are the alterers'
+ * choice: they hash with the process's SipHash key. */
 struct dc_configdb {
   dc_entity_t **slots;
   size_t cap, count;
@@ -22,10 +24,7 @@ struct dc_configdb {
 };
 
 static uint64_t hash(int8_t type, const char *name) {
-  uint64_t h = 1469598103934665603ull ^ (uint8_t)type; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return h;
+  return dc_hash_str((uint8_t)type, name);
 }
 
 static void entity_free(dc_entity_t *e) {

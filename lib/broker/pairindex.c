@@ -4,6 +4,7 @@
 #include "broker/broker_int.h"
 #include "common/entity.h"
 #include "common/schema.h"
+#include "common/siphash.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -123,12 +124,8 @@ static void pull(heap_t *hp, int h, dc_pairidx_node_t *n) {
 
 /* ---- chain keys ---------------------------------------------------------- */
 
-static uint64_t hash(const char *s) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return h;
-}
+/* Names are the alterers' choice: keyed hash. */
+static uint64_t hash(const char *s) { return dc_hash_str(0, s); }
 
 static size_t key_slot(const keymap_t *m, const char *name) {
   size_t i = hash(name) & (m->cap - 1);

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "common/strset.h"
+#include "common/siphash.h"
 
 #include <string.h>
 
+/* Keys come from requests: keyed hash. */
 static uint64_t hash(int8_t tag, const char *key) {
-  uint64_t h = 1469598103934665603ull ^ (uint8_t)tag; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return h ^ (h >> 29);
+  return dc_hash_str((uint8_t)tag, key);
 }
 
 int dc_strset_init(dc_strset_t *s, dc_arena_t *a, size_t max) {
