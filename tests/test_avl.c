@@ -4,10 +4,10 @@
  * and reweighs (a fixed seed, so a failure repeats):
  *   - the in-order walk (first, next) is the array's order;
  *   - every node is balanced (heights of its children differ by at most
- *     one), its height and subtree sum are right, its children point back
+ *     one), its height, subtree sum and size are right, its children point back
  *     at it; the height stays within 1.44 log2(n + 2);
  *   - seek finds the first node after a position, sum_before the weight
- *     before it, for positions before, between and after the nodes;
+ *     and number of nodes before it, for positions before, between and after the nodes;
  *   - equal nodes are kept, in the order they came.
  */
 #include "common/avl.h"
@@ -62,8 +62,11 @@ static int check(const dc_avl_node_t *n, const dc_avl_node_t *parent) {
   int l = check(n->left, n), r = check(n->right, n);
   uint64_t s = n->weight + (n->left ? n->left->sum : 0) +
                (n->right ? n->right->sum : 0);
+  size_t size = 1 + (n->left ? n->left->size : 0) +
+                (n->right ? n->right->size : 0);
   int h = 1 + (l > r ? l : r);
-  if (l < 0 || r < 0 || abs(l - r) > 1 || n->height != h || n->sum != s)
+  if (l < 0 || r < 0 || abs(l - r) > 1 || n->height != h || n->sum != s ||
+      n->size != size)
     return -1;
   return h;
 }
@@ -112,8 +115,10 @@ static bool positions_ok(const dc_avl_t *t, item_t **v, size_t n) {
                            (after && v[first]->key == at)))
         before += v[first++]->node.weight;
       const dc_avl_node_t *s = dc_avl_seek(t, key_fn, &p);
+      size_t count = 0;
       if (s != (first < n ? &v[first]->node : NULL) ||
-          dc_avl_sum_before(t, key_fn, &p) != before)
+          dc_avl_sum_before(t, key_fn, &p, &count) != before ||
+          count != first)
         return false;
     }
   return true;
@@ -149,7 +154,7 @@ int main(void) {
     bad_pos += !positions_ok(&t, v, n);
   }
   is_int(bad_walk, 0, "the walk is the sorted order, equal keys as they came");
-  is_int(bad_shape, 0, "balanced; heights, sums and parents right");
+  is_int(bad_shape, 0, "balanced; heights, sums, sizes and parents right");
   is_int(too_high, 0, "height within 1.44 log2(n + 2)");
   is_int(bad_pos, 0, "seek and sum_before at every position");
   size_t left = t.n;

@@ -6,11 +6,13 @@
 
 static int height(const dc_avl_node_t *n) { return n ? n->height : 0; }
 static uint64_t sum(const dc_avl_node_t *n) { return n ? n->sum : 0; }
+static size_t size(const dc_avl_node_t *n) { return n ? n->size : 0; }
 
 static void fix(dc_avl_node_t *n) {
   int l = height(n->left), r = height(n->right);
   n->height = 1 + (l > r ? l : r);
   n->sum = n->weight + sum(n->left) + sum(n->right);
+  n->size = 1 + size(n->left) + size(n->right);
 }
 
 /* Puts c where old was under p (NULL p: the root). */
@@ -88,6 +90,7 @@ void dc_avl_insert(dc_avl_t *t, dc_avl_node_t *n) {
   n->parent = p;
   n->height = 1;
   n->sum = n->weight;
+  n->size = 1;
   *link = n;
   t->n++;
   retrace(t, p);
@@ -150,15 +153,19 @@ dc_avl_node_t *dc_avl_seek(const dc_avl_t *t, dc_avl_key_fn *f,
 }
 
 uint64_t dc_avl_sum_before(const dc_avl_t *t, dc_avl_key_fn *f,
-                           const void *key) {
+                           const void *key, size_t *count) {
   uint64_t before = 0;
+  size_t nodes = 0;
   for (dc_avl_node_t *n = t->root; n;)
     if (f(key, n) < 0) {
       n = n->left;
     } else {
       before += sum(n->left) + n->weight;
+      nodes += size(n->left) + 1;
       n = n->right;
     }
+  if (count)
+    *count = nodes;
   return before;
 }
 

@@ -2,8 +2,9 @@
 /*
  * An ordered set as an AVL tree of nodes the caller embeds in its own
  * structs (intrusive: the tree allocates nothing). Each node carries a
- * weight, and the tree keeps the sum over every subtree, so the weight of
- * everything before a position is known in O(log n) too. Insert, remove,
+ * weight, and the tree keeps the count and the weight of every subtree,
+ * so how many nodes lie before a position, and their weight, are known
+ * in O(log n) too. Insert, remove,
  * seek and a sum are O(log n); the next node is O(1) amortized over a
  * walk.
  *
@@ -23,6 +24,7 @@ typedef struct dc_avl_node {
   struct dc_avl_node *left, *right, *parent;
   uint64_t weight; /* the node's own: set it before inserting */
   uint64_t sum;    /* weight over the node's subtree */
+  size_t size;     /* nodes in the subtree */
   int height;
 } dc_avl_node_t;
 
@@ -49,9 +51,10 @@ dc_avl_node_t *dc_avl_next(const dc_avl_node_t *n);
 /* The first node after the position key names, or NULL. */
 dc_avl_node_t *dc_avl_seek(const dc_avl_t *t, dc_avl_key_fn *f,
                            const void *key);
-/* The weight of the nodes before the position key names. */
+/* The weight of the nodes before the position key names; their number
+ * into *count (nullable). */
 uint64_t dc_avl_sum_before(const dc_avl_t *t, dc_avl_key_fn *f,
-                           const void *key);
+                           const void *key, size_t *count);
 /* The weight of every node. */
 static inline uint64_t dc_avl_sum(const dc_avl_t *t) {
   return t->root ? t->root->sum : 0;
