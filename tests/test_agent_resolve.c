@@ -776,7 +776,8 @@ static void test_pinned(void) {
   dynconf_event_t *ev = feed(&w, "acks=1/C linger.ms=5/C");
   if (check_change(ev, 1, 1, 2, "acks=1 under idempotence")) {
     check_entry(ev, "acks", NULL, NULL, S_CLIENT, O_PINNED,
-                "acks stays all: the application sets enable.idempotence=true",
+                "acks=1 requested; acks stays all: the application sets "
+                "enable.idempotence=true",
                 "acks=1 under idempotence");
     check_entry(ev, "linger.ms", NULL, "5", S_CLIENT, O_APPLIED, NULL,
                 "acks=1 under idempotence");
@@ -845,7 +846,8 @@ static void test_pinned(void) {
   ev = feed(&w, "acks=1/C");
   if (check_change(ev, 1, 0, 1, "acks=1 under transactional.id"))
     check_entry(ev, "acks", NULL, NULL, S_CLIENT, O_PINNED,
-                "acks stays all: the application sets transactional.id",
+                "acks=1 requested; acks stays all: the application sets "
+                "transactional.id",
                 "acks=1 under transactional.id");
   dc_event_free(ev);
   w.app.idempotent = true;
@@ -1918,7 +1920,8 @@ static void m_check_step(int st, const world_t *w, const dc_fetched_set_t *f,
       wo = O_PINNED;
       wold = before->value[ai];
       wnew = NULL;
-      snprintf(wr, sizeof(wr), "acks stays all: the application sets %s",
+      snprintf(wr, sizeof(wr), "acks=%s requested; acks stays all: the "
+               "application sets %s", x->value,
                app->transactional ? "transactional.id"
                                   : "enable.idempotence=true");
       rs->pinned++;

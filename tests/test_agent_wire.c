@@ -397,13 +397,13 @@ static void wire_watch(const wp_req_t *q, int i, const char *cid, int *n_watch,
 
 /* Counts a ClientReport of the wire log; diag()s a wrong one. A watching
  * agent names the version (from a Watch answer), a polling one -1. */
-static void wire_report(const wp_req_t *q, int i, const char *cid, bool watch,
+static void wire_report(const wp_req_t *q, int i, const char *cid,
                         int *n_report, int *n_bad) {
   bool good = q->body_ok && q->version == 0 && !strcmp(q->resource_name, cid) &&
               strlen(q->instance) == 32 && !strcmp(q->kind, "producer") &&
               !strncmp(q->library, "librdkafka/", 11) &&
               q->report_outcome == DC_OUTCOME_APPLIED &&
-              (watch ? q->watch_known >= 0 : q->watch_known == -1);
+              q->watch_known > 0;
   if (!good) {
     (*n_bad)++;
     diag("  ClientReport %d: v%d decoded=%d client '%s' instance '%s' kind "
@@ -479,7 +479,7 @@ static void test_wire(bool watch) {
       continue;
     }
     if (q->key == DC_API_CLIENT_REPORT) {
-      wire_report(q, i, cid, watch, &n_report, &n_bad_report);
+      wire_report(q, i, cid, &n_report, &n_bad_report);
       continue;
     }
     if (q->key != DC_API_DESCRIBE_CONFIGS) {
@@ -508,8 +508,7 @@ static void test_wire(bool watch) {
   is_int(n_report, 1, "wire: one ClientReport (the configuration did not "
                       "change again)");
   is_int(n_bad_report, 0, "wire: it names '%s', a 32-digit instance, a "
-         "producer on librdkafka, applied, %s", cid,
-         watch ? "the version its Watch answer named" : "version -1");
+         "producer on librdkafka, applied, the version the server named", cid);
   if (watch) {
     ok(n_watch >= 1, "wire: the agent watches between fetches (%d Watch "
        "requests)", n_watch);
@@ -866,6 +865,26 @@ static void test_reconnect_proxy(void) {
   is_int(dc_tu_daemon_stop(&d), 0, "reconnect: dynconfd stops cleanly");
 }
 
+/* Waits until dynconfd on port lists client as connected: the agent's
+ * report on the connection dynconf_new() opened went through. */
+static bool reported(int port, const char *client) {
+  char bs[64], err[256];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+  dc_kclient_t *kc = dc_kclient_new("fleet-reader");
+  bool got = false;
+  if (kc && !dc_kclient_connect(kc, bs, 10000, err, sizeof(err))) {
+    int64_t deadline = dc_tu_now_ms() + 30000;
+    au_fleet_client_t f;
+    while (!got && dc_tu_now_ms() < deadline) {
+      got = au_fleet(kc, client, NULL, &f, 1) == 1 && f.connected;
+      if (!got)
+        dc_tu_sleep_ms(20);
+    }
+  }
+  dc_kclient_destroy(kc);
+  return got;
+}
+
 /* dynconfd restarted on the agent's port while the agent's connection is
  * idle. */
 static void test_reconnect_restart(void) {
@@ -891,6 +910,8 @@ static void test_reconnect_restart(void) {
     return;
   }
   ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT), "restart: acks=0");
+  ok(reported(port, "restart"), "restart: the agent reported on its first "
+                                "connection (which is idle from then on)");
   is_int(dc_tu_daemon_stop(&d), 0, "restart: dynconfd stopped");
   if (!ok(!daemon_on_port(&d, port, errstr, sizeof(errstr)),
           "restart: dynconfd back on port %d", port)) {

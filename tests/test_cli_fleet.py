@@ -12,6 +12,12 @@ killed before the first alter (app-d, gone).
   --wait on <default> session.timeout.ms:   exit 1, app-c and its reason
   --wait on app-b while it is SIGSTOPped:   exit 3 naming it, then it
                                             catches up after SIGCONT
+  polling agents (dynconf.watch=false):     in the fleet from their first
+                                            connection; --wait exit 0 as
+                                            they apply, at the version
+                                            that resolves now
+  --wait on a client-id nobody runs:        exit 4, "no connected client"
+  an idempotent producer told acks=1:       rejected reason names the value
 
 Every wait is a condition polled with a generous deadline (a loaded
 2-core machine, CI), never a fixed sleep. tests/test_cli_fleet_fake.py
@@ -230,6 +236,62 @@ def step_wait_rejected(agents):
     t.is_(f and f["app-c"]["state"], "rejected", "--json: app-c rejected")
 
 
+def step_polling(tmp, agents):
+    """Agents that poll (no Watch) report from the connection dynconf_new()
+    opens, and report the version they were served after each change."""
+    agents["poll-slow"] = Agent(tmp, "poll-slow", props=[
+        "dynconf.watch=false", "dynconf.refresh.interval.ms=3600000"])
+    f, ok = wait_fleet(lambda f: f.get("poll-slow", {}).get("state") == "up_to_date",
+                       "--entity-type", "clients", "--entity-name", "poll-slow")
+    t.ok(ok, "a polling agent refreshing hourly is in the fleet, up to date, "
+         "from its first connection")
+    agents["poll-fast"] = Agent(tmp, "poll-fast", props=[
+        "dynconf.watch=false", "dynconf.refresh.interval.ms=200"])
+    f, ok = wait_fleet(lambda f: f.get("poll-fast", {}).get("state") == "up_to_date",
+                       "--entity-type", "clients", "--entity-name", "poll-fast")
+    t.ok(ok, "a polling agent refreshing every 200 ms is in the fleet")
+    for value in ("11", "12"):
+        got = cli("--alter", "--entity-type", "clients", "--entity-name",
+                  "poll-fast", "--add-config", "linger.ms=" + value, "--wait",
+                  "--timeout-ms", str(PATIENCE * 1000))
+        if expect(got, 0, "--wait on the polling agent's linger.ms=%s: exit 0" % value):
+            t.is_(got[1].splitlines()[-1], "1 client applied the change",
+                  "... one client applied it")
+        f = fleet("--entity-type", "clients", "--entity-name", "poll-fast")
+        a = f and f.get("poll-fast")
+        t.ok(a and a["state"] == "up_to_date"
+             and a["reported_version"] == a["current_version"]
+             and a["served_version"] == a["current_version"],
+             "... and it reports and was served the version that resolves now")
+        t.ok(wait_text(agents["poll-fast"], "linger.ms 5->%s" % value)
+             or ("->%s " % value) in agents["poll-fast"].text(),
+             "... which its agent applied")
+
+
+def step_wait_nobody():
+    got = cli("--alter", "--entity-type", "clients", "--entity-name",
+              "nobody-runs-this", "--add-config", "linger.ms=3", "--wait",
+              "--timeout-ms", str(PATIENCE * 1000))
+    expect(got, 4, "--wait on a client-id no connected agent runs: exit 4")
+    t.ok("no connected client is concerned by the change" in got[2],
+         "... saying no connected client is concerned (not 'all applied')")
+    t.ok("applied the change" not in got[1], "... and not that any applied it")
+
+
+def step_pinned_reason(tmp, agents):
+    agents["idem"] = Agent(tmp, "idem", props=["enable.idempotence=true"])
+    wait_fleet(lambda f: "idem" in f, "--entity-type", "clients",
+               "--entity-name", "idem")
+    cli("--alter", "--entity-type", "clients", "--entity-name", "idem",
+        "--add-config", "acks=1", "--wait", "--timeout-ms", str(PATIENCE * 1000))
+    f, ok = wait_fleet(lambda f: "acks" in (f.get("idem", {}).get("reason") or ""),
+                       "--entity-type", "clients", "--entity-name", "idem")
+    reason = (f or {}).get("idem", {}).get("reason") or ""
+    t.ok(ok and "acks=1 requested" in reason,
+         "an idempotent producer told acks=1: its reason names the value "
+         "requested (%s)" % reason)
+
+
 def metric(name):
     """The value of an unlabelled gauge on dynconfd's /metrics."""
     with urllib.request.urlopen("http://%s/metrics" % METRICS, timeout=30) as r:
@@ -326,6 +388,9 @@ def run(tmp, d):
         step_wait_rejected(agents)
         step_metrics()
         step_wait_timeout(agents)
+        step_polling(tmp, agents)
+        step_wait_nobody()
+        step_pinned_reason(tmp, agents)
         t.ok(d.proc.poll() is None, "dynconfd still running")
     finally:
         for a in agents.values():

@@ -365,7 +365,7 @@ static dc_describe_configs_entry_t dresp_v0_cfg[] = {
      .config_source = -1, .is_sensitive = true},
 };
 static dc_describe_configs_result_t dresp_v0_res[] = {
-    {0, NULL, DC_RES_CLIENT, "app", 2, dresp_v0_cfg},
+    {0, NULL, DC_RES_CLIENT, "app", 2, dresp_v0_cfg, 0},
 };
 static const dc_describe_configs_resp_t dresp_v0 = {0, 1, dresp_v0_res, 0};
 static const uint8_t dresp_v0_bytes[] = {
@@ -399,8 +399,8 @@ static dc_describe_configs_entry_t dresp_v1_cfg[] = {
      .n_synonyms = 2, .synonyms = dresp_v1_syn},
 };
 static dc_describe_configs_result_t dresp_v1_res[] = {
-    {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v1_cfg},
-    {DC_ERR_INVALID_REQUEST, "bad", DC_RES_TOPIC, "t", 0, NULL},
+    {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v1_cfg, 0},
+    {DC_ERR_INVALID_REQUEST, "bad", DC_RES_TOPIC, "t", 0, NULL, 0},
 };
 static const dc_describe_configs_resp_t dresp_v1 = {100, 2, dresp_v1_res, 0};
 static const uint8_t dresp_v1_bytes[] = {
@@ -438,7 +438,7 @@ static dc_describe_configs_entry_t dresp_v3_cfg[] = {
      .n_synonyms = 0, .config_type = 5, .documentation = NULL},
 };
 static dc_describe_configs_result_t dresp_v3_res[] = {
-    {0, NULL, DC_RES_CLIENT, "a", 2, dresp_v3_cfg},
+    {0, NULL, DC_RES_CLIENT, "a", 2, dresp_v3_cfg, 0},
 };
 static const dc_describe_configs_resp_t dresp_v3 = {0, 1, dresp_v3_res, 0};
 static const uint8_t dresp_v3_bytes[] = {
@@ -500,7 +500,7 @@ static dc_describe_configs_entry_t dresp_v4_cfg[] = {
      .documentation = NULL},
 };
 static dc_describe_configs_result_t dresp_v4_res[] = {
-    {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v4_cfg},
+    {0, NULL, DC_RES_CLIENT, "app", 1, dresp_v4_cfg, 0},
 };
 static const dc_describe_configs_resp_t dresp_v4 = {0, 1, dresp_v4_res, 0};
 static const uint8_t dresp_v4_bytes[] = {
@@ -787,10 +787,10 @@ static dc_describe_configs_entry_t rich_broker_cfg[] = {
      .documentation = "The node id."},
 };
 static dc_describe_configs_result_t rich_dresp_res[] = {
-    {0, NULL, DC_RES_CLIENT, "app-1", 3, rich_app_cfg},
+    {0, NULL, DC_RES_CLIENT, "app-1", 3, rich_app_cfg, 0},
     {DC_ERR_INVALID_REQUEST, "Unsupported resource type", DC_RES_TOPIC,
-     "topic-a", 0, NULL},
-    {0, NULL, DC_RES_BROKER, "1", 1, rich_broker_cfg},
+     "topic-a", 0, NULL, 0},
+    {0, NULL, DC_RES_BROKER, "1", 1, rich_broker_cfg, 0},
 };
 static const dc_describe_configs_resp_t rich_dresp = {250, 3, rich_dresp_res, 0};
 
@@ -873,7 +873,7 @@ static void b_dreq_keys(int32_t n) {
 static void b_dresp_results(int32_t n) {
   static dc_describe_configs_result_t r[MIN_N];
   for (int i = 0; i < MIN_N; i++)
-    r[i] = (dc_describe_configs_result_t){0, NULL, 0, "", 0, NULL};
+    r[i] = (dc_describe_configs_result_t){0, NULL, 0, "", 0, NULL, 0};
   min_msg.dresp = (dc_describe_configs_resp_t){0, n, r, 0};
 }
 
@@ -882,7 +882,7 @@ static void b_dresp_configs(int32_t n) {
   static dc_describe_configs_result_t r;
   for (int i = 0; i < MIN_N; i++)
     e[i] = (dc_describe_configs_entry_t){.name = "", .config_source = -1};
-  r = (dc_describe_configs_result_t){0, NULL, 0, "", n, e};
+  r = (dc_describe_configs_result_t){0, NULL, 0, "", n, e, 0};
   min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r, 0};
 }
 
@@ -894,7 +894,7 @@ static void b_dresp_synonyms(int32_t n) {
     s[i] = (dc_describe_configs_synonym_t){"", NULL, 0};
   e = (dc_describe_configs_entry_t){
       .name = "", .config_source = -1, .n_synonyms = n, .synonyms = s};
-  r = (dc_describe_configs_result_t){0, NULL, 0, "", 1, &e};
+  r = (dc_describe_configs_result_t){0, NULL, 0, "", 1, &e, 0};
   min_msg.dresp = (dc_describe_configs_resp_t){0, 1, &r, 0};
 }
 
@@ -1215,7 +1215,7 @@ static void test_encoder_edges(void) {
 
   dc_buf_clear(&b);
   static dc_describe_configs_entry_t e[] = {{.name = NULL, .n_synonyms = -1}};
-  static dc_describe_configs_result_t res[] = {{0, NULL, 9, "a", 1, e}};
+  static dc_describe_configs_result_t res[] = {{0, NULL, 9, "a", 1, e, 0}};
   static const dc_describe_configs_resp_t resp = {0, 1, res, 0};
   static const uint8_t want_resp[] = {
       0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x09, 0x02, 'a', /* hdr */
@@ -1284,7 +1284,7 @@ static void test_positions(void) {
   ok(!dc_describe_configs_req_decode(&rd, 1, &back) &&
          back.min_position == -1 && !back.ask_position && rd.pos == rd.len,
      "v1 (not flexible) carries no position");
-  dc_describe_configs_result_t r = {0, NULL, DC_RES_CLIENT, "a", 0, NULL};
+  dc_describe_configs_result_t r = {0, NULL, DC_RES_CLIENT, "a", 0, NULL, 0};
   dc_describe_configs_resp_t resp = {0, 1, &r, 77}, rb;
   dc_buf_clear(&b);
   dc_describe_configs_resp_encode(&b, 4, &resp);
@@ -1299,6 +1299,27 @@ static void test_positions(void) {
   ok(!dc_describe_configs_resp_decode(&rd, 4, &rb) && rb.position == -1 &&
          b.data[b.len - 1] == 0,
      "  and none (empty tags, -1) when it has none to say");
+  /* A result's configuration version rides in the result's own tags. */
+  r.config_version = 42;
+  dc_buf_clear(&b);
+  dc_describe_configs_resp_encode(&b, 4, &resp);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_resp_decode(&rd, 4, &rb) && rb.n_results == 1 &&
+         rb.results[0].config_version == 42 && rd.pos == rd.len,
+     "a v4 result says its configuration version (tag 10001)");
+  dc_buf_clear(&b);
+  dc_describe_configs_resp_encode(&b, 3, &resp);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_resp_decode(&rd, 3, &rb) && rb.n_results == 1 &&
+         rb.results[0].config_version == -1 && rd.pos == rd.len,
+     "  v3 (not flexible) cannot: decoded as -1");
+  r.config_version = 0;
+  dc_buf_clear(&b);
+  dc_describe_configs_resp_encode(&b, 4, &resp);
+  dc_rd_init(&rd, b.data, b.len, &arena);
+  ok(!dc_describe_configs_resp_decode(&rd, 4, &rb) &&
+         rb.results[0].config_version == -1,
+     "  and version 0 is not said");
   dc_buf_free(&b);
 }
 

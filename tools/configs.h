@@ -28,7 +28,13 @@
 
 /* EXIT_FAIL is also --wait's "a client rejected the change"; 3 is its
  * time-out. */
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_WAIT_TIMEOUT = 3 };
+enum {
+  EXIT_OK = 0,
+  EXIT_FAIL = 1,
+  EXIT_USAGE = 2,
+  EXIT_WAIT_TIMEOUT = 3,
+  EXIT_WAIT_NOBODY = 4 /* --wait: no connected client is concerned */
+};
 enum { ENT_NONE = 0, ENT_CLIENTS, ENT_BROKERS, ENT_USERS };
 
 #define PROG "dynconf-configs"

@@ -28,6 +28,10 @@
  * one costs one request a tenth of a second. */
 #define POLL_FIRST_MS 5
 #define POLL_MS 100
+/* How long --wait waits for a client the change concerns to be there at
+ * all (an agent starting up reports as soon as it has connected), before
+ * it says that no client is concerned. */
+#define WAIT_GRACE_MS 5000
 #define BAR_WIDTH 20
 
 /* ---- naming and formatting (pure) --------------------------------------- */
@@ -283,6 +287,8 @@ typedef struct fleet_call {
   int verdict;     /* WAIT_* after a poll */
   bool bar_drawn;  /* a progress bar is on stderr */
   dc_buf_t behind; /* the last poll's behind list */
+  int64_t grace_end; /* monotonic ms: no client concerned by then: exit 4 */
+  bool nobody;       /* the last poll found no connected client concerned */
 } fleet_call_t;
 
 /* A state this tool has no group for would be miscounted: refuse the
@@ -637,12 +643,35 @@ static int say_rejected(dc_buf_t *b, const dc_fleet_client_t *const *v,
   return rc == EXIT_OK ? EXIT_FAIL : rc;
 }
 
+/* Exit 4: no connected client is concerned; how many the server knew,
+ * gone now. */
+static int say_nobody(const dc_describe_fleet_resp_t *r) {
+  int32_t gone = 0;
+  for (int32_t i = 0; i < r->n_clients; i++)
+    gone += !r->clients[i].connected;
+  cli_fail("no connected client is concerned by the change (waited %d ms for "
+           "one to report)%s", WAIT_GRACE_MS,
+           gone ? "; clients it concerned were connected before and are gone"
+                : "");
+  return EXIT_WAIT_NOBODY;
+}
+
 /* Judges one poll: done (said) when every connected client that reported
- * runs the new version, failed when one rejected it; else keeps the list
- * of those behind for a time-out to print. */
+ * runs the new version, failed when one rejected it, nobody when no
+ * connected client is concerned past the grace period; else keeps the
+ * list of those behind for a time-out to print. */
 static int judge_poll(fleet_call_t *call, const dc_fleet_client_t *const *v,
                       int32_t n) {
   rollout_t t = count_rollout(&call->resp);
+  size_t concerned = t.n[DC_FLEET_UP_TO_DATE] + t.n[DC_FLEET_BEHIND] +
+                     t.n[DC_FLEET_REJECTED] + t.n[DC_FLEET_SILENT];
+  call->nobody = !concerned;
+  if (!concerned) {
+    if (dc_mono_ms() < call->grace_end)
+      return EXIT_OK; /* an agent starting now reports within it */
+    call->verdict = WAIT_DONE;
+    return say_nobody(&call->resp);
+  }
   dc_buf_t b;
   dc_buf_init(&b);
   int rc = EXIT_OK;
@@ -708,7 +737,8 @@ static int next_listing(cli_fleet_view_t *fv, int64_t deadline,
 static int wait_fleet(const opts_t *o, cli_replicas_t *reps,
                       int64_t deadline) {
   dc_describe_fleet_req_t req = fleet_filter(o);
-  fleet_call_t call = {.verdict = WAIT_PENDING};
+  fleet_call_t call = {.verdict = WAIT_PENDING,
+                      .grace_end = dc_mono_ms() + WAIT_GRACE_MS};
   dc_buf_init(&call.behind);
   cli_fleet_view_t *fv = NULL;
   int rc = cli_fleet_view_open(o, reps, &req, deadline, &fv),
@@ -720,13 +750,20 @@ static int wait_fleet(const opts_t *o, cli_replicas_t *reps,
     if (rc != EXIT_OK || call.verdict == WAIT_DONE)
       break;
     bar_clear(&call); /* an error printed gets a line of its own */
-    rc = next_listing(fv, deadline, &pause_ms);
+    /* While nobody is concerned, the grace period's end is judged too. */
+    int64_t until = call.nobody && call.grace_end < deadline ? call.grace_end
+                                                             : deadline;
+    rc = next_listing(fv, until, &pause_ms);
+    if (rc == EXIT_WAIT_TIMEOUT && until < deadline)
+      rc = EXIT_OK;
   }
   bar_clear(&call);
   if (call.verdict == WAIT_PENDING &&
       (rc == EXIT_WAIT_TIMEOUT ||
        (rc == EXIT_FAIL && dc_mono_ms() >= deadline)))
-    rc = say_timeout(o, &call); /* the last request ran out of time too */
+    rc = call.nobody ? say_nobody(&call.resp) /* before the grace ended */
+                     : say_timeout(o, &call); /* the last request ran out of
+                                                 time too */
   cli_fleet_view_close(fv);
   dc_buf_free(&call.behind);
   return rc;

@@ -12,7 +12,8 @@
  * Talks the Kafka wire protocol through lib/common/kclient (sockets) and
  * lib/codec (encoding). Exit status: 0 success, 1 the server refused or
  * could not be reached (or, with --wait, a client rejected the change),
- * 2 usage error, 3 --wait timed out.
+ * 2 usage error, 3 --wait timed out, 4 --wait found no connected client
+ * the change concerns.
  *
  * This file: option parsing, entity resolution and main(). The requests
  * are in configs_requests.c, --describe-fleet and --wait in
@@ -223,7 +224,8 @@ static void print_help(void) {
       "  --help, --version\n"
       "\n"
       "Exit status: 0 success, 1 server error or unreachable (with --wait: or\n"
-      "a client rejected the change), 2 usage error, 3 --wait timed out.\n"
+      "a client rejected the change), 2 usage error, 3 --wait timed out,\n"
+      "4 --wait: no connected client is concerned by the change.\n"
       "\n"
       "Examples:\n"
       "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"

@@ -402,6 +402,13 @@ static bool watch_wanted(dynconf_t *dc) {
 static void *agent_thread(void *arg) {
   dynconf_t *dc = arg;
   pthread_setname_np(pthread_self(), "dynconf:agent");
+  /* In the fleet view from the connection dynconf_new() opened, not from
+   * the first background refresh minutes later. */
+  pthread_mutex_lock(&dc->lock);
+  bool up = dc->state == DYNCONF_STATE_UP;
+  pthread_mutex_unlock(&dc->lock);
+  if (up)
+    report(dc, dc->conn.fetched_version);
   pthread_mutex_lock(&dc->lock);
   while (!dc->stop) {
     int64_t now = dc_mono_ms();
@@ -434,10 +441,11 @@ static void *agent_thread(void *arg) {
     dc->refresh_requested = false;
     pthread_mutex_unlock(&dc->lock);
     /* A watching agent reports from its next Watch answer, which names
-     * the version; one that cannot watch reports what it was served. */
+     * the version; one that cannot watch reports the version it was
+     * served (-1 from a server that does not say: it knows). */
     if (fetch_and_record(dc, dc->conf.request_timeout_ms) == FETCH_OK &&
         !(dc->conf.watch && dc_agent_watch_offered(dc)))
-      report(dc, -1);
+      report(dc, dc->conn.fetched_version);
     pthread_mutex_lock(&dc->lock);
   }
   pthread_mutex_unlock(&dc->lock);

@@ -299,6 +299,9 @@ typedef struct dc_agent_conn {
    * DescribeConfigs v4), kept across connections: no server behind it is
    * believed. -1 none yet. */
   int64_t position;
+  /* The configuration version the last DescribeConfigs answer named
+   * (dynconfd says it to the agent's v4 requests); -1 = not said. */
+  int64_t fetched_version;
   /* Watch (watch.c). */
   int64_t watch_version; /* of the last Watch answer on this connection;
                             -1 = none yet */
@@ -444,6 +447,8 @@ typedef struct dc_agent_answer {
   const char *peer;          /* "host:port", for sentences */
   int64_t min_position;      /* the store position asked with; <= 0 none */
   int64_t position;          /* out: the answer's; -1 = not said */
+  int64_t config_version;    /* out: the result's configuration version;
+                              * -1 = not said */
 } dc_agent_answer_t;
 
 /* Decodes the response body in rd and judges it: exactly one result, for

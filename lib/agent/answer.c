@@ -164,7 +164,7 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
   dc_describe_configs_resp_t resp;
   memset(out, 0, sizeof(*out));
   *undecodable = false;
-  want->position = -1;
+  want->position = want->config_version = -1;
   if (dc_describe_configs_resp_decode(rd, want->version, &resp)) {
     *undecodable = true;
     *errp = DYNCONF_ERR__BAD_RESPONSE;
@@ -174,6 +174,8 @@ dc_fetch_res_t dc_agent_answer_read(dc_rd_t *rd, dc_agent_answer_t *want,
     return FETCH_ERROR;
   }
   want->position = resp.position;
+  if (resp.n_results == 1)
+    want->config_version = resp.results[0].config_version;
   if (older_than_seen(resp.position, want->min_position, want->peer, errstr,
                       errstr_size)) {
     *errp = DYNCONF_ERR__BAD_RESPONSE;

@@ -51,6 +51,7 @@ int dc_agent_conn_init(dynconf_t *dc, char *errstr, size_t errstr_size) {
   c->version = -1;
   c->watch_version = -1;
   c->position = -1;
+  c->fetched_version = -1;
   if (pipe2(c->cancel, O_CLOEXEC | O_NONBLOCK)) {
     dc_seterr(errstr, errstr_size, "cannot make the agent's wake-up pipe: %s",
              strerror(errno));
@@ -229,6 +230,8 @@ static dc_fetch_res_t describe(dynconf_t *dc, int64_t deadline,
       dc_kclient_close(c->kc); /* what follows in the stream is unknown */
     if (r == FETCH_OK && want.position > c->position)
       c->position = want.position;
+    if (r == FETCH_OK)
+      c->fetched_version = want.config_version;
     if (*errp == DYNCONF_ERR_REPLICA_NOT_AVAILABLE) {
       /* Behind what the agent has seen: the next server, at once. */
       c->next_entry++;

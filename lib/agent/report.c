@@ -16,14 +16,18 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Appends "sep key (reason)" to buf, or says how many more did not fit. */
+/* Appends "sep key=value (reason)" to buf (a pinned key's reason names
+ * the value requested), or says how many more did not fit. */
 static void note(char *buf, size_t size, const char *sep,
                  const dc_event_entry_t *e, int *left_out) {
   size_t used = strlen(buf);
   char one[600];
-  snprintf(one, sizeof(one), "%s%s=%s%s%s%s", used ? sep : "", e->key,
-           e->new_value ? e->new_value : "(app)", e->reason ? " (" : "",
-           e->reason ? e->reason : "", e->reason ? ")" : "");
+  if (e->outcome == DYNCONF_OUTCOME_PINNED && e->reason)
+    snprintf(one, sizeof(one), "%s%s", used ? sep : "", e->reason);
+  else
+    snprintf(one, sizeof(one), "%s%s=%s%s%s%s", used ? sep : "", e->key,
+             e->new_value ? e->new_value : "(app)", e->reason ? " (" : "",
+             e->reason ? e->reason : "", e->reason ? ")" : "");
   if (used + strlen(one) + 24 < size)
     memcpy(buf + used, one, strlen(one) + 1);
   else

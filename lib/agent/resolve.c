@@ -399,7 +399,8 @@ static int judge_key(const resolution_t *rs, const char *key,
     oldv = rs->eff->value[i];
   } else if (f && acks_pinned(app, key, f->value)) {
     en->outcome = DYNCONF_OUTCOME_PINNED;
-    snprintf(reason, sizeof(reason), "acks stays all: the application sets %s",
+    snprintf(reason, sizeof(reason), "acks=%.100s requested; acks stays all: "
+             "the application sets %s", f->value,
              app->transactional ? "transactional.id"
                                 : "enable.idempotence=true");
     oldv = rs->eff->value[i];

@@ -193,6 +193,17 @@ static int describe_broker(dc_req_t *r, const dc_describe_configs_req_t *req,
   return 0;
 }
 
+/* A dynconf agent that polls learns the version of the configuration it
+ * was served (a Watch answer names it); the fleet view records it as this
+ * connection's served version. */
+static void say_version(dc_req_t *r, const char *client_id,
+                        dc_describe_configs_result_t *out) {
+  out->config_version =
+      dc_broker_config_version(r->b, client_id, r->conn->principal);
+  if (out->config_version > 0)
+    dc_broker_fleet_served(r->conn->fleet, out->config_version);
+}
+
 /* Fills out for one resource: its configs, or an error. */
 static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
                         const dc_describe_configs_req_resource_t *res,
@@ -229,8 +240,13 @@ static int describe_one(dc_req_t *r, const dc_describe_configs_req_t *req,
     int err = wanted_keys(r, res, &set, &want);
     if (err)
       return err;
-    return t == DC_RES_BROKER ? describe_broker(r, req, res, want, out)
-                              : describe_scoped(r, req, want, &ent, out);
+    if (t == DC_RES_BROKER)
+      return describe_broker(r, req, res, want, out);
+    if ((err = describe_scoped(r, req, want, &ent, out)))
+      return err;
+    if (t == DC_RES_CLIENT && !out->error_code && req->ask_position)
+      say_version(r, res->resource_name, out);
+    return 0;
   }
   out->error_code = DC_ERR_INVALID_REQUEST;
   out->error_message = dc_arena_strdup(r->arena, why);

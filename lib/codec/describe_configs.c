@@ -171,8 +171,7 @@ int dc_describe_configs_resp_decode(dc_rd_t *rd, int16_t v,
     r->configs = dc_rd_alloc(rd, (size_t)r->n_configs, sizeof(*r->configs));
     for (int32_t k = 0; k < r->n_configs && !rd->err; k++)
       entry_decode(rd, v, f, &r->configs[k]);
-    if (f)
-      dc_rd_tags(rd);
+    r->config_version = f ? dc_rd_tags_i64(rd, DC_TAG_CONFIG_VERSION, -1) : -1;
   }
   out->position = f ? dc_rd_tags_i64(rd, DC_TAG_STORE_POSITION, -1) : -1;
   return rd->err;
@@ -226,7 +225,9 @@ void dc_describe_configs_result_encode(dc_buf_t *b, int16_t v,
   dc_wr_array_len(b, f, nc);
   for (int32_t k = 0; k < nc; k++)
     entry_encode(b, v, f, &r->configs[k]);
-  if (f)
+  if (f && r->config_version > 0)
+    dc_wr_tag_i64(b, DC_TAG_CONFIG_VERSION, r->config_version);
+  else if (f)
     dc_wr_tags_empty(b);
 }
 

@@ -192,6 +192,11 @@ int dc_metadata_resp_encode(dc_buf_t *b, int16_t v, const dc_metadata_resp_t *in
  * dynconf's own clients and servers only, and answered only to a request
  * that carried it (librdkafka 2.0.2 mis-skips non-empty tag sections). */
 #define DC_TAG_STORE_POSITION 10000
+/* dynconf's tagged field of a DescribeConfigs v4 result: the version of
+ * the configuration a dynconf server resolved for that client resource
+ * (the version a Watch would name), to a request that carried
+ * DC_TAG_STORE_POSITION. */
+#define DC_TAG_CONFIG_VERSION 10001
 
 /* ---- DescribeConfigs (32), v0-4 --------------------------------------- */
 /* v4 (flexible) requests may carry min_position (DC_TAG_STORE_POSITION,
@@ -243,6 +248,8 @@ typedef struct dc_describe_configs_result {
   char *resource_name;
   int32_t n_configs;
   dc_describe_configs_entry_t *configs;
+  int64_t config_version; /* v4+, tag DC_TAG_CONFIG_VERSION; <= 0 = not
+                           * said (decoded as -1) */
 } dc_describe_configs_result_t;
 
 typedef struct dc_describe_configs_resp {

@@ -867,7 +867,7 @@ static void seed_responses(dc_buf_t *b) {
                                      DC_SRC_DYNAMIC_CLIENT, false, 1, &syn, 3,
                                      (char *)"doc"};
   dc_describe_configs_result_t res = {0, NULL, DC_RES_CLIENT,
-                                      (char *)"bench-client", 1, &ent};
+                                      (char *)"bench-client", 1, &ent, 7};
   dc_describe_configs_resp_t dr = {0, 1, &res, -1};
   ai = dc_api_info(DC_API_DESCRIBE_CONFIGS);
   for (int16_t v = ai->min_version; v <= ai->max_version; v++) {
