@@ -3,24 +3,10 @@
 #ifndef DC_BROKER_INT_H
 #define DC_BROKER_INT_H
 #include "broker/configdb.h"
+#include "broker/fleet.h"
 #include "broker/handlers.h"
 #include "broker/metrics.h"
 #include "codec/proto.h"
-
-/* The most agent instances kept; gone ones make room, oldest first. */
-#define DC_FLEET_MAX_CLIENTS 100000
-typedef struct dc_fleet_entry dc_fleet_entry_t;
-typedef struct dc_fleet {
-  dc_fleet_entry_t **buckets; /* owned, with the entries */
-  size_t n_buckets, n;
-  dc_fleet_entry_t *gone_head, *gone_tail; /* connection closed, by age */
-  int64_t retention_ms;                    /* how long gone ones stay */
-  /* Moves whenever a listing could differ: a report, a connection let
-   * go, an entry dropped, the configuration changed (not an answer
-   * served alone). It starts at the wall clock in ms, so a restarted
-   * server does not meet a waiter's old number again. */
-  int64_t seq;
-} dc_fleet_t;
 
 struct dc_broker {
   dc_broker_opts_t opts;
@@ -138,8 +124,6 @@ enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1, DC_PENDING_FLEET = 2 };
 
 /* ---- fleet.c: the clients that report, and their rollout state -------- */
 
-void dc_fleet_init(dc_fleet_t *f, int64_t retention_ms);
-void dc_fleet_free(dc_fleet_t *f);
 int dc_handle_client_report(dc_req_t *r);
 int dc_handle_describe_fleet(dc_req_t *r);
 /* Agents per DC_FLEET_* state, as DescribeFleet would list them all. */
@@ -150,12 +134,27 @@ void dc_broker_fleet_served(void **slot, int64_t version);
 void dc_broker_fleet_expire(dc_broker_t *b);
 /* When the next gone entry passes the retention (monotonic ms), -1 = none. */
 int64_t dc_broker_fleet_next_expiry(const dc_broker_t *b);
-/* DescribeFleet's response body for q into r->out (one page); 0, or a
- * negative dc_err_t. */
-int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q);
+/* DescribeFleet's response body for q into r->out (one page), resolving
+ * through memo (NULL: its own); 0, or a negative dc_err_t. */
+struct dc_resolved_memo;
+int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q,
+                           struct dc_resolved_memo *memo);
+/* The fleet's work so far, for tests and benches. */
+typedef struct dc_fleet_stats {
+  size_t entries, bytes;  /* held now; bytes as fleet.max.bytes counts */
+  size_t longest_chain;   /* entries in the fullest hash bucket */
+  uint64_t probes;        /* entries compared by instance-id lookups */
+  uint64_t examined;      /* entries DescribeFleet answers looked at */
+  uint64_t listings;      /* DescribeFleet answers built */
+  size_t waits;           /* DescribeFleet requests parked */
+} dc_fleet_stats_t;
+void dc_broker_fleet_stats(dc_broker_t *b, dc_fleet_stats_t *out);
 
 /* ---- fleet_wait.c: parked DescribeFleet requests ---------------------- */
 typedef struct dc_fleet_wait dc_fleet_wait_t;
+/* Whether r's principal may park one more DescribeFleet
+ * (fleet.max.waits.per.principal, fleet.max.waits); why not in why. */
+bool dc_broker_fleet_may_park(const dc_req_t *r, char *why, size_t why_size);
 /* Parks r (q->since_seq is the fleet's seq now): 0, or -1 without memory. */
 int dc_broker_fleet_park(dc_req_t *r, const dc_describe_fleet_req_t *q);
 /* The fleet changed: its seq moves and the waiters are woken. */

@@ -6,13 +6,20 @@
  * their rollout state against the version that resolves for each now.
  *
  * An entry is keyed by the agent's instance id, so an agent that
- * reconnects (or comes back after a restart of this server's peer side)
- * stays one entry. While a connection holds an entry, the connection's
- * slot (dc_conn_info_t.fleet) points at it and the entry remembers the
- * slot, so either side can let go of the other. An entry whose connection
- * closed is "gone": kept for fleet.retention.ms, oldest first out when the
- * set is full. Connected entries are bounded by the connections, so the
- * set never needs to drop one.
+ * reconnects stays one entry; the id belongs to the principal that first
+ * reported it, for as long as its entry is kept: a report of it by
+ * another principal is refused and logged, the entry unchanged. While a
+ * connection holds an entry, the connection's slot (dc_conn_info_t.fleet)
+ * points at it and the entry remembers the slot, so either side can let
+ * go of the other. An entry whose connection closed is "gone": kept for
+ * fleet.retention.ms, the longest gone first out when the set is full
+ * (DC_FLEET_MAX_CLIENTS entries, or fleet.max.bytes). Connected entries
+ * are bounded by the connections, so the set never drops one.
+ *
+ * An answer is one walk of the ordered set (fleet_set.c) from its page's
+ * start: O(page + log n), plus one seek past each client-id the caller
+ * may not describe. Sizes are known before encoding, so a page is cut,
+ * and a v0 listing too large refused, without building the rest.
  *
  * Threads: loop thread only.
  */
@@ -21,125 +28,20 @@
 #include "broker/resolved.h"
 #include "broker/scope.h"
 #include "common/clock.h"
-#include "common/text.h"
+#include "common/log.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct dc_fleet_entry {
-  char *instance_id, *client_id, *principal, *peer, *listener;
-  char *agent_software, *app_software, *kind, *reason;
-  int64_t first_seen_ms, last_seen_ms; /* wall clock */
-  int64_t served_version, reported_version, generation;
-  int8_t outcome;
-  void **slot; /* the holding connection's slot; NULL = gone */
-  struct dc_fleet_entry *hnext;        /* hash chain */
-  struct dc_fleet_entry *gprev, *gnext; /* the gone list, oldest first */
-};
+#define ANONYMOUS "User:ANONYMOUS"
 
-/* ---- the set ------------------------------------------------------------ */
+/* ---- the set as the broker keeps it --------------------------------------- */
 
-static uint64_t hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
-static void entry_free(dc_fleet_entry_t *e) {
-  char **f[] = {&e->instance_id, &e->client_id,      &e->principal,
-                &e->peer,        &e->listener,       &e->agent_software,
-                &e->app_software, &e->kind,          &e->reason};
-  for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-    free(*f[i]);
-  if (e->slot)
-    *e->slot = NULL;
-  free(e);
-}
-
-static dc_fleet_entry_t **bucket(dc_fleet_t *f, const char *id) {
-  return &f->buckets[hash(id) & (f->n_buckets - 1)];
-}
-
-static dc_fleet_entry_t *find(dc_fleet_t *f, const char *id) {
-  if (!f->n_buckets)
-    return NULL;
-  dc_fleet_entry_t *e = *bucket(f, id);
-  while (e && strcmp(e->instance_id, id))
-    e = e->hnext;
-  return e;
-}
-
-/* Doubles the table when it holds more entries than buckets. */
-static int grow(dc_fleet_t *f) {
-  if (f->n < f->n_buckets)
-    return 0;
-  size_t nb = f->n_buckets ? f->n_buckets * 2 : 64;
-  dc_fleet_entry_t **nbk = calloc(nb, sizeof(*nbk));
-  if (!nbk)
-    return -1;
-  for (size_t i = 0; i < f->n_buckets; i++)
-    for (dc_fleet_entry_t *e = f->buckets[i], *next; e; e = next) {
-      next = e->hnext;
-      dc_fleet_entry_t **b = &nbk[hash(e->instance_id) & (nb - 1)];
-      e->hnext = *b;
-      *b = e;
-    }
-  free(f->buckets);
-  f->buckets = nbk;
-  f->n_buckets = nb;
-  return 0;
-}
-
-static void gone_unlink(dc_fleet_t *f, dc_fleet_entry_t *e) {
-  if (e->gprev)
-    e->gprev->gnext = e->gnext;
-  else if (f->gone_head == e)
-    f->gone_head = e->gnext;
-  if (e->gnext)
-    e->gnext->gprev = e->gprev;
-  else if (f->gone_tail == e)
-    f->gone_tail = e->gprev;
-  e->gprev = e->gnext = NULL;
-}
-
-static void gone_push(dc_fleet_t *f, dc_fleet_entry_t *e) {
-  e->gprev = f->gone_tail;
-  if (f->gone_tail)
-    f->gone_tail->gnext = e;
-  else
-    f->gone_head = e;
-  f->gone_tail = e;
-}
-
-static void drop(dc_fleet_t *f, dc_fleet_entry_t *e) {
-  for (dc_fleet_entry_t **p = bucket(f, e->instance_id); *p; p = &(*p)->hnext)
-    if (*p == e) {
-      *p = e->hnext;
-      break;
-    }
-  gone_unlink(f, e);
-  f->n--;
-  f->seq++;
-  entry_free(e);
-}
-
-/* Drops gone entries past the retention window, and the oldest gone one
- * when room is wanted. */
-static void expire(dc_fleet_t *f, int64_t now, bool want_room) {
-  while (f->gone_head &&
-         (now - f->gone_head->last_seen_ms > f->retention_ms ||
-          (want_room && f->n >= DC_FLEET_MAX_CLIENTS)))
-    drop(f, f->gone_head);
-}
-
-/* expire() for a listing; the waiters hear of what it dropped. */
+/* Drops the entries past the retention; the waiters hear of it. */
 void dc_broker_fleet_expire(dc_broker_t *b) {
-  int64_t seq = b->fleet.seq;
-  expire(&b->fleet, dc_wall_ms(), false);
-  if (b->fleet.seq != seq)
+  if (dc_fleet_expire(&b->fleet, dc_wall_ms()))
     dc_broker_fleet_moved(b);
 }
 
@@ -152,38 +54,25 @@ int64_t dc_broker_fleet_next_expiry(const dc_broker_t *b) {
   return dc_mono_ms() + (left > 0 ? left : 0);
 }
 
-void dc_fleet_init(dc_fleet_t *f, int64_t retention_ms) {
-  memset(f, 0, sizeof(*f));
-  f->retention_ms = retention_ms;
-  f->seq = dc_wall_ms();
-}
-
-void dc_fleet_free(dc_fleet_t *f) {
-  for (size_t i = 0; i < f->n_buckets; i++)
-    for (dc_fleet_entry_t *e = f->buckets[i], *next; e; e = next) {
-      next = e->hnext;
-      entry_free(e);
-    }
-  free(f->buckets);
-  memset(f, 0, sizeof(*f));
-}
-
-/* Its connection let go of e (closed, or reports another instance). */
-static void mark_gone(dc_fleet_t *f, dc_fleet_entry_t *e) {
-  f->seq++;
-  e->slot = NULL;
-  e->last_seen_ms = dc_wall_ms();
-  gone_push(f, e);
-}
-
 void dc_broker_fleet_conn_closed(dc_broker_t *b, void *entry) {
-  mark_gone(&b->fleet, entry);
+  dc_fleet_mark_gone(&b->fleet, entry, dc_wall_ms());
   dc_broker_fleet_moved(b);
 }
 
 void dc_broker_fleet_served(void **slot, int64_t version) {
   if (slot && *slot)
     ((dc_fleet_entry_t *)*slot)->served_version = version;
+}
+
+void dc_broker_fleet_stats(dc_broker_t *b, dc_fleet_stats_t *out) {
+  const dc_fleet_t *f = &b->fleet;
+  *out = (dc_fleet_stats_t){.entries = f->n,
+                            .bytes = f->bytes,
+                            .longest_chain = dc_fleet_longest_chain(f),
+                            .probes = f->probes,
+                            .examined = f->examined,
+                            .listings = f->listings,
+                            .waits = b->n_fleet_waits};
 }
 
 /* ---- ClientReport -------------------------------------------------------- */
@@ -223,55 +112,6 @@ static bool report_ok(const dc_client_report_req_t *q, char *why,
   return true;
 }
 
-/* *dst becomes a copy of a, or of "a SEP b" when sep and both are set. */
-static int set_str(char **dst, const char *a, const char *sep, const char *b) {
-  a = a ? a : "";
-  bool join = sep && *a && b && *b;
-  size_t n = strlen(a) + (join ? strlen(sep) + strlen(b) : 0) + 1;
-  char *d = malloc(n);
-  if (!d)
-    return -1;
-  snprintf(d, n, "%s%s%s", a, join ? sep : "", join ? b : "");
-  free(*dst);
-  *dst = d;
-  return 0;
-}
-
-/* The entry of q's instance, made when new (may drop the oldest gone). */
-static dc_fleet_entry_t *entry_for(dc_fleet_t *f, const char *id,
-                                   int64_t now, bool *full) {
-  dc_fleet_entry_t *e = find(f, id);
-  if (e)
-    return e;
-  expire(f, now, true);
-  if ((*full = f->n >= DC_FLEET_MAX_CLIENTS))
-    return NULL;
-  if (grow(f) || !(e = calloc(1, sizeof(*e))) ||
-      !(e->instance_id = strdup(id))) {
-    free(e);
-    return NULL;
-  }
-  e->first_seen_ms = now;
-  e->served_version = e->reported_version = -1;
-  e->outcome = DC_OUTCOME_NONE;
-  dc_fleet_entry_t **b = bucket(f, id);
-  e->hnext = *b;
-  *b = e;
-  f->n++;
-  return e;
-}
-
-/* The connection holds e from now on (and nothing else). */
-static void attach(dc_fleet_t *f, dc_fleet_entry_t *e, void **slot) {
-  if (*slot && *slot != e) /* it reported as another instance before */
-    mark_gone(f, *slot);
-  if (e->slot && e->slot != slot)
-    *e->slot = NULL; /* the instance came back on a new connection */
-  gone_unlink(f, e);
-  e->slot = slot;
-  *slot = e;
-}
-
 /* The version a report of -1 means: what this connection was served last,
  * else what resolves now. */
 static int64_t report_version(dc_broker_t *b, const dc_client_report_req_t *q,
@@ -284,40 +124,77 @@ static int64_t report_version(dc_broker_t *b, const dc_client_report_req_t *q,
   return dc_broker_config_version(b, q->client_id, principal);
 }
 
-/* 0, a negative dc_err_t, or 1 with why when the set is full. */
+/* Another principal reported e's instance id: refused, and logged at most
+ * once a second (with how many went unlogged), so refusals cannot flood
+ * the log. */
+static int refuse_hijack(dc_req_t *r, const dc_fleet_entry_t *e,
+                         const char *principal, char *why, size_t why_size) {
+  dc_fleet_t *f = &r->b->fleet;
+  int64_t now = dc_mono_ms();
+  if (now - f->hijack_logged_ms >= 1000) {
+    char more[64] = "";
+    if (f->hijack_unlogged)
+      snprintf(more, sizeof(more), " (and %llu more since the last such "
+               "line)", (unsigned long long)f->hijack_unlogged);
+    dc_log(DC_LOG_WARN, "ClientReport from %s at %s refused: instance_id "
+           "'%s' belongs to %s, which reported it first%s", principal,
+           r->conn->peer ? r->conn->peer : "?", e->instance_id, e->principal,
+           more);
+    f->hijack_logged_ms = now;
+    f->hijack_unlogged = 0;
+  } else {
+    f->hijack_unlogged++;
+  }
+  snprintf(why, why_size, "instance_id '%s' belongs to another principal, "
+           "which reported it first; it is free again once that entry "
+           "leaves the fleet (fleet.retention.ms after its connection "
+           "closes)", e->instance_id);
+  return DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+/* The fleet is full of connected clients: which bound, in words. */
+static int refuse_full(const dc_fleet_t *f, bool more_entries, size_t need,
+                       char *why, size_t why_size) {
+  if (more_entries && f->n >= DC_FLEET_MAX_CLIENTS)
+    snprintf(why, why_size, "dynconfd keeps at most %d clients in its fleet "
+             "and all are connected", DC_FLEET_MAX_CLIENTS);
+  else
+    snprintf(why, why_size, "the fleet holds %zu bytes of at most %zu "
+             "(fleet.max.bytes), all of connected clients, and this report "
+             "needs %zu more", f->bytes, f->max_bytes, need);
+  return DC_ERR_POLICY_VIOLATION;
+}
+
+/* 0, a negative dc_err_t, or a Kafka error code with why. */
 static int record(dc_req_t *r, const dc_client_report_req_t *q, char *why,
                   size_t why_size) {
   dc_fleet_t *f = &r->b->fleet;
   int64_t now = dc_wall_ms();
-  bool full = false;
-  dc_fleet_entry_t *e = entry_for(f, q->instance_id, now, &full);
-  if (full) {
-    snprintf(why, why_size, "dynconfd keeps at most %d clients in its fleet "
-             "and all are connected", DC_FLEET_MAX_CLIENTS);
-    return 1;
-  }
-  if (!e)
+  const char *principal = r->conn->principal ? r->conn->principal : ANONYMOUS;
+  dc_fleet_entry_t *e = dc_fleet_find(f, q->instance_id);
+  if (e && strcmp(e->principal, principal))
+    return refuse_hijack(r, e, principal, why, why_size);
+  dc_fleet_fields_t fs = {q->client_id,        principal,
+                          r->conn->peer,       r->conn->listener,
+                          q->software_name,    q->software_version,
+                          q->client_library,   q->kind,
+                          q->reason};
+  size_t need = dc_fleet_entry_bytes(q->instance_id, &fs),
+         have = e ? e->mem : 0;
+  if (!dc_fleet_make_room(f, !e, need > have ? need - have : 0, e))
+    return refuse_full(f, !e, need - (need > have ? have : need), why,
+                       why_size);
+  bool same_conn = e && e->slot == r->conn->fleet;
+  int64_t reported = report_version(r->b, q, e, principal, same_conn);
+  if (!(e = dc_fleet_put(f, e, q->instance_id, &fs, now)))
     return DC_ERR__NOMEM;
-  bool same_conn = e->slot == r->conn->fleet;
-  const char *principal = r->conn->principal ? r->conn->principal
-                                             : "User:ANONYMOUS";
-  e->reported_version = report_version(r->b, q, e, principal, same_conn);
+  e->reported_version = reported;
   if (e->served_version < 0 || !same_conn)
-    e->served_version = e->reported_version;
-  if (set_str(&e->client_id, q->client_id, NULL, NULL) ||
-      set_str(&e->principal, principal, NULL, NULL) ||
-      set_str(&e->peer, r->conn->peer, NULL, NULL) ||
-      set_str(&e->listener, r->conn->listener, NULL, NULL) ||
-      set_str(&e->agent_software, q->software_name, "/",
-              q->software_version) ||
-      set_str(&e->app_software, q->client_library, NULL, NULL) ||
-      set_str(&e->kind, q->kind, NULL, NULL) ||
-      set_str(&e->reason, q->reason ? q->reason : "", NULL, NULL))
-    return DC_ERR__NOMEM;
+    e->served_version = reported;
   e->generation = q->generation;
   e->outcome = q->outcome;
   e->last_seen_ms = now;
-  attach(f, e, r->conn->fleet);
+  dc_fleet_attach(f, e, r->conn->fleet, now);
   return 0;
 }
 
@@ -338,12 +215,13 @@ int dc_handle_client_report(dc_req_t *r) {
                                    q.client_id, why, sizeof(why))) {
     resp.error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
   } else {
+    dc_broker_fleet_expire(r->b); /* an id past its retention is free */
+    int64_t seq = r->b->fleet.seq;
     int rc = record(r, &q, why, sizeof(why));
     if (rc < 0)
       return rc;
-    if (rc)
-      resp.error_code = DC_ERR_POLICY_VIOLATION;
-    else
+    resp.error_code = (int16_t)rc;
+    if (!rc || r->b->fleet.seq != seq) /* taken, or made room */
       dc_broker_fleet_moved(r->b);
   }
   if (resp.error_code) {
@@ -370,161 +248,243 @@ void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
   memset(counts, 0, 4 * sizeof(*counts));
   dc_resolved_memo_t memo; /* agents sharing a configuration: one resolve */
   dc_resolved_memo_init(&memo, b->db, 0);
-  for (size_t i = 0; i < f->n_buckets; i++)
-    for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
-      if (e->client_id)
-        counts[state_of(e, dc_resolved_memo_version(&memo, e->client_id,
-                                                    e->principal))]++;
+  for (dc_avl_node_t *n = dc_avl_first(&f->by_client); n;
+       n = dc_avl_next(n)) {
+    const dc_fleet_entry_t *e = dc_fleet_entry_of(n, false);
+    counts[state_of(e, dc_resolved_memo_version(&memo, e->client_id,
+                                                e->principal))]++;
+  }
   dc_resolved_memo_free(&memo);
 }
 
-/* "User:NAME" is the filter's user NAME. */
-static bool user_matches(const char *principal, const char *user) {
-  return !strncmp(principal, "User:", 5) && !strcmp(principal + 5, user);
+/* What one answer lists: a range of one tree (by_user when the request
+ * names a user), where its page starts, and the caller's view. */
+typedef struct scan {
+  dc_req_t *r;
+  bool by_user, ranged, all_visible;
+  dc_fleet_pos_t lo, hi; /* the range, when ranged */
+  const char *principal; /* by_user: "User:" + the user asked for */
+  const char *seen;      /* the last client-id judged, and whether the */
+  bool seen_ok;          /* caller may describe it */
+} scan_t;
+
+static bool in_range(const scan_t *s, const dc_avl_node_t *n) {
+  return n && (!s->ranged || !dc_fleet_past(s->by_user, &s->hi, n));
 }
 
-static bool wanted(dc_req_t *r, const dc_describe_fleet_req_t *q,
-                   const dc_fleet_entry_t *e) {
-  char why[256];
-  return e->client_id && (!q->client_id || !strcmp(e->client_id, q->client_id)) &&
-         (!q->user || user_matches(e->principal, q->user)) &&
-         dc_broker_authorized(r, DC_ACL_DESCRIBE, DC_RES_CLIENT, e->client_id,
-                              why, sizeof(why));
+static bool visible(scan_t *s, const char *client_id) {
+  if (s->all_visible)
+    return true;
+  if (!s->seen || strcmp(s->seen, client_id)) {
+    char why[256];
+    s->seen = client_id;
+    s->seen_ok = dc_broker_authorized(s->r, DC_ACL_DESCRIBE, DC_RES_CLIENT,
+                                      client_id, why, sizeof(why));
+  }
+  return s->seen_ok;
 }
 
-static void fill(dc_resolved_memo_t *memo, const dc_fleet_entry_t *e,
-                 dc_fleet_client_t *c) {
-  *c = (dc_fleet_client_t){
-      .instance_id = e->instance_id, .client_id = e->client_id,
-      .principal = e->principal, .peer = e->peer, .listener = e->listener,
-      .agent_software = e->agent_software, .app_software = e->app_software,
-      .kind = e->kind, .first_seen_ms = e->first_seen_ms,
-      .last_seen_ms = e->last_seen_ms, /* its last report, or its close */
-      .connected = e->slot != NULL, .served_version = e->served_version,
-      .reported_version = e->reported_version, .generation = e->generation,
-      .outcome = e->outcome, .reason = *e->reason ? e->reason : NULL};
-  c->current_version =
-      dc_resolved_memo_version(memo, e->client_id, e->principal);
-  c->state = state_of(e, c->current_version);
+/* The first entry from n on, in range, that the caller may describe; a
+ * client-id it may not is passed in one seek. */
+static dc_avl_node_t *wanted_from(scan_t *s, dc_avl_node_t *n) {
+  dc_fleet_t *f = &s->r->b->fleet;
+  while (in_range(s, n)) {
+    const dc_fleet_entry_t *e = dc_fleet_entry_of(n, s->by_user);
+    f->examined++;
+    if (visible(s, e->client_id))
+      return n;
+    dc_fleet_pos_t past = {{e->client_id}, 1, true};
+    if (s->by_user)
+      past = (dc_fleet_pos_t){{e->principal, e->client_id}, 2, true};
+    n = dc_fleet_seek(f, s->by_user, &past);
+  }
+  return NULL;
 }
 
-static int cmp_ids(const char *ca, const char *ia, const char *cb,
-                   const char *ib) {
-  int c = strcmp(ca ? ca : "", cb ? cb : "");
-  return c ? c : strcmp(ia ? ia : "", ib ? ib : "");
+/* The range q asks for; 0 or DC_ERR__NOMEM. */
+static int scan_init(dc_req_t *r, const dc_describe_fleet_req_t *q,
+                     scan_t *s) {
+  const char *me = r->conn->principal ? r->conn->principal : ANONYMOUS;
+  *s = (scan_t){.r = r, .by_user = q->user != NULL,
+                .all_visible = !r->b->acl || dc_acl_is_super_user(
+                                                 r->b->opts.super_users, me)};
+  if (q->user) {
+    size_t n = strlen(q->user) + 6;
+    char *p = dc_arena_alloc(r->arena, n);
+    if (!p)
+      return DC_ERR__NOMEM;
+    snprintf(p, n, "User:%s", q->user);
+    s->principal = p;
+    s->lo = (dc_fleet_pos_t){{p, q->client_id}, q->client_id ? 2 : 1, false};
+  } else if (q->client_id) {
+    s->lo = (dc_fleet_pos_t){{q->client_id}, 1, false};
+  }
+  s->ranged = q->user || q->client_id;
+  s->hi = s->lo;
+  s->hi.after = true;
+  return 0;
 }
 
-static int cmp_client(const void *a, const void *b) {
-  const dc_fleet_client_t *x = a, *y = b;
-  return cmp_ids(x->client_id, x->instance_id, y->client_id, y->instance_id);
-}
-
-/* The first of the sorted v[n] past q's cursor. */
-static int32_t page_start(const dc_fleet_client_t *v, int32_t n,
-                          const dc_describe_fleet_req_t *q) {
+/* Where q's page starts: after its cursor, within the range. */
+static dc_avl_node_t *page_start(const scan_t *s,
+                                 const dc_describe_fleet_req_t *q) {
+  const dc_fleet_t *f = &s->r->b->fleet;
+  dc_avl_node_t *lo = s->ranged ? dc_fleet_seek(f, s->by_user, &s->lo)
+                                : dc_avl_first(s->by_user ? &f->by_user
+                                                          : &f->by_client);
   if (!q->after_client_id && !q->after_instance_id)
-    return 0;
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (cmp_ids(v[mid].client_id, v[mid].instance_id, q->after_client_id,
-                q->after_instance_id) <= 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+    return lo;
+  dc_fleet_pos_t cur = {{q->after_client_id, q->after_instance_id}, 2, true};
+  if (s->by_user)
+    cur = (dc_fleet_pos_t){
+        {s->principal, q->after_client_id, q->after_instance_id}, 3, true};
+  dc_avl_node_t *n = dc_fleet_seek(f, s->by_user, &cur);
+  return n && s->ranged && !dc_fleet_past(s->by_user, &s->lo, n) ? lo : n;
 }
 
-/* Bytes of a response body besides its clients: throttle, error code,
- * a null message, seq, more, the array's length, tags. */
-#define PAGE_OVERHEAD 32
+/* A page: its first and last entries, how many and their bytes, and
+ * whether a wanted entry follows it. */
+typedef struct page {
+  dc_avl_node_t *first, *last;
+  int32_t n;
+  uint64_t bytes;
+  bool more;
+} page_t;
 
-/* How many of v[n] make one page: at most max (0 = no count), and no more
- * than fit in budget bytes once encoded. */
-static int32_t page_length(const dc_fleet_client_t *v, int32_t n,
-                           int32_t max, size_t budget) {
-  dc_buf_t one;
-  dc_buf_init(&one);
-  size_t used = 0;
-  int32_t k = 0;
-  for (; k < n && (!max || k < max); k++) {
-    dc_buf_clear(&one);
-    dc_fleet_client_encode(&one, &v[k]);
-    if (one.err || used + one.len > budget)
-      break;
-    used += one.len;
+/* Walks from start while the entries fit: at most max (0 = no count) and
+ * budget bytes. */
+static void measure(scan_t *s, dc_avl_node_t *start, int32_t max,
+                    uint64_t budget, page_t *p) {
+  *p = (page_t){0};
+  for (dc_avl_node_t *n = wanted_from(s, start); n;
+       n = wanted_from(s, dc_avl_next(n))) {
+    if ((max && p->n == max) || p->bytes + n->weight > budget) {
+      p->more = true;
+      return;
+    }
+    if (!p->n)
+      p->first = n;
+    p->last = n;
+    p->n++;
+    p->bytes += n->weight;
   }
-  dc_buf_free(&one);
-  return k;
 }
 
-/* The wanted clients, sorted, into resp (arena). */
-static int list_wanted(dc_req_t *r, const dc_describe_fleet_req_t *q,
-                       dc_describe_fleet_resp_t *resp) {
-  dc_fleet_t *f = &r->b->fleet;
-  resp->clients = dc_arena_alloc(r->arena, (f->n ? f->n : 1) *
+/* The page's clients, resolved through memo, into resp (arena). */
+static int fill_page(scan_t *s, const page_t *p, dc_resolved_memo_t *memo,
+                     dc_describe_fleet_resp_t *resp) {
+  dc_req_t *r = s->r;
+  resp->clients = dc_arena_alloc(r->arena, (p->n ? (size_t)p->n : 1) *
                                                sizeof(*resp->clients));
   if (!resp->clients)
     return DC_ERR__NOMEM;
-  dc_resolved_memo_t memo;
-  dc_resolved_memo_init(&memo, r->b->db, 0);
-  for (size_t i = 0; i < f->n_buckets; i++)
-    for (dc_fleet_entry_t *e = f->buckets[i]; e; e = e->hnext)
-      if (wanted(r, q, e))
-        fill(&memo, e, &resp->clients[resp->n_clients++]);
-  dc_resolved_memo_free(&memo);
-  qsort(resp->clients, (size_t)resp->n_clients, sizeof(*resp->clients),
-        cmp_client);
+  dc_avl_node_t *n = p->first;
+  for (int32_t i = 0; i < p->n; i++) {
+    if (i)
+      n = wanted_from(s, dc_avl_next(n));
+    const dc_fleet_entry_t *e = dc_fleet_entry_of(n, s->by_user);
+    dc_fleet_client_t *c = &resp->clients[i];
+    dc_fleet_fill(e, c);
+    c->current_version =
+        dc_resolved_memo_version(memo, e->client_id, e->principal);
+    c->state = state_of(e, c->current_version);
+  }
+  resp->n_clients = p->n;
   return 0;
 }
 
 /* An answer that names what is wrong instead of the clients. */
-static int refuse(dc_req_t *r, const char *msg) {
+static int refuse(dc_req_t *r, int16_t code, const char *msg) {
   dc_describe_fleet_resp_t small = {
-      .error_code = DC_ERR_INVALID_REQUEST,
+      .error_code = code,
       .error_message = dc_arena_strdup(r->arena, msg),
       .fleet_seq = r->b->fleet.seq};
   r->error = small.error_code;
   return dc_describe_fleet_resp_encode(r->out, r->hdr->api_version, &small);
 }
 
-int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q) {
+/* Bytes of a response body besides its clients: throttle, error code,
+ * a null message, seq, more, the array's length, tags. */
+#define PAGE_OVERHEAD 32
+
+/* v0 lists every wanted client: refused before anything is built when
+ * their size as listed passes max (known from the trees when the caller
+ * sees them all, else from a walk that only adds sizes up). 0 to go on,
+ * 1 when refused (answered), or a negative dc_err_t. */
+static int whole_listing(scan_t *s, dc_avl_node_t *start, uint64_t budget,
+                         page_t *p) {
+  dc_req_t *r = s->r;
+  char msg[200];
+  uint64_t bytes = 0;
+  size_t n = s->all_visible
+                 ? dc_fleet_range(&r->b->fleet, s->by_user,
+                                  s->ranged ? &s->lo : NULL,
+                                  s->ranged ? &s->hi : NULL, &bytes)
+                 : 0;
+  if (s->all_visible && bytes > budget) {
+    snprintf(msg, sizeof(msg), "the %zu clients would take the answer past "
+             "%zu bytes (max.response.bytes); ask for one client-id or user",
+             n, r->b->opts.max_response_size);
+    int err = refuse(r, DC_ERR_INVALID_REQUEST, msg);
+    return err ? err : 1;
+  }
+  measure(s, start, 0, budget, p);
+  if (!p->more)
+    return 0;
+  snprintf(msg, sizeof(msg), "more than %d clients would take the answer "
+           "past %zu bytes (max.response.bytes); ask for one client-id or "
+           "user", (int)p->n, r->b->opts.max_response_size);
+  int err = refuse(r, DC_ERR_INVALID_REQUEST, msg);
+  return err ? err : 1;
+}
+
+int dc_broker_fleet_answer(dc_req_t *r, const dc_describe_fleet_req_t *q,
+                           dc_resolved_memo_t *memo) {
   int16_t v = r->hdr->api_version;
   size_t max = r->b->opts.max_response_size;
   char msg[200];
   if (q->max_clients < 0)
-    return refuse(r, "max_clients is negative");
-  dc_describe_fleet_resp_t resp = {0};
-  int err = list_wanted(r, q, &resp);
-  if (err)
-    return err;
-  resp.fleet_seq = r->b->fleet.seq;
-  if (v >= 1) { /* one page: past the cursor, as many as asked and fit */
-    int32_t from = page_start(resp.clients, resp.n_clients, q);
-    size_t budget = max ? (max > PAGE_OVERHEAD ? max - PAGE_OVERHEAD : 0)
-                        : SIZE_MAX;
-    int32_t k = page_length(resp.clients + from, resp.n_clients - from,
-                            q->max_clients, budget);
-    if (!k && from < resp.n_clients) {
+    return refuse(r, DC_ERR_INVALID_REQUEST, "max_clients is negative");
+  r->b->fleet.listings++;
+  scan_t s;
+  if (scan_init(r, q, &s))
+    return DC_ERR__NOMEM;
+  uint64_t budget = max ? (max > PAGE_OVERHEAD ? max - PAGE_OVERHEAD : 0)
+                        : UINT64_MAX;
+  page_t p;
+  dc_avl_node_t *start = page_start(&s, q);
+  if (v < 1) {
+    int rc = whole_listing(&s, start, budget, &p);
+    if (rc)
+      return rc < 0 ? rc : 0; /* refused */
+  } else {
+    measure(&s, start, q->max_clients, budget, &p);
+    if (!p.n && p.more) {
+      const dc_fleet_entry_t *e = dc_fleet_entry_of(
+          wanted_from(&s, start), s.by_user);
       snprintf(msg, sizeof(msg), "client '%.64s' alone would take the "
                "answer past %zu bytes (max.response.bytes)",
-               resp.clients[from].instance_id, max);
-      return refuse(r, msg);
+               e->instance_id, max);
+      return refuse(r, DC_ERR_INVALID_REQUEST, msg);
     }
-    resp.more = from + k < resp.n_clients;
-    resp.clients += from;
-    resp.n_clients = k;
   }
-  size_t start = r->out->len;
-  err = dc_describe_fleet_resp_encode(r->out, v, &resp);
-  if (err || !max || r->out->len - start <= max)
+  dc_describe_fleet_resp_t resp = {.fleet_seq = r->b->fleet.seq,
+                                   .more = p.more};
+  dc_resolved_memo_t own;
+  if (!memo)
+    dc_resolved_memo_init(memo = &own, r->b->db, 0);
+  int err = fill_page(&s, &p, memo, &resp);
+  if (memo == &own)
+    dc_resolved_memo_free(&own);
+  size_t start_len = r->out->len;
+  if (err || (err = dc_describe_fleet_resp_encode(r->out, v, &resp)) ||
+      !max || r->out->len - start_len <= max)
     return err;
-  r->out->len = start;
+  r->out->len = start_len; /* sizes are known: a safety net only */
   snprintf(msg, sizeof(msg), "the %d clients would take the answer past %zu "
            "bytes (max.response.bytes); ask for one client-id or user",
            (int)resp.n_clients, max);
-  return refuse(r, msg);
+  return refuse(r, DC_ERR_INVALID_REQUEST, msg);
 }
 
 int dc_handle_describe_fleet(dc_req_t *r) {
@@ -535,7 +495,11 @@ int dc_handle_describe_fleet(dc_req_t *r) {
   dc_fleet_t *f = &r->b->fleet;
   dc_broker_fleet_expire(r->b);
   if (v >= 1 && q.since_seq == f->seq && q.timeout_ms > 0 &&
-      q.max_clients >= 0 && r->conn->pending)
+      q.max_clients >= 0 && r->conn->pending) {
+    char why[300];
+    if (!dc_broker_fleet_may_park(r, why, sizeof(why)))
+      return refuse(r, DC_ERR_POLICY_VIOLATION, why);
     return dc_broker_fleet_park(r, &q);
-  return dc_broker_fleet_answer(r, &q);
+  }
+  return dc_broker_fleet_answer(r, &q, NULL);
 }

@@ -24,6 +24,9 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->max_entities = DC_DEFAULT_MAX_ENTITIES;
   o->max_response_size = DC_DEFAULT_MAX_RESPONSE_SIZE;
   o->fleet_retention_ms = 3600000;
+  o->fleet_max_bytes = DC_DEFAULT_FLEET_MAX_BYTES;
+  o->fleet_max_waits = DC_DEFAULT_FLEET_MAX_WAITS;
+  o->fleet_max_waits_per_principal = DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL;
 }
 
 static int load_cb(void *opaque, int8_t type, const char *entity,
@@ -72,7 +75,7 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
     return NULL;
   }
   b->opts = *opts;
-  dc_fleet_init(&b->fleet, opts->fleet_retention_ms);
+  dc_fleet_init(&b->fleet, opts->fleet_retention_ms, opts->fleet_max_bytes);
   b->watch_fd = -1;
   b->watch_armed = -1;
   b->cluster_id = strdup(opts->cluster_id ? opts->cluster_id : "dynconf");
@@ -169,6 +172,11 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
   for (int i = 0; i < 4; i++)
     dc_metrics_value(out, "dynconfd_fleet_clients", "state", states[i],
                      (double)fleet[i]);
+  dc_metrics_head(out, "dynconfd_fleet_bytes", "gauge",
+                  "Bytes the fleet view's agents hold (fleet.max.bytes "
+                  "bounds it).");
+  dc_metrics_value(out, "dynconfd_fleet_bytes", NULL, NULL,
+                   (double)b->fleet.bytes);
   const dc_store_replica_t *reps;
   int32_t writer;
   size_t n = dc_store_replicas(b->store, &reps, &writer);

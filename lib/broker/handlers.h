@@ -55,6 +55,14 @@ typedef struct dc_broker_opts {
   /* How long an agent whose connection closed stays in the fleet view;
    * default 3600000 (one hour). */
   int64_t fleet_retention_ms;
+  /* The fleet view's entries together hold at most fleet_max_bytes; a
+   * report that needs more when the gone ones are dropped gets
+   * POLICY_VIOLATION (0 = no bound). DescribeFleet requests parked at
+   * once: at most fleet_max_waits, fleet_max_waits_per_principal of one
+   * principal; more get POLICY_VIOLATION (0 = no bound). */
+  size_t fleet_max_bytes;
+  int32_t fleet_max_waits;
+  int32_t fleet_max_waits_per_principal;
   /* The server's own settings, served read-only as the BROKER resource.
    * n_static pairs; borrowed, must outlive the broker. */
   size_t n_static;
@@ -118,6 +126,9 @@ typedef struct dc_broker_opts {
 #define DC_DEFAULT_MAX_REQUEST_WRITES 5000
 #define DC_DEFAULT_MAX_ENTITIES 2000000
 #define DC_DEFAULT_MAX_RESPONSE_SIZE (4u * 1024 * 1024)
+#define DC_DEFAULT_FLEET_MAX_BYTES (64u * 1024 * 1024)
+#define DC_DEFAULT_FLEET_MAX_WAITS 64
+#define DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL 8
 
 #define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 
