@@ -17,7 +17,10 @@
  *     an empty client-id) are refused with a sentence, the connection
  *     kept;
  *   - ACLs: a report needs describe on the client-id, and DescribeFleet
- *     leaves out clients the caller may not describe.
+ *     leaves out clients the caller may not describe;
+ *   - two SASL users: mallory reporting alice's instance id is refused
+ *     (CLUSTER_AUTHORIZATION_FAILED, saying why), alice's entry stays as
+ *     it was, and dynconfd logs the refusal.
  */
 #include "agentutil.h" /* au_alter */
 
@@ -284,6 +287,82 @@ static void test_acl_and_retention(void) {
   dc_tu_rmrf(dir);
 }
 
+/* A connection as user (SASL PLAIN) to the SASL_PLAINTEXT listener. */
+static dc_kclient_t *connected_as(int port, const char *user,
+                                  const char *password) {
+  char bs[64], err[512] = "";
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+  dc_kclient_security_t sec = {.protocol = "SASL_PLAINTEXT",
+                               .sasl_mechanism = "PLAIN",
+                               .sasl_username = user,
+                               .sasl_password = password};
+  dc_kclient_t *kc = dc_kclient_new("fleet-test");
+  if (kc && !dc_kclient_set_security(kc, &sec, err, sizeof(err)) &&
+      !dc_kclient_connect(kc, bs, 10000, err, sizeof(err)))
+    return kc;
+  diag("connect as %s: %s", user, err);
+  dc_kclient_destroy(kc);
+  return NULL;
+}
+
+static void hijack_refused(int port, const char *log) {
+  char msg[512];
+  au_fleet_client_t v[4];
+  dc_kclient_t *alice = connected_as(port, "alice", "alice-secret"),
+               *mallory = connected_as(port, "mallory", "mallory-secret");
+  if (ok(alice && mallory, "alice and mallory log in")) {
+    is_int(report(alice, "inst-alice", "pay-app", DC_OUTCOME_APPLIED, 1,
+                  "all good", msg, sizeof(msg)), 0, "alice reports inst-alice");
+    int rc = report(mallory, "inst-alice", "pay-app", DC_OUTCOME_REJECTED, 1,
+                    "rejected: pwned", msg, sizeof(msg));
+    ok(rc == DC_ERR_CLUSTER_AUTHORIZATION_FAILED &&
+           strstr(msg, "instance_id 'inst-alice' belongs to another "
+                       "principal"),
+       "mallory reports inst-alice: refused, saying why (%s)", msg);
+    int n = au_fleet(alice, NULL, NULL, v, 4);
+    const au_fleet_client_t *e = find(v, n < 4 ? n : 4, "inst-alice");
+    ok(n == 1 && e && !strcmp(e->principal, "User:alice") &&
+           !strcmp(e->reason, "all good") &&
+           e->outcome == DC_OUTCOME_APPLIED && e->connected,
+       "  the entry is alice's, as she reported it");
+    const char *text = dc_tu_file_text(log);
+    ok(text && strstr(text, "ClientReport from User:mallory at ") &&
+           strstr(text, "refused: instance_id 'inst-alice' belongs to "
+                        "User:alice"),
+       "  dynconfd logs the refusal");
+  }
+  dc_kclient_destroy(alice);
+  dc_kclient_destroy(mallory);
+  dc_tu_file_texts_free();
+}
+
+static void test_hijack(void) {
+  char dir[PATH_MAX - 64], creds[PATH_MAX], cmd[3 * PATH_MAX], err[512] = "";
+  if (dc_tu_tmpdir(dir, sizeof(dir)))
+    return;
+  snprintf(creds, sizeof(creds), "%s/creds", dir);
+  snprintf(cmd, sizeof(cmd),
+           "printf 'alice-secret\\n' | %s/dynconfd --credentials %s "
+           "--add-user alice --iterations 4096 >/dev/null && "
+           "printf 'mallory-secret\\n' | %s/dynconfd --credentials %s "
+           "--add-user mallory --iterations 4096 >/dev/null",
+           dc_tu_builddir(), creds, dc_tu_builddir(), creds);
+  char sdir[PATH_MAX - 64];
+  const char *extra[] = {"--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+                         "--credentials", creds, NULL};
+  dc_tu_daemon_t d;
+  if (ok(dc_tu_system(cmd) == 0, "users alice and mallory") &&
+      ok(!dc_tu_daemon_start_tmp(&d, sdir, sizeof(sdir), extra, err,
+                                 sizeof(err)),
+         "dynconfd with a SASL_PLAINTEXT listener (%s)", err)) {
+    hijack_refused(dc_tu_daemon_port_of(&d, "SASL_PLAINTEXT"),
+                   dc_tu_path(sdir, "dynconfd.log"));
+    is_int(dc_tu_daemon_stop(&d), 0, "dynconfd exits 0");
+    dc_tu_rmrf(sdir);
+  }
+  dc_tu_rmrf(dir);
+}
+
 int main(void) {
   char dir[PATH_MAX - 64], err[512];
   dc_tu_daemon_t d;
@@ -305,5 +384,6 @@ int main(void) {
   is_int(dc_tu_daemon_stop(&d), 0, "dynconfd exits 0");
   dc_tu_rmrf(dir);
   test_acl_and_retention();
+  test_hijack();
   return done_testing();
 }

@@ -59,6 +59,8 @@ typedef struct settings {
   int64_t max_req_resources, max_req_configs, max_entity_configs,
       max_req_writes, max_entities, max_response;
   int64_t fleet_retention_ms; /* fleet.retention.ms */
+  /* fleet.max.bytes, fleet.max.waits, fleet.max.waits.per.principal */
+  int64_t fleet_max_bytes, fleet_max_waits, fleet_max_waits_pp;
   dc_server_opts_t srv;
   bool verbose;
   /* The store: "sqlite" (default) or "kafka" and the latter's settings. */
@@ -192,7 +194,13 @@ static void usage_limits(FILE *f) {
 "                            together (default 268435456); above it the\n"
 "                            connections holding the most are closed\n"
 "  --fleet-retention-ms N    how long an agent that disconnected stays in the\n"
-"                            fleet view (default 3600000)\n", f);
+"                            fleet view (default 3600000)\n"
+"  --fleet-max-bytes N       memory the fleet view's agents may hold; past it\n"
+"                            the longest gone leave, else reports are\n"
+"                            refused (default 67108864)\n"
+"  --fleet-max-waits N       DescribeFleet requests parked at once (default 64)\n"
+"  --fleet-max-waits-per-principal N  of them, parked by one principal\n"
+"                            (default 8)\n", f);
 }
 
 /* --help: the modes that run once, and the exit status. */
@@ -503,6 +511,13 @@ static bool apply_limit_setting(settings_t *st, const char *key,
   if (!strcmp(key, "fleet.retention.ms"))
     return parse_num(key, val, 0, INT64_C(86400000) * 30,
                      &st->fleet_retention_ms);
+  if (!strcmp(key, "fleet.max.bytes"))
+    return parse_num(key, val, 1024 * 1024, INT64_MAX / 2,
+                     &st->fleet_max_bytes);
+  if (!strcmp(key, "fleet.max.waits"))
+    return parse_num(key, val, 1, 100000, &st->fleet_max_waits);
+  if (!strcmp(key, "fleet.max.waits.per.principal"))
+    return parse_num(key, val, 1, 100000, &st->fleet_max_waits_pp);
   if (!strcmp(key, "max.response.bytes"))
     return parse_num(key, val, 65536, 1024 * 1024 * 1024, &st->max_response);
   if (!strcmp(key, "max.buffered.bytes")) {
@@ -1133,6 +1148,9 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->max_entities = st->max_entities;
   bo->max_response_size = (size_t)st->max_response;
   bo->fleet_retention_ms = st->fleet_retention_ms;
+  bo->fleet_max_bytes = (size_t)st->fleet_max_bytes;
+  bo->fleet_max_waits = (int32_t)st->fleet_max_waits;
+  bo->fleet_max_waits_per_principal = (int32_t)st->fleet_max_waits_pp;
   bo->n_static = N_BROKER_KEYS;
   bo->static_keys = broker_keys;
   bo->static_values = s->values.vals;
@@ -1355,7 +1373,8 @@ enum long_option {
   O_STORE_CONFIG, O_STORE_TIMEOUT, O_STORE_RO, O_STORE_SESSION,
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
-  O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION
+  O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION,
+  O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP
 };
 
 static const struct option longopts[] = {
@@ -1419,6 +1438,10 @@ static const struct option longopts[] = {
     {"max-entities", required_argument, NULL, O_MAXENTS},
     {"max-response-bytes", required_argument, NULL, O_MAXRESP},
     {"fleet-retention-ms", required_argument, NULL, O_FLEET_RETENTION},
+    {"fleet-max-bytes", required_argument, NULL, O_FLEET_BYTES},
+    {"fleet-max-waits", required_argument, NULL, O_FLEET_WAITS},
+    {"fleet-max-waits-per-principal", required_argument, NULL,
+     O_FLEET_WAITS_PP},
     {"max-buffered-bytes", required_argument, NULL, O_MAXBUF},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -1436,6 +1459,9 @@ static const char *const option_keys[] = {
     [O_MAXREQ - 256] = "socket.request.max.bytes",
     [O_IDLE - 256] = "connections.max.idle.ms",
     [O_FLEET_RETENTION - 256] = "fleet.retention.ms",
+    [O_FLEET_BYTES - 256] = "fleet.max.bytes",
+    [O_FLEET_WAITS - 256] = "fleet.max.waits",
+    [O_FLEET_WAITS_PP - 256] = "fleet.max.waits.per.principal",
     [O_REAUTH - 256] = "connections.max.reauth.ms",
     [O_MAXCONN - 256] = "max.connections",
     [O_LISTENERS - 256] = "listeners",
@@ -1497,6 +1523,9 @@ static void cmdline_init(cmdline_t *cl) {
              .max_entities = DC_DEFAULT_MAX_ENTITIES,
              .max_response = DC_DEFAULT_MAX_RESPONSE_SIZE,
              .fleet_retention_ms = 3600000,
+             .fleet_max_bytes = DC_DEFAULT_FLEET_MAX_BYTES,
+             .fleet_max_waits = DC_DEFAULT_FLEET_MAX_WAITS,
+             .fleet_max_waits_pp = DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL,
              .store_timeout_ms = 10000,
              .store_session_ms = DC_KAFKA_STORE_SESSION_MS,
              .oauth_skew_s = 30},
