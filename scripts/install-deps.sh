@@ -6,7 +6,7 @@
 # Does nothing when they are all present. Needs root (or sudo) to install.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config perl
-      librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev
+      librdkafka-dev libjemalloc-dev libsqlite3-dev libjansson-dev libcjose-dev
       libmicrohttpd-dev python3-prometheus-client libsystemd-dev systemd
       debhelper dpkg-dev fakeroot lintian man-db groff-base
       libssl-dev openssl curl zlib1g-dev

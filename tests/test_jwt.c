@@ -139,6 +139,22 @@ static char *tok(const char *hdr, const char *pl, EVP_PKEY *key) {
   return tok_any(hdr, pl, key, NULL, 0);
 }
 
+/* An ES256 token whose r and s each carry a leading zero byte: the same
+ * numbers in 66 bytes instead of 64. */
+static char *tok_es_padded(const char *hdr, const char *pl, EVP_PKEY *key) {
+  char *out = ring_next();
+  unsigned char sig[64], padded[66] = {0};
+  size_t o = b64url(hdr, strlen(hdr), out);
+  out[o++] = '.';
+  o += b64url(pl, strlen(pl), out + o);
+  sign_pk(key, out, o, sig);
+  memcpy(padded + 1, sig, 32);
+  memcpy(padded + 34, sig + 32, 32);
+  out[o++] = '.';
+  b64url(padded, sizeof(padded), out + o);
+  return out;
+}
+
 /* A copy of t with the byte at pos (from the end if negative) set to c. */
 static char *edit(const char *t, long pos, char c) {
   char *out = ring_next();
@@ -541,7 +557,7 @@ static void test_principal(void) {
   refuses(tok(HRS("r1"),
               P("{\"sub\":\"a\\u0001b\",\"exp\":%lld," ISS "}", NOW + 60),
               g_rsa1),
-          &p, "control characters", "sub with a control character");
+          &p, "holds a control character", "sub with a control character");
   refuses(tok(HRS("r1"),
               P("{\"sub\":\"a\\u0000b\",\"exp\":%lld," ISS "}", NOW + 60),
               g_rsa1),
@@ -558,6 +574,35 @@ static void test_principal(void) {
               P("{\"sub\":\"%s\",\"exp\":%lld," ISS "}", longsub, NOW + 60),
               g_rsa1),
           &p, longsub, "sub of 255 bytes");
+  /* Names that would read like another principal in logs and ACLs. */
+  static const struct {
+    const char *sub, *why, *name;
+  } look_alike[] = {
+      {"oa-admin ", "'oa-admin ' ends with a blank", "a trailing space"},
+      {" oa-admin", "' oa-admin' begins with a blank", "a leading space"},
+      {"oa-admin\\u00a0", "ends with a blank", "a trailing no-break space"},
+      {"\\u3000oa-admin", "begins with a blank", "a leading ideographic space"},
+      {"oa-admin\\u200b", "ends with a blank", "a trailing zero-width space"},
+      {"oa-admin\\u2028x", "holds a control character", "a line separator"},
+      {"oa-admin\\u0085", "holds a control character", "a C1 control"},
+      {"oa-admin\\t", "holds a control character", "a trailing tab"},
+  };
+  for (size_t i = 0; i < sizeof(look_alike) / sizeof(look_alike[0]); i++)
+    refuses(tok(HRS("r1"),
+                P("{\"sub\":\"%s\",\"exp\":%lld," ISS "}", look_alike[i].sub,
+                  NOW + 60),
+                g_rsa1),
+            &p, look_alike[i].why, P("sub with %s", look_alike[i].name));
+  accepts(tok(HRS("r1"),
+              P("{\"sub\":\"oa admin\",\"exp\":%lld," ISS "}", NOW + 60),
+              g_rsa1),
+          &p, "oa admin", "a blank inside the sub");
+  p.principal_claim = "client_id";
+  refuses(tok(HRS("r1"),
+              P("{\"client_id\":\"svc \",\"exp\":%lld," ISS "}", NOW + 60),
+              g_rsa1),
+          &p, "the 'client_id' claim 'svc ' ends with a blank",
+          "principal_claim client_id with a trailing blank");
 }
 
 static void test_scope(void) {
@@ -603,6 +648,9 @@ static void test_signature(void) {
   char *e2 = edit(e, -1, '\0');
   e2[strlen(e2) - 1] = '\0'; /* 63 bytes: no longer r||s */
   refuses(e2, &p, "signature does not verify", "ES256 signature too short");
+  refuses(tok_es_padded(HES("e1"), claims(60, ""), g_ec1), &p,
+          "signature does not verify with key 'e1'",
+          "ES256 r and s zero-padded to 33 bytes each");
   /* another payload under the first token's signature */
   char *t2 =
       tok(HRS("r1"), P("{\"sub\":\"admin\",\"exp\":%lld," ISS "}", NOW + 60),
@@ -630,6 +678,32 @@ static void test_signature(void) {
   refuses(edit(t, -1, '\0'), &p, "base64url", "RS256 signature cut by a char");
   refuses(prefix(t, (size_t)(strrchr(t, '.') - t + 1)), &p, "no signature",
           "RS256 with an empty signature");
+}
+
+/* A JWK that also carries a private "d" (of another key): its public
+ * "x", "y" are the key, as a verifier needs nothing else. */
+static void test_private_member(void) {
+  EVP_PKEY *other = EVP_EC_gen("P-256");
+  BIGNUM *d = NULL;
+  unsigned char db[32];
+  char ds[64], err[512] = "";
+  EVP_PKEY_get_bn_param(other, OSSL_PKEY_PARAM_PRIV_KEY, &d);
+  BN_bn2binpad(d, db, 32);
+  b64url(db, 32, ds);
+  BN_free(d);
+  dc_jwks_t *k = load_text(
+      "withd.json",
+      P("{\"keys\":[%s]}", jwk_ec(g_ec1, "e1", P(",\"d\":\"%s\"", ds))), err,
+      sizeof(err));
+  ok(k != NULL, "a JWK with a private \"d\" loads: %s", k ? "" : err);
+  dc_jwt_policy_t p = policy();
+  p.jwks = k;
+  accepts(tok(HES("e1"), claims(60, ""), g_ec1), &p, "alice",
+          "  verified with its public x, y");
+  refuses(tok(HES("e1"), claims(60, ""), other), &p, "signature does not verify",
+          "  not with the key of its \"d\"");
+  dc_jwks_free(k);
+  EVP_PKEY_free(other);
 }
 
 /* JWKS with two RSA keys, or one key without kid. */
@@ -662,6 +736,7 @@ static void test_key_choice(void) {
           "a kid the kid-less JWKS does not have");
   dc_jwks_free(two);
   dc_jwks_free(nokid);
+  test_private_member();
 }
 
 static void test_algs(void) {
@@ -738,6 +813,12 @@ static void test_parts(void) {
           "signature is not base64url", "non-zero unused bits");
   refuses(edit(t, (long)hlen + 2, ' '), &p, "payload is not base64url",
           "a space in the payload");
+  /* A decoder that stops at '=' would read these as the token's own
+   * payload; one that trusts its input would abort on the header. */
+  refuses(ins(t, (size_t)(strrchr(t, '.') - t), "=AAAA"), &p,
+          "payload is not base64url", "text after a padded payload");
+  refuses("abcde=.e30.", &p, "header is not base64url",
+          "a header padded after 5 characters");
 }
 
 static void test_malformed(void) {

@@ -1,19 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * OAUTHBEARER token validation (see jwt.h): strict base64url, jansson for
- * the JSON, OpenSSL 3 EVP for the JWKS keys and the signatures.
+ * OAUTHBEARER token validation (see jwt.h). cjose parses the JWS, builds
+ * the keys from their JWKs and checks the signatures; what it leaves out
+ * is done here first, and is the only way a token or a key reaches it:
+ *   - the JWK set file (cjose reads one JWK at a time), its limits, which
+ *     keys are usable, and duplicate key ids;
+ *   - key strength: RSA 2048..8192 bits, odd modulus, a usable exponent
+ *     (cjose takes any size), P-256 only, public members only;
+ *   - the compact form: exactly 3 parts in strict base64url. cjose's
+ *     decoder stops at '=' (ignoring what follows), accepts non-zero
+ *     unused bits, and aborts the process on input such as "abcde=";
+ *   - the header: duplicate members, typ, crit, the kid, and the
+ *     algorithm allow-list (cjose verifies whatever alg the token names);
+ *   - an ES256 signature must be exactly r||s, 64 bytes (cjose splits any
+ *     length in two and ignores an odd last byte);
+ *   - the claims.
  */
 #include "broker/jwt.h"
+#include "common/principal.h"
 #include "common/text.h"
 
+#include <cjose/cjose.h>
 #include <jansson.h>
-#include <openssl/bn.h>
-#include <openssl/core_names.h>
-#include <openssl/ec.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/param_build.h>
-#include <openssl/rsa.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +43,7 @@ typedef enum { ALG_BAD, ALG_NONE, ALG_RS256, ALG_ES256 } alg_t;
 typedef struct jwk {
   char *kid; /* NULL = the key has none */
   key_type_t type;
-  EVP_PKEY *pkey;
+  cjose_jwk_t *key;
 } jwk_t;
 
 struct dc_jwks {
@@ -105,35 +114,29 @@ static int b64val(unsigned char c) {
   return -1;
 }
 
-/* Strict base64url without padding (RFC 7515 §2): the url alphabet only,
- * no '=', no length nothing encodes to, zero unused bits; so a byte
- * string has exactly one encoding and a changed token never passes as
- * the same one. 0, -1 not base64url, -2 longer than cap. */
-static int b64url_decode(const char *s, size_t n, unsigned char *out,
-                         size_t cap, size_t *outlen) {
+/* The number of bytes s (n chars) decodes to, or -1 when it is not strict
+ * base64url without padding (RFC 7515 §2): the url alphabet only, no '=',
+ * no length nothing encodes to, zero unused bits. So a byte string has
+ * exactly one encoding, and a changed token never passes as the same. */
+static long b64url_len(const char *s, size_t n) {
+  int v = 0;
   if (n % 4 == 1)
     return -1;
-  if (n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) > cap)
-    return -2;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    int v = b64val((unsigned char)s[i]);
-    if (v < 0)
+  for (size_t i = 0; i < n; i++)
+    if ((v = b64val((unsigned char)s[i])) < 0)
       return -1;
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (unsigned char)(acc >> bits);
-      acc &= (1u << bits) - 1;
-    }
-  }
-  if (acc)
+  if ((n % 4 == 2 && (v & 15)) || (n % 4 == 3 && (v & 3)))
     return -1;
-  *outlen = o;
-  return 0;
+  return (long)(n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0));
+}
+
+/* Decodes s (n chars, already checked by b64url_len) with cjose into
+ * *out, to be freed with cjose_get_dealloc(). */
+static bool b64url_decode(const char *s, size_t n, uint8_t **out,
+                          size_t *outlen) {
+  cjose_err err;
+  *out = NULL;
+  return cjose_base64url_decode(s, n, out, outlen, &err);
 }
 
 /* ---- JWKS -------------------------------------------------------------- */
@@ -170,108 +173,107 @@ static char *read_all(const char *path, size_t *len, char *errstr,
   return NULL;
 }
 
-/* Decodes the base64url string member name of j into buf. 0, or -1 with
- * why. */
-static int jwk_bytes(json_t *j, const char *name, unsigned char *buf,
-                     size_t cap, size_t *len, char *why, size_t why_size) {
+/* Decodes the base64url string member name of j: 1..max bytes in *buf
+ * (free with cjose_get_dealloc()). 0, or -1 with why. */
+static int jwk_bytes(json_t *j, const char *name, size_t max, uint8_t **buf,
+                     size_t *len, char *why, size_t why_size) {
   json_t *v = json_object_get(j, name);
-  if (!json_is_string(v)) {
+  long n = json_is_string(v)
+               ? b64url_len(json_string_value(v), json_string_length(v))
+               : -1;
+  *buf = NULL;
+  if (!json_is_string(v))
     dc_seterr(why, why_size, "no \"%s\" string", name);
-    return -1;
-  }
-  int r =
-      b64url_decode(json_string_value(v), json_string_length(v), buf, cap, len);
-  if (r == -2)
-    dc_seterr(why, why_size, "\"%s\" is too long", name);
-  else if (r < 0)
+  else if (n < 0)
     dc_seterr(why, why_size, "\"%s\" is not base64url", name);
-  else if (!*len)
+  else if ((size_t)n > max)
+    dc_seterr(why, why_size, "\"%s\" is too long", name);
+  else if (!n)
     dc_seterr(why, why_size, "\"%s\" is empty", name);
+  else if (!b64url_decode(json_string_value(v), json_string_length(v), buf,
+                          len))
+    dc_seterr(why, why_size, "cannot decode \"%s\"", name);
   else
     return 0;
   return -1;
 }
 
-/* A public key of type name ("RSA", "EC") from the built parameters. */
-static EVP_PKEY *pkey_fromdata(const char *name, OSSL_PARAM_BLD *bld) {
-  OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
-  EVP_PKEY_CTX *ctx =
-      params ? EVP_PKEY_CTX_new_from_name(NULL, name, NULL) : NULL;
-  EVP_PKEY *pk = NULL;
-  if (ctx && EVP_PKEY_fromdata_init(ctx) == 1 &&
-      EVP_PKEY_fromdata(ctx, &pk, EVP_PKEY_PUBLIC_KEY, params) != 1)
-    pk = NULL;
-  EVP_PKEY_CTX_free(ctx);
-  OSSL_PARAM_free(params);
-  return pk;
+/* The bits in the big-endian number b (n bytes). */
+static int num_bits(const uint8_t *b, size_t n) {
+  while (n && !*b)
+    b++, n--;
+  int bits = n ? (int)(n - 1) * 8 : 0;
+  for (unsigned v = n ? *b : 0; v; v >>= 1)
+    bits++;
+  return bits;
 }
 
-/* An RSA key from "n" and "e"; a weak or odd-shaped key (small modulus,
- * e of 1, even values) would make forgeries easy, so it is refused. */
-static int rsa_from_jwk(json_t *j, EVP_PKEY **pk, char *why, size_t why_size) {
-  unsigned char nb[RSA_MAX_BITS / 8 + 1], eb[RSA_MAX_E_BITS / 8 + 1];
-  size_t nl, el;
-  if (jwk_bytes(j, "n", nb, sizeof(nb), &nl, why, why_size) ||
-      jwk_bytes(j, "e", eb, sizeof(eb), &el, why, why_size))
-    return -1;
-  BIGNUM *n = BN_bin2bn(nb, (int)nl, NULL), *e = BN_bin2bn(eb, (int)el, NULL);
-  OSSL_PARAM_BLD *bld = NULL;
-  if (!n || !e)
-    dc_seterr(why, why_size, "out of memory");
-  else if (BN_num_bits(n) < RSA_MIN_BITS || BN_num_bits(n) > RSA_MAX_BITS)
-    dc_seterr(why, why_size, "a %d-bit RSA key (%d to %d bits accepted)",
-              BN_num_bits(n), RSA_MIN_BITS, RSA_MAX_BITS);
-  else if (!BN_is_odd(n))
+/* "n" and "e" of an RSA key; a weak or odd-shaped key (small modulus, e
+ * of 1, even values) would make forgeries easy, and a huge one would make
+ * each verification slow, so they are refused. */
+static int rsa_check(json_t *j, char *why, size_t why_size) {
+  uint8_t *n = NULL, *e = NULL;
+  size_t nl = 0, el = 0;
+  int rc = -1;
+  if (jwk_bytes(j, "n", RSA_MAX_BITS / 8 + 1, &n, &nl, why, why_size) ||
+      jwk_bytes(j, "e", RSA_MAX_E_BITS / 8 + 1, &e, &el, why, why_size))
+    goto out;
+  int bits = num_bits(n, nl), ebits = num_bits(e, el);
+  if (bits < RSA_MIN_BITS || bits > RSA_MAX_BITS)
+    dc_seterr(why, why_size, "a %d-bit RSA key (%d to %d bits accepted)", bits,
+              RSA_MIN_BITS, RSA_MAX_BITS);
+  else if (!(n[nl - 1] & 1))
     dc_seterr(why, why_size, "\"n\" is not an RSA modulus");
-  else if (!BN_is_odd(e) || BN_is_one(e) || BN_num_bits(e) > RSA_MAX_E_BITS)
+  else if (!(e[el - 1] & 1) || ebits == 1 || ebits > RSA_MAX_E_BITS)
     dc_seterr(why, why_size, "\"e\" is not a usable RSA exponent");
-  else if (!(bld = OSSL_PARAM_BLD_new()) ||
-           !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) ||
-           !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) ||
-           !(*pk = pkey_fromdata("RSA", bld)))
-    dc_seterr(why, why_size, "OpenSSL does not accept the RSA key");
-  OSSL_PARAM_BLD_free(bld);
-  BN_free(n);
-  BN_free(e);
-  return *pk ? 0 : -1;
+  else
+    rc = 0;
+out:
+  cjose_get_dealloc()(n);
+  cjose_get_dealloc()(e);
+  return rc;
 }
 
-static bool public_check(EVP_PKEY *pk) {
-  EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
-  bool good = c && EVP_PKEY_public_check(c) == 1;
-  EVP_PKEY_CTX_free(c);
-  return good;
-}
-
-/* A P-256 key from "x" and "y": the point 0x04||x||y, which must be on
- * the curve (an off-curve point leaks nothing here, but means a bad
- * file). */
-static int ec_from_jwk(json_t *j, EVP_PKEY **pk, char *why, size_t why_size) {
-  unsigned char pt[1 + 2 * EC_COORD];
-  size_t xl, yl;
-  pt[0] = 0x04;
-  if (jwk_bytes(j, "x", pt + 1, EC_COORD, &xl, why, why_size) ||
-      jwk_bytes(j, "y", pt + 1 + EC_COORD, EC_COORD, &yl, why, why_size))
-    return -1;
-  if (xl != EC_COORD || yl != EC_COORD) {
+/* "x" and "y" of a P-256 key: 32 bytes each. */
+static int ec_check(json_t *j, char *why, size_t why_size) {
+  uint8_t *x = NULL, *y = NULL;
+  size_t xl = 0, yl = 0;
+  int rc = jwk_bytes(j, "x", EC_COORD, &x, &xl, why, why_size) ||
+                   jwk_bytes(j, "y", EC_COORD, &y, &yl, why, why_size)
+               ? -1
+               : 0;
+  if (!rc && (xl != EC_COORD || yl != EC_COORD)) {
     dc_seterr(why, why_size, "\"x\" and \"y\" must be %d bytes each", EC_COORD);
-    return -1;
+    rc = -1;
   }
-  OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
-  if (bld &&
-      OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
-                                      "prime256v1", 0) &&
-      OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pt,
-                                       sizeof(pt)))
-    *pk = pkey_fromdata("EC", bld);
-  OSSL_PARAM_BLD_free(bld);
-  if (*pk && !public_check(*pk)) {
-    EVP_PKEY_free(*pk);
-    *pk = NULL;
-  }
-  if (!*pk)
+  cjose_get_dealloc()(x);
+  cjose_get_dealloc()(y);
+  return rc;
+}
+
+/* The key built by cjose from the public members of j alone: given a
+ * private "d" it would derive the key from that and ignore "x", "y". The
+ * point must be on the curve (cjose checks it). */
+static cjose_jwk_t *import_public(json_t *j, key_type_t type, char *why,
+                                  size_t why_size) {
+  json_t *pub =
+      type == KEY_RSA
+          ? json_pack("{s:s,s:O,s:O}", "kty", "RSA", "n",
+                      json_object_get(j, "n"), "e", json_object_get(j, "e"))
+          : json_pack("{s:s,s:s,s:O,s:O}", "kty", "EC", "crv", "P-256", "x",
+                      json_object_get(j, "x"), "y", json_object_get(j, "y"));
+  cjose_err err;
+  cjose_jwk_t *k =
+      pub ? cjose_jwk_import_json((cjose_header_t *)pub, &err) : NULL;
+  json_decref(pub);
+  if (!pub)
+    dc_seterr(why, why_size, "out of memory");
+  else if (!k && type == KEY_EC)
     dc_seterr(why, why_size, "\"x\", \"y\" is not a point on P-256");
-  return *pk ? 0 : -1;
+  else if (!k)
+    dc_seterr(why, why_size, "cjose does not accept the RSA key (%s)",
+              err.message);
+  return k;
 }
 
 /* "kty" (and "crv" for EC) says which key it is; "use" and "alg", when
@@ -317,12 +319,12 @@ static int jwk_parse(json_t *j, jwk_t *key, char *why, size_t why_size) {
   int r = jwk_kind(j, &key->type, why, why_size);
   if (r <= 0)
     return r;
-  if ((key->type == KEY_RSA ? rsa_from_jwk : ec_from_jwk)(j, &key->pkey, why,
-                                                          why_size))
+  if ((key->type == KEY_RSA ? rsa_check : ec_check)(j, why, why_size) ||
+      !(key->key = import_public(j, key->type, why, why_size)))
     return -1;
   const char *kid = json_string_value(json_object_get(j, "kid"));
   if (kid && *kid && !(key->kid = strdup(kid))) {
-    EVP_PKEY_free(key->pkey);
+    cjose_jwk_release(key->key);
     dc_seterr(why, why_size, "out of memory");
     return -1;
   }
@@ -362,7 +364,7 @@ static int jwks_read(dc_jwks_t *k, json_t *root, const char *path, char *errstr,
       dc_seterr(errstr, errstr_size, "JWKS file %s has two keys with id '%s'",
                 path, QUOTE(q, key.kid));
       free(key.kid);
-      EVP_PKEY_free(key.pkey);
+      cjose_jwk_release(key.key);
       return -1;
     }
     if (r)
@@ -412,28 +414,28 @@ void dc_jwks_free(dc_jwks_t *k) {
     return;
   for (size_t i = 0; i < k->n; i++) {
     free(k->keys[i].kid);
-    EVP_PKEY_free(k->keys[i].pkey);
+    cjose_jwk_release(k->keys[i].key);
   }
   free(k);
 }
 
 size_t dc_jwks_count(const dc_jwks_t *k) { return k ? k->n : 0; }
-
 /* ---- token ------------------------------------------------------------- */
 
-typedef struct jws {
-  const char *input; /* header.payload: the signed bytes */
-  size_t input_len;
-  const unsigned char *hdr, *pl, *sig; /* decoded, in buf */
-  size_t hdr_len, pl_len, sig_len;
-  unsigned char buf[DC_JWT_MAX_TOKEN];
-} jws_t;
+/* The three parts of a compact JWS, pointing into the token. */
+typedef struct jws_parts {
+  const char *part[3]; /* header, payload, signature (base64url) */
+  size_t len[3];
+  size_t sig_len; /* the signature's decoded length */
+} jws_parts_t;
 
-/* Splits the token at its two dots and decodes the three parts. */
-static int jws_split(const char *tok, size_t len, jws_t *t, char *errstr,
-                     size_t errstr_size) {
+/* Splits the token at its two dots; each part must be strict base64url
+ * and the header and payload non-empty. */
+static int jws_split(const char *tok, size_t len, jws_parts_t *t,
+                     char *errstr, size_t errstr_size) {
   static const char *const names[3] = {"header", "payload", "signature"};
   size_t dot[2] = {0, 0}, ndots = 0;
+  long dec[3];
   for (size_t i = 0; i < len; i++)
     if (tok[i] == '.' && ndots++ < 2)
       dot[ndots - 1] = i;
@@ -444,35 +446,30 @@ static int jws_split(const char *tok, size_t len, jws_t *t, char *errstr,
               ndots + 1);
     return -1;
   }
-  const char *part[3] = {tok, tok + dot[0] + 1, tok + dot[1] + 1};
-  size_t plen[3] = {dot[0], dot[1] - dot[0] - 1, len - dot[1] - 1};
-  const unsigned char **dst[3] = {&t->hdr, &t->pl, &t->sig};
-  size_t *dlen[3] = {&t->hdr_len, &t->pl_len, &t->sig_len};
-  unsigned char *o = t->buf;
+  const size_t start[3] = {0, dot[0] + 1, dot[1] + 1};
+  const size_t end[3] = {dot[0], dot[1], len};
   for (int i = 0; i < 3; i++) {
-    if (b64url_decode(part[i], plen[i], o,
-                      sizeof(t->buf) - (size_t)(o - t->buf), dlen[i])) {
+    t->part[i] = tok + start[i];
+    t->len[i] = end[i] - start[i];
+    if ((dec[i] = b64url_len(t->part[i], t->len[i])) < 0) {
       dc_seterr(errstr, errstr_size,
                 "malformed token: the %s is not base64url (no padding, "
                 "only A-Z a-z 0-9 - _)",
                 names[i]);
       return -1;
     }
-    *dst[i] = o;
-    o += *dlen[i];
   }
-  if (!t->hdr_len || !t->pl_len) {
+  if (!dec[0] || !dec[1]) {
     dc_seterr(errstr, errstr_size, "malformed token: the %s is empty",
-              t->hdr_len ? "payload" : "header");
+              dec[0] ? "payload" : "header");
     return -1;
   }
-  t->input = tok;
-  t->input_len = dot[1];
+  t->sig_len = (size_t)dec[2];
   return 0;
 }
 
 /* Parses a decoded header or payload: a JSON object, no duplicate keys. */
-static json_t *parse_object(const unsigned char *s, size_t n, const char *what,
+static json_t *parse_object(const uint8_t *s, size_t n, const char *what,
                             char *errstr, size_t errstr_size) {
   json_error_t jerr;
   char q[200];
@@ -488,6 +485,21 @@ static json_t *parse_object(const unsigned char *s, size_t n, const char *what,
     json_decref(j);
     return NULL;
   }
+  return j;
+}
+
+/* The header, read here as well as by cjose: only a strict parse
+ * (duplicate members refused) may judge what cjose will act on. */
+static json_t *parse_header(const jws_parts_t *t, char *errstr,
+                            size_t errstr_size) {
+  uint8_t *h = NULL;
+  size_t hl = 0;
+  if (!b64url_decode(t->part[0], t->len[0], &h, &hl)) {
+    dc_seterr(errstr, errstr_size, "cannot decode the header: out of memory");
+    return NULL;
+  }
+  json_t *j = parse_object(h, hl, "header", errstr, errstr_size);
+  cjose_get_dealloc()(h);
   return j;
 }
 
@@ -591,65 +603,11 @@ static const jwk_t *find_key(const dc_jwks_t *ks, alg_t alg, const char *kid,
   return NULL;
 }
 
-/* A JWS ES256 signature is r||s (RFC 7518 §3.4); OpenSSL wants DER. The
- * DER length, or -1. */
-static int es256_der(const unsigned char *sig, size_t len,
-                     unsigned char **der) {
-  if (len != 2 * EC_COORD)
-    return -1;
-  ECDSA_SIG *es = ECDSA_SIG_new();
-  BIGNUM *r = BN_bin2bn(sig, EC_COORD, NULL);
-  BIGNUM *s = BN_bin2bn(sig + EC_COORD, EC_COORD, NULL);
-  int n = -1;
-  if (es && r && s && ECDSA_SIG_set0(es, r, s) == 1) {
-    r = s = NULL; /* es owns them */
-    n = i2d_ECDSA_SIG(es, der);
-  }
-  BN_free(r);
-  BN_free(s);
-  ECDSA_SIG_free(es);
-  return n;
-}
-
-/* Checks sig over msg with k: RS256 (SHA-256, PKCS#1 v1.5) or ES256. */
-static bool verify(const jwk_t *k, const unsigned char *msg, size_t mlen,
-                   const unsigned char *sig, size_t slen) {
-  unsigned char *der = NULL;
-  if (k->type == KEY_EC) {
-    int n = es256_der(sig, slen, &der);
-    if (n <= 0)
-      return false;
-    sig = der;
-    slen = (size_t)n;
-  } else if (slen != (size_t)EVP_PKEY_get_size(k->pkey)) {
-    return false;
-  }
-  EVP_MD_CTX *md = EVP_MD_CTX_new();
-  EVP_PKEY_CTX *pctx = NULL;
-  bool good = md &&
-              EVP_DigestVerifyInit_ex(md, &pctx, "SHA256", NULL, NULL, k->pkey,
-                                      NULL) == 1 &&
-              (k->type != KEY_RSA ||
-               EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) == 1) &&
-              EVP_DigestVerify(md, sig, slen, msg, mlen) == 1;
-  EVP_MD_CTX_free(md);
-  OPENSSL_free(der);
-  return good;
-}
-
-static int check_signature(const jws_t *t, const dc_jwt_policy_t *p, alg_t alg,
-                           const char *kid, dc_jwt_result_t *r, char *errstr,
-                           size_t errstr_size) {
-  if (alg == ALG_NONE) {
-    if (t->sig_len) {
-      dc_seterr(errstr, errstr_size,
-                "malformed token: an unsecured (alg none) token must have an "
-                "empty signature");
-      return -1;
-    }
-    strcpy(r->alg, "none");
-    return 0;
-  }
+/* Checks the signature of jws (cjose's parse of t) with the key alg and
+ * kid name: RS256 (SHA-256, PKCS#1 v1.5) or ES256 (r||s). */
+static int verify(cjose_jws_t *jws, const jws_parts_t *t,
+                  const dc_jwt_policy_t *p, alg_t alg, const char *kid,
+                  dc_jwt_result_t *r, char *errstr, size_t errstr_size) {
   if (!t->sig_len) {
     dc_seterr(errstr, errstr_size, "malformed token: no signature");
     return -1;
@@ -657,10 +615,9 @@ static int check_signature(const jws_t *t, const dc_jwt_policy_t *p, alg_t alg,
   const jwk_t *k = find_key(p->jwks, alg, kid, errstr, errstr_size);
   if (!k)
     return -1;
-  ERR_set_mark();
-  bool good = verify(k, (const unsigned char *)t->input, t->input_len, t->sig,
-                     t->sig_len);
-  ERR_pop_to_mark(); /* a bad signature is not the caller's TLS error */
+  cjose_err err;
+  bool good = (alg != ALG_ES256 || t->sig_len == 2 * EC_COORD) &&
+              cjose_jws_verify(jws, k->key, &err);
   char name[QBUF + 32];
   if (!good) {
     dc_seterr(errstr, errstr_size, "signature does not verify with key %s",
@@ -671,6 +628,42 @@ static int check_signature(const jws_t *t, const dc_jwt_policy_t *p, alg_t alg,
   if (k->kid)
     snprintf(r->kid, sizeof(r->kid), "%s", k->kid);
   return 0;
+}
+
+/* The header judged, cjose's parse of the token, its signature checked
+ * (or no signature, for an allowed alg none): the payload may then be
+ * read. NULL with errstr. */
+static cjose_jws_t *open_token(const char *token, size_t len,
+                               const jws_parts_t *t, const dc_jwt_policy_t *p,
+                               dc_jwt_result_t *r, char *errstr,
+                               size_t errstr_size) {
+  json_t *h = parse_header(t, errstr, errstr_size);
+  alg_t alg = ALG_BAD;
+  const char *kid = NULL; /* in h */
+  cjose_err err;
+  cjose_jws_t *jws = NULL;
+  if (!h || read_header(h, p, &alg, &kid, errstr, errstr_size))
+    goto out;
+  if (alg == ALG_NONE && t->sig_len) {
+    dc_seterr(errstr, errstr_size,
+              "malformed token: an unsecured (alg none) token must have an "
+              "empty signature");
+    goto out;
+  }
+  if (!(jws = cjose_jws_import(token, len, &err))) {
+    dc_seterr(errstr, errstr_size, "malformed token: cjose cannot read it (%s)",
+              err.message);
+    goto out;
+  }
+  if (alg == ALG_NONE)
+    strcpy(r->alg, "none");
+  else if (verify(jws, t, p, alg, kid, r, errstr, errstr_size)) {
+    cjose_jws_release(jws);
+    jws = NULL;
+  }
+out:
+  json_decref(h);
+  return jws;
 }
 
 /* ---- claims ------------------------------------------------------------ */
@@ -784,7 +777,8 @@ static int read_principal(json_t *pl, const char *name, char *dst, size_t cap,
                           char *errstr, size_t errstr_size) {
   json_t *j = json_object_get(pl, name);
   size_t n = json_string_length(j);
-  char q[QBUF];
+  char q[QBUF], v[QBUF];
+  const char *fault;
   QUOTE(q, name);
   if (!j)
     dc_seterr(errstr, errstr_size, "no '%s' claim", q);
@@ -796,8 +790,9 @@ static int read_principal(json_t *pl, const char *name, char *dst, size_t cap,
     dc_seterr(errstr, errstr_size,
               "the '%s' claim is too long (%zu bytes, at most %zu)", q, n,
               cap - 1);
-  else if (has_control(json_string_value(j), n))
-    dc_seterr(errstr, errstr_size, "the '%s' claim has control characters", q);
+  else if ((fault = dc_principal_name_fault(json_string_value(j), n)))
+    dc_seterr(errstr, errstr_size, "the '%s' claim '%s' %s", q,
+              QUOTE_JS(v, j), fault);
   else {
     memcpy(dst, json_string_value(j), n);
     dst[n] = '\0';
@@ -874,9 +869,26 @@ static int check_claims(json_t *pl, const dc_jwt_policy_t *p,
   return 0;
 }
 
+/* The payload of an opened token, and its claims. */
+static int read_payload(cjose_jws_t *jws, const dc_jwt_policy_t *p,
+                        dc_jwt_result_t *r, char *errstr, size_t errstr_size) {
+  uint8_t *pl = NULL;
+  size_t pl_len = 0;
+  cjose_err err;
+  if (!cjose_jws_get_plaintext(jws, &pl, &pl_len, &err)) {
+    dc_seterr(errstr, errstr_size, "malformed token: no payload (%s)",
+              err.message);
+    return -1;
+  }
+  json_t *j = parse_object(pl, pl_len, "payload", errstr, errstr_size);
+  int rc = j ? check_claims(j, p, r, errstr, errstr_size) : -1;
+  json_decref(j);
+  return rc;
+}
+
 int dc_jwt_validate(const char *token, size_t len, const dc_jwt_policy_t *p,
                     dc_jwt_result_t *out, char *errstr, size_t errstr_size) {
-  jws_t t;
+  jws_parts_t t;
   dc_jwt_result_t r;
   if (out)
     memset(out, 0, sizeof(*out));
@@ -891,24 +903,13 @@ int dc_jwt_validate(const char *token, size_t len, const dc_jwt_policy_t *p,
   }
   if (jws_split(token, len, &t, errstr, errstr_size))
     return -1;
-  json_t *h = parse_object(t.hdr, t.hdr_len, "header", errstr, errstr_size);
-  if (!h)
-    return -1;
   memset(&r, 0, sizeof(r));
-  alg_t alg = ALG_BAD;
-  const char *kid = NULL; /* in h */
-  int rc = read_header(h, p, &alg, &kid, errstr, errstr_size);
-  if (!rc)
-    rc = check_signature(&t, p, alg, kid, &r, errstr, errstr_size);
-  json_decref(h);
-  if (rc)
-    return -1;
+  ERR_set_mark();
+  cjose_jws_t *jws = open_token(token, len, &t, p, &r, errstr, errstr_size);
+  ERR_pop_to_mark(); /* a bad signature is not the caller's TLS error */
   /* Only a verified (or allowed unsecured) payload is read. */
-  json_t *pl = parse_object(t.pl, t.pl_len, "payload", errstr, errstr_size);
-  if (!pl)
-    return -1;
-  rc = check_claims(pl, p, &r, errstr, errstr_size);
-  json_decref(pl);
+  int rc = jws ? read_payload(jws, p, &r, errstr, errstr_size) : -1;
+  cjose_jws_release(jws);
   if (rc)
     return -1;
   *out = r;

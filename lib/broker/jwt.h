@@ -9,6 +9,9 @@
  * them and a policy (issuer, audience, time with skew, principal claim)
  * and returns the principal, or a sentence fit to send to the client.
  *
+ * cjose parses the tokens and the keys and checks the signatures; jwt.c
+ * says what it adds and why.
+ *
  * Pure: no I/O but reading the JWKS file, no globals; a loaded dc_jwks_t
  * is read-only, so any number of threads may validate against it at once.
  * OpenSSL errors raised on the way are not left on the caller's queue.
@@ -54,8 +57,8 @@ typedef struct dc_jwt_policy {
 } dc_jwt_policy_t;
 
 typedef struct dc_jwt_result {
-  char principal[256]; /* the principal claim's value (1..255 bytes, no
-                          NUL/control bytes) */
+  char principal[256]; /* the principal claim's value (1..255 bytes, by
+                          the rule of common/principal.h) */
   int64_t expires_s;   /* "exp" */
   char scope[256];     /* "scope" claim if present (string; or space-joined
                           array), "" if none; cut is an error */
@@ -74,7 +77,8 @@ typedef struct dc_jwt_result {
  * key of the right type, that one; the signature; exp required and
  * > now - skew; nbf if present <= now + skew; iat if present
  * <= now + skew; iss and aud as the policy asks; principal claim present,
- * a string. Numeric claims must be JSON numbers (a float is truncated).
+ * a string, no blank at either end, no control character. Numeric claims
+ * must be JSON numbers (a float is truncated).
  * Never crashes on any input; cost linear in the token length. */
 int dc_jwt_validate(const char *token, size_t len, const dc_jwt_policy_t *p,
                     dc_jwt_result_t *out, char *errstr, size_t errstr_size);

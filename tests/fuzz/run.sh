@@ -15,7 +15,7 @@
 # timeout or oracle failure; the reproducer's path is printed.
 #
 # Needs clang-14 and libclang-rt-14-dev (Debian), libsqlite3-dev,
-# libsasl2-dev and libkrb5-dev.
+# libcjose-dev, libsasl2-dev and libkrb5-dev.
 set -eu
 
 SECS=${1:-60}
@@ -73,7 +73,7 @@ build() {
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I "$SRC/include" -I "$SRC/lib" -I "$WORK" \
     -o "$WORK/$name" "$SRC/tests/fuzz/$name.c" $@ \
-    -lsqlite3 -ljansson -lssl -lcrypto $SASL_FLAGS -lpthread
+    -lsqlite3 -ljansson -lcjose -lssl -lcrypto $SASL_FLAGS -lpthread
 }
 SASL_FLAGS=$(pkg-config --cflags --libs libsasl2 krb5-gssapi krb5)
 # shellcheck disable=SC2086 # SOURCES is a word list of paths without spaces
