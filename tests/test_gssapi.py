@@ -8,7 +8,8 @@ keytabs in a temporary directory).
 Principals: kafka/localhost and kafka/127.0.0.1 (dynconfd's keytab),
 alice/host (a password; kinit fills her ticket cache), carol (a keytab),
 ops/admin (a keytab; the rules map it to User:ops-team), dave (a keytab
-made stale by re-keying), zed (a keytab, then deleted from the KDC).
+made stale by re-keying), zed (a keytab, then deleted from the KDC),
+"oa-admin " (a password).
 
 Cases: the CLI with a ticket cache and with a keytab alters and the audit
 history names User:alice / User:carol / User:ops-team; ACLs apply to
@@ -17,7 +18,8 @@ GSSAPI through python3-gssapi) and librdkafka (kcat, Cyrus SASL) reach the
 server; the agent (examples/agent_watch) applies a change as alice and as
 carol from her keytab; refusals in words: a stale keytab, a principal the
 KDC no longer knows, an expired ticket, no ticket at all, a wrong service
-name, a principal no rule maps; a dynconfd whose keytab has no key for its
+name, a principal no rule maps, a principal whose local name ends with a
+blank ('oa-admin @REALM'); a dynconfd whose keytab has no key for its
 service does not start; a server keytab made stale by re-keying fails the
 next login and a SIGHUP after the new keytab is in place fixes it.
 
@@ -162,6 +164,25 @@ def refusals(ctx):
     rc, out = cli(ctx, props, "--entity-name", "krb-app", "--describe")
     t.ok(rc == 0, "mallory/evil maps by DEFAULT to User:mallory: %s"
          % out[-120:])
+
+
+def look_alike(ctx):
+    """A principal whose local name by DEFAULT ends with a blank: the KDC
+    vouches for 'oa-admin @REALM', but User:oa-admin<blank> would read
+    like User:oa-admin, so it is refused, saying why."""
+    realm, tmp = ctx["realm"], ctx["tmp"]
+    name = "oa-admin @" + realm.realm
+    realm._kadmin('addprinc -pw "oa-secret" "%s"' % name,
+                  'Principal "%s" created' % name)
+    cc = os.path.join(tmp, "oa.cc")
+    r = realm.kinit(name, "oa-secret", ccache=cc)
+    t.ok(r.returncode == 0, "the KDC issues 'oa-admin @%s' a ticket: %s"
+         % (realm.realm, r.stderr.strip()))
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=cc)
+    t.ok(rc != 0 and "the local name of Kerberos principal %s ends with a "
+         "blank" % name in out,
+         "its local name 'oa-admin ' is refused, in words: %s" % out[-200:])
 
 
 def unmapped(tmp, realm):
@@ -424,6 +445,7 @@ def run(tmp):
             kcat(ctx)
             agent(ctx)
             refusals(ctx)
+            look_alike(ctx)
             server_rekey(ctx, d)
         finally:
             t.is_(d.stop(), 0, "dynconfd stops cleanly")

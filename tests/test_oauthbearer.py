@@ -12,8 +12,8 @@ tokens (sasl.oauthbearer.config).
 Cases: RS256 and ES256 tokens authenticate and the principal (User:sub, or
 another claim) is what the audit history records; expired, not yet valid,
 wrong issuer, wrong audience, bad signature, unknown kid, a key not in the
-JWKS and alg none are refused with the reason after {"status":
-"invalid_token"}; a JWKS file replaced and reloaded by SIGHUP changes which
+JWKS, a sub with a trailing blank and alg none are refused with the reason
+after {"status": "invalid_token"}; a JWKS file replaced and reloaded by SIGHUP changes which
 key is trusted, a broken one keeps the old keys; unsigned tokens pass only
 on a server started with --sasl-oauthbearer-unsecured; an ACL file
 applies to OAUTHBEARER principals as to any other.
@@ -357,6 +357,10 @@ def refused(port, k1, e1, stranger):
                   "a token signed by a key not in the JWKS under a known kid")
     check_refused(port, sign(stranger, "k9", claims()), "k9",
                   "a token naming an unknown kid")
+    check_refused(port, sign(k1, "k1", claims("alice ")),
+                  "the 'sub' claim 'alice ' ends with a blank",
+                  "a validly signed token whose sub reads like another "
+                  "principal ('alice ')")
 
 
 def wait_log(d, text, seconds=10):

@@ -884,6 +884,148 @@ static void test_oauthbearer(void) {
   dc_sasl_server_destroy(s);
 }
 
+/* ---- names that read like another principal ----------------------------- */
+
+/* Renames user from to to (percent-encoded) in the credentials file at
+ * path, as a hand edit would: --add-user refuses such names. */
+static void rename_user(const char *path, const char *from, const char *to) {
+  char buf[8192], out[8192];
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0, o = 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+    bool hit = !strncmp(line, from, strlen(from)) && line[strlen(from)] == ' ';
+    o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s\n", hit ? to : "",
+                          hit ? line + strlen(from) : line);
+  }
+  f = fopen(path, "w");
+  if (!f || fwrite(out, 1, o, f) != o || fclose(f)) {
+    printf("Bail out! cannot rewrite %s\n", path);
+    exit(1);
+  }
+}
+
+/* A credential for "oa-admin " (hand-made) authenticates nobody, by any
+ * mechanism, and says why; --add-user refuses such names. */
+static void test_look_alike(void) {
+  char path[300], err[512];
+  bool cok;
+  snprintf(path, sizeof(path), "%s/lookalike.creds", tmpdir);
+  static const struct {
+    const char *name, *why;
+  } names[] = {{"oa-admin ", "ends with a blank"},
+               {" oa-admin", "begins with a blank"},
+               {"oa-admin\xc2\xa0", "ends with a blank"},
+               {"oa\x01" "admin", "holds a control character"},
+               {"oa\xc2\x85" "admin", "holds a control character"}};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    ok(dc_credentials_add(path, names[i].name, "pw", 4096, err,
+                          sizeof(err)) == -1 &&
+           strstr(err, names[i].why),
+       "--add-user of a name that %s refused (%s)", names[i].why, err);
+  int rc = dc_credentials_add(path, "oa-adminX", "pw", 4096, err, sizeof(err));
+  ok(rc == 0, "add oa-adminX (%s)", rc ? err : "");
+  rename_user(path, "oa-adminX", "oa-admin%20");
+  dc_credentials_t *creds = dc_credentials_load(path, err, sizeof(err));
+  ok(creds && dc_credentials_find(creds, "oa-admin ", "SCRAM-SHA-256"),
+     "the hand-edited file holds a credential for 'oa-admin ' (%s)",
+     creds ? "" : err);
+  for (int i = 0; i < 2; i++) {
+    const char *mech = i ? "SCRAM-SHA-512" : "SCRAM-SHA-256";
+    rc = scram_exchange(mech, creds, NULL, "oa-admin ", "pw", err,
+                        sizeof(err), &cok, NULL, 0);
+    ok(rc == DC_SASL_FAILED && strstr(err, "the user name ends with a blank"),
+       "%s as 'oa-admin ' with its password: refused, saying why (%s)", mech,
+       err);
+  }
+  rc = scram_exchange("SCRAM-SHA-256", creds, NULL, "oa\tadmin", "pw", err,
+                          sizeof(err), &cok, NULL, 0);
+  ok(rc == DC_SASL_FAILED && strstr(err, "holds a control character"),
+     "SCRAM as 'oa<TAB>admin': refused (%s)", err);
+  is_int(plain_exchange(creds, "", "oa-admin ", "pw", err, sizeof(err)),
+         DC_SASL_FAILED, "PLAIN as 'oa-admin ' with its password: refused");
+  ok(strstr(err, "the user name ends with a blank"), "  saying why: %s", err);
+  is_int(plain_exchange(creds, "", "\xe3\x80\x80oa-admin", "x", err,
+                        sizeof(err)),
+         DC_SASL_FAILED, "PLAIN as U+3000 'oa-admin': refused");
+  ok(strstr(err, "begins with a blank"), "  saying why: %s", err);
+  dc_credentials_destroy(creds);
+
+  int64_t now = 1800000000;
+  dc_jwt_policy_t p = {.allow_unsecured = true, .now_s = now};
+  char tok[600], msg[800];
+  unsecured_token("oa-admin ", now + 60, tok, sizeof(tok));
+  int n = snprintf(msg, sizeof(msg), "n,,\001auth=Bearer %s\001\001", tok);
+  dc_sasl_server_t *s;
+  uint8_t *ans;
+  size_t anslen;
+  is_int(oauth_first(&p, msg, (size_t)n, &s, &ans, &anslen, err, sizeof(err)),
+         DC_SASL_CONTINUE, "OAUTHBEARER with sub 'oa-admin ': refused");
+  free(ans);
+  dc_sasl_server_set_oauth(s, &p);
+  dc_sasl_server_step(s, NULL, (const uint8_t *)"\001", 1, &ans, &anslen, err,
+                      sizeof(err));
+  ok(strstr(err, "the 'sub' claim 'oa-admin ' ends with a blank") &&
+         !dc_sasl_server_user(s),
+     "  saying why: %s", err);
+  dc_sasl_server_destroy(s);
+}
+
+/* A client-first message of exactly len bytes around an unsigned token
+ * (padded by a claim, then an extension); 0, or -1 if none fits. */
+static int oauth_message_of(size_t len, int64_t exp, char *msg, size_t size) {
+  char *pad = malloc(len), *claims = malloc(len + 64), *c = malloc(2 * len);
+  char h[64];
+  int rc = -1;
+  b64url("{\"alg\":\"none\"}", h, sizeof(h));
+  for (size_t p = 0; rc && pad && claims && c && p < len; p++) {
+    memset(pad, 'p', p);
+    pad[p] = '\0';
+    snprintf(claims, len + 64, "{\"sub\":\"alice\",\"exp\":%lld,\"pad\":\"%s\"}",
+             (long long)exp, pad);
+    b64url(claims, c, 2 * len);
+    for (int e = 0; rc && e < 4; e++)
+      rc = (size_t)snprintf(msg, size, "n,,\001%.*s%sauth=Bearer %s.%s.\001\001",
+                            e, "x=12", e ? "\001" : "", h, c) == len
+               ? 0
+               : -1;
+  }
+  free(pad);
+  free(claims);
+  free(c);
+  return rc;
+}
+
+/* The size limit on OAUTHBEARER: the whole client message, token and all,
+ * at most DC_SASL_MAX_TOKEN bytes. */
+static void test_oauth_limit(void) {
+  int64_t now = 1800000000;
+  dc_jwt_policy_t p = {.allow_unsecured = true, .now_s = now};
+  char *msg = malloc(DC_SASL_MAX_TOKEN + 64), err[512];
+  dc_sasl_server_t *s;
+  uint8_t *ans = NULL;
+  size_t anslen;
+  ok(!oauth_message_of(DC_SASL_MAX_TOKEN, now + 60, msg, DC_SASL_MAX_TOKEN + 64),
+     "a %d-byte OAUTHBEARER message is made", DC_SASL_MAX_TOKEN);
+  is_int(oauth_first(&p, msg, strlen(msg), &s, &ans, &anslen, err,
+                     sizeof(err)),
+         DC_SASL_DONE, "a token in a message of %d bytes authenticates (%s)",
+         DC_SASL_MAX_TOKEN, err);
+  dc_sasl_server_destroy(s);
+  ok(!oauth_message_of(DC_SASL_MAX_TOKEN + 1, now + 60, msg,
+                       DC_SASL_MAX_TOKEN + 64),
+     "a message one byte longer is made");
+  is_int(oauth_first(&p, msg, strlen(msg), &s, &ans, &anslen, err,
+                     sizeof(err)),
+         DC_SASL_FAILED, "one byte more is refused");
+  ok(strstr(err, "OAUTHBEARER token of 8193 bytes exceeds 8192"),
+     "  saying so: %s", err);
+  dc_sasl_server_destroy(s);
+  free(msg);
+}
+
 /* The client's unsigned tokens (librdkafka's sasl.oauthbearer.config), as
  * the server's validator reads them. */
 static void test_oauth_client(void) {
@@ -947,6 +1089,8 @@ int main(void) {
   test_credentials_file();
   test_oauthbearer();
   test_oauth_client();
+  test_look_alike();
+  test_oauth_limit();
 
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -5,6 +5,7 @@
  */
 #include "broker/credentials.h"
 #include "common/entity.h"
+#include "common/principal.h"
 #include "common/text.h"
 
 #include <openssl/crypto.h>
@@ -381,6 +382,15 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
   if (!user || !*user || strlen(user) > DC_ENTITY_PART_MAX) {
     dc_seterr(errstr, errstr_size, "the user name must be 1..%d bytes",
               DC_ENTITY_PART_MAX);
+    return -1;
+  }
+  /* Such a user could never authenticate (sasl_server.c refuses it). */
+  const char *fault = dc_principal_name_fault(user, strlen(user));
+  if (fault) {
+    dc_seterr(errstr, errstr_size,
+              "the user name %s (a principal's name may not begin or end "
+              "with a blank, nor hold a control character)",
+              fault);
     return -1;
   }
   if (!password || !*password) {

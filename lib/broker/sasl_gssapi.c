@@ -6,6 +6,7 @@
 #include "broker/krb_rules.h"
 #include "broker/sasl_server.h"
 #include "common/gsserr.h"
+#include "common/principal.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -274,6 +275,14 @@ static int take_identity(dc_gssapi_exchange_t *x, gss_name_t src,
     dc_seterr(errstr, errstr_size, "Authentication failed: no local name "
               "for Kerberos principal %s (see the server's "
               "sasl.kerberos.principal.to.local.rules)", x->principal);
+    return DC_SASL_FAILED;
+  }
+  const char *fault = dc_principal_name_fault(shortname, strlen(shortname));
+  if (fault) {
+    dc_seterr(errstr, errstr_size, "Authentication failed: the local name of "
+              "Kerberos principal %s %s (a principal's name may not begin or "
+              "end with a blank, nor hold a control character)", x->principal,
+              fault);
     return DC_SASL_FAILED;
   }
   if (!(x->user = strdup(shortname))) {

@@ -14,6 +14,7 @@
 #include "broker/sasl_server.h"
 #include "broker/sasl_gssapi.h"
 #include "broker/sasl_oauthbearer.h"
+#include "common/principal.h"
 #include "common/text.h"
 
 #include <openssl/crypto.h>
@@ -60,6 +61,19 @@ struct dc_sasl_server {
   "Authentication failed: Client requested an authorization id that is "       \
   "different from username"
 
+/* The principal rule (common/principal.h) on a user name: 0, or -1 with
+ * the sentence for the client. The rule is about the name alone, so
+ * saying so reveals nothing about who exists. */
+static int name_refused(const char *user, char *errstr, size_t errstr_size) {
+  const char *fault = dc_principal_name_fault(user, strlen(user));
+  if (!fault)
+    return 0;
+  dc_seterr(errstr, errstr_size,
+            "Authentication failed: the user name %s (a principal's name may "
+            "not begin or end with a blank, nor hold a control character)",
+            fault);
+  return -1;
+}
 
 bool dc_sasl_mechanism_known(const char *mech) {
   dc_scram_hash_t h;
@@ -188,6 +202,8 @@ static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
               DC_SASL_MAX_USER);
     return DC_SASL_FAILED;
   }
+  if (name_refused(user, errstr, errstr_size))
+    return DC_SASL_FAILED;
   const dc_scram_cred_t *c = dc_credentials_find(creds, user, "SCRAM-SHA-256");
   if (!c)
     c = dc_credentials_find(creds, user, "SCRAM-SHA-512");
@@ -346,6 +362,8 @@ static int parse_client_first(const dc_sasl_server_t *s, const char *m,
       rc = PARSE_MALFORMED;
     } else if (authzid && strcmp(authzid, *user)) {
       dc_seterr(errstr, errstr_size, MSG_AUTHZID);
+      rc = PARSE_REFUSED;
+    } else if (name_refused(*user, errstr, errstr_size)) {
       rc = PARSE_REFUSED;
     }
     if (rc != PARSE_OK) {
@@ -692,6 +710,9 @@ int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
     rc = scram_final(s, in ? (const char *)in : "", inlen, out, outlen, errstr,
                      errstr_size);
   }
+  /* Every mechanism's name passes here; the ones above said why first. */
+  if (rc == DC_SASL_DONE && name_refused(s->user, errstr, errstr_size))
+    rc = DC_SASL_FAILED;
   if (rc == DC_SASL_FAILED) {
     free(*out);
     *out = NULL;

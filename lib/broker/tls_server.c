@@ -2,6 +2,7 @@
 /* TLS contexts for dynconfd's listeners; see tls_server.h. */
 #include "broker/tls_server.h"
 #include "broker/handlers.h"
+#include "common/principal.h"
 #include "common/text.h"
 
 #include <openssl/err.h>
@@ -36,9 +37,11 @@ static void openssl_reason(char *out, size_t n) {
  * principal cannot be held whole fails the handshake instead of reaching
  * the ACLs shortened. Kept in the SSL object's ex_data:
  *   principal_idx  "User:" + subject (char *, freed with the SSL)
- *   overlong_idx   the length the refused principal would have had */
+ *   overlong_idx   the length the refused principal would have had
+ *   fault_idx      why a value of the refused subject breaks the principal
+ *                  rule (a static string) */
 
-static int principal_idx = -1, overlong_idx = -1;
+static int principal_idx = -1, overlong_idx = -1, fault_idx = -1;
 static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
 
 static void free_principal(void *parent, void *ptr, CRYPTO_EX_DATA *ad,
@@ -50,6 +53,24 @@ static void free_principal(void *parent, void *ptr, CRYPTO_EX_DATA *ad,
 static void idx_init(void) {
   principal_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, free_principal);
   overlong_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+  fault_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* Why a value of the subject breaks the principal rule (the RFC 2253 form
+ * escapes such characters, but the principal must not hide them behind a
+ * backslash either), or NULL. Values that are not text are left to the
+ * RFC 2253 form, which prints them in hex. */
+static const char *subject_fault(X509_NAME *name) {
+  const char *fault = NULL;
+  for (int i = 0; !fault && i < X509_NAME_entry_count(name); i++) {
+    unsigned char *u = NULL;
+    int n = ASN1_STRING_to_UTF8(
+        &u, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+    if (n >= 0)
+      fault = dc_principal_name_fault((const char *)u, (size_t)n);
+    OPENSSL_free(u);
+  }
+  return fault;
 }
 
 /* prefix + name in RFC 2253 form, whole, malloc'd; *len its length.
@@ -85,9 +106,13 @@ static int take_principal(X509_STORE_CTX *xs) {
     X509_STORE_CTX_set_error(xs, X509_V_ERR_OUT_OF_MEM);
     return 0;
   }
-  if (len > DC_PRINCIPAL_MAX) {
+  const char *fault = subject_fault(X509_get_subject_name(leaf));
+  if (len > DC_PRINCIPAL_MAX || fault) {
     free(p);
-    SSL_set_ex_data(ssl, overlong_idx, (void *)(uintptr_t)len);
+    if (fault)
+      SSL_set_ex_data(ssl, fault_idx, (void *)fault);
+    else
+      SSL_set_ex_data(ssl, overlong_idx, (void *)(uintptr_t)len);
     X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
     return 0;
   }
@@ -105,7 +130,7 @@ static int verify_cb(int ok, X509_STORE_CTX *xs) {
 static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
   char why[256];
   pthread_once(&idx_once, idx_init);
-  if (principal_idx < 0 || overlong_idx < 0) {
+  if (principal_idx < 0 || overlong_idx < 0 || fault_idx < 0) {
     dc_seterr(errstr, n, "cannot create a TLS context (no ex_data index)");
     return NULL;
   }
@@ -285,7 +310,16 @@ void dc_tls_last_error(SSL *ssl, char *out, size_t out_size) {
   size_t over = ssl && v == X509_V_ERR_APPLICATION_VERIFICATION
                     ? (size_t)(uintptr_t)SSL_get_ex_data(ssl, overlong_idx)
                     : 0;
-  if (over)
+  const char *fault = ssl && v == X509_V_ERR_APPLICATION_VERIFICATION
+                          ? SSL_get_ex_data(ssl, fault_idx)
+                          : NULL;
+  if (fault)
+    snprintf(out, out_size,
+             "%s (a value of the client certificate subject %s: a "
+             "principal's name may not begin or end with a blank, nor hold "
+             "a control character)",
+             *why ? why : "certificate verify failed", fault);
+  else if (over)
     snprintf(out, out_size,
              "%s (client certificate subject too long: its principal would "
              "be %zu bytes, %zu over the limit of %d)",

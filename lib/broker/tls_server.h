@@ -50,8 +50,10 @@ void dc_tls_ctx_describe(const dc_tls_ctx_t *t, char *subject,
 /* "User:" + the verified peer certificate's subject in RFC 2253 form
  * (Kafka's default SSL principal), whole; NULL when the peer sent none.
  * Owned by ssl. A certificate whose principal would be longer than
- * DC_PRINCIPAL_MAX (handlers.h) fails the handshake, and
- * dc_tls_last_error() then says by how much. */
+ * DC_PRINCIPAL_MAX (handlers.h), or with a subject value that breaks the
+ * principal rule (common/principal.h: a blank at either end, a control
+ * character), fails the handshake, and dc_tls_last_error() then says
+ * why. */
 const char *dc_tls_peer_principal(SSL *ssl);
 
 /* The reason of the last TLS failure on this thread, in words, e.g.
