@@ -180,10 +180,9 @@ static int record(dc_req_t *r, const dc_client_report_req_t *q, char *why,
                           q->client_library,   q->kind,
                           q->reason};
   size_t need = dc_fleet_entry_bytes(q->instance_id, &fs),
-         have = e ? e->mem : 0;
-  if (!dc_fleet_make_room(f, !e, need > have ? need - have : 0, e))
-    return refuse_full(f, !e, need - (need > have ? have : need), why,
-                       why_size);
+         have = e ? e->mem : 0, grow = need > have ? need - have : 0;
+  if (!dc_fleet_make_room(f, !e, grow, e))
+    return refuse_full(f, !e, grow, why, why_size);
   bool same_conn = e && e->slot == r->conn->fleet;
   int64_t reported = report_version(r->b, q, e, principal, same_conn);
   if (!(e = dc_fleet_put(f, e, q->instance_id, &fs, now)))
