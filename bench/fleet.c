@@ -6,11 +6,14 @@
  * client of the same dynconfd saw meanwhile).
  *
  *   fleet reports --target H:P --pid PID --n N [--extra M] [--colliding]
+ *                 [--fat]
  *       N ClientReports of new instance ids on one connection, 8 in
  *       flight (each makes the one before gone), then M more once the
  *       fleet is full (each drops the longest gone). With --colliding the
  *       ids' FNV-1a hashes share their low 20 bits (bench/fnv_collide.h),
- *       else they are distinct counters. Prints dynconfd's CPU for each.
+ *       else they are distinct counters; with --fat every field is as
+ *       long as dynconfd takes. Prints dynconfd's CPU for each, and its
+ *       RSS after.
  *   fleet pages --target H:P --pid PID [--requests R] [--pipeline P]
  *       R DescribeFleet v1 pages of one client after random cursors, one
  *       at a time (latency p50/p99), then P of them at once on
@@ -44,7 +47,7 @@ typedef struct cfg {
   const char *cmd, *target, *metrics;
   pid_t pid;
   int n, extra, requests, pipeline, waits, max;
-  bool colliding;
+  bool colliding, fat;
 } cfg_t;
 
 static int enc_report(dc_buf_t *b, int16_t v, const void *q) {
@@ -180,10 +183,25 @@ static void phase_end(const cfg_t *c, const phase_t *p, const char *name,
 /* ---- reports ---------------------------------------------------------------- */
 
 static void instance_id(const cfg_t *c, unsigned i, char *id, size_t size) {
-  if (c->colliding)
+  if (c->colliding) {
     fnv_collide(i, id, size);
-  else
-    snprintf(id, size, "r%08u-%08x", i, i * 2654435761u);
+    return;
+  }
+  int n = snprintf(id, size, "r%08u-%08x", i, i * 2654435761u);
+  for (; c->fat && n > 0 && n < 64 && (size_t)n + 1 < size; n++)
+    id[n] = 'p', id[n + 1] = '\0'; /* as long as dynconfd takes */
+}
+
+/* The fields of a report as long as dynconfd takes (--fat). */
+static struct {
+  char client[256], kind[65], soft[129], reason[2049];
+} g_fat;
+
+static void fat_init(void) {
+  memset(g_fat.client, 'c', 255);
+  memset(g_fat.kind, 'k', 64);
+  memset(g_fat.soft, 's', 128);
+  memset(g_fat.reason, 'r', 2048);
 }
 
 /* Reports of ids from..to-1, 8 in flight; how many were refused, -1 when
@@ -195,12 +213,16 @@ static long send_reports(const cfg_t *c, dc_kclient_t *kc, unsigned from,
   char err[256];
   while (got < to) {
     while (sent < to && dc_kclient_in_flight(kc) < DC_KCLIENT_MAX_INFLIGHT) {
-      char id[32], client[32];
+      char id[80], client[32];
       instance_id(c, sent, id, sizeof(id));
       snprintf(client, sizeof(client), "bench-app-%03u", sent % 100);
       dc_client_report_req_t q = {client, id, "producer", "dynconf-bench",
                                   "1.0", "librdkafka/2.0.2", 1, 1,
                                   DC_OUTCOME_APPLIED, NULL};
+      if (c->fat)
+        q = (dc_client_report_req_t){g_fat.client, id, g_fat.kind,
+                                     g_fat.soft, g_fat.soft, g_fat.soft, 1, 1,
+                                     DC_OUTCOME_REJECTED, g_fat.reason};
       if (dc_kclient_send(kc, DC_API_CLIENT_REPORT, 0, enc_report, &q, 600000,
                           NULL, err, sizeof(err)))
         return -1;
@@ -226,8 +248,10 @@ static int cmd_reports(const cfg_t *c) {
   dc_kclient_t *kc = connect_to(c->target);
   if (!kc)
     return 1;
-  const char *kind = c->colliding ? "colliding" : "distinct";
+  const char *kind = c->colliding ? "colliding" : c->fat ? "fat" : "distinct";
   char name[64];
+  fat_init();
+  long rss0 = bench_proc_status(c->pid, "VmRSS");
   phase_t p = phase_begin(c);
   long refused = send_reports(c, kc, 0, (unsigned)c->n);
   snprintf(name, sizeof(name), "reports_%s", kind);
@@ -238,6 +262,10 @@ static int cmd_reports(const cfg_t *c) {
     snprintf(name, sizeof(name), "reports_%s_full", kind);
     phase_end(c, &p, name, c->extra);
   }
+  long rss = bench_proc_status(c->pid, "VmRSS");
+  printf("  dynconfd RSS %.1f MB before, %.1f MB after\nRESULT "
+         "phase=%s_memory rss0_mb=%.1f rss_mb=%.1f\n", (double)rss0 / 1024,
+         (double)rss / 1024, kind, (double)rss0 / 1024, (double)rss / 1024);
   dc_kclient_destroy(kc);
   if (refused)
     fprintf(stderr, "fleet: %ld reports failed or were refused\n", refused);
@@ -486,7 +514,7 @@ static int cmd_waits(const cfg_t *c) {
 
 static void usage(FILE *f) {
   fputs("usage: fleet reports|pages|waits --target H:P --pid PID\n"
-        "         [--n N] [--extra M] [--colliding] [--requests R]\n"
+        "         [--n N] [--extra M] [--colliding] [--fat] [--requests R]\n"
         "         [--pipeline P] [--metrics H:P] [--waits W] [--max M]\n",
         f);
 }
@@ -496,6 +524,7 @@ static int parse(int argc, char **argv, cfg_t *c) {
       {"target", 1, NULL, 't'},   {"pid", 1, NULL, 'p'},
       {"n", 1, NULL, 'n'},        {"extra", 1, NULL, 'e'},
       {"colliding", 0, NULL, 'c'}, {"requests", 1, NULL, 'r'},
+      {"fat", 0, NULL, 'f'},
       {"pipeline", 1, NULL, 'P'}, {"metrics", 1, NULL, 'm'},
       {"waits", 1, NULL, 'w'},    {"max", 1, NULL, 'x'},
       {NULL, 0, NULL, 0}};
@@ -512,6 +541,7 @@ static int parse(int argc, char **argv, cfg_t *c) {
     case 'n': c->n = atoi(optarg); break;
     case 'e': c->extra = atoi(optarg); break;
     case 'c': c->colliding = true; break;
+    case 'f': c->fat = true; break;
     case 'r': c->requests = atoi(optarg); break;
     case 'P': c->pipeline = atoi(optarg); break;
     case 'm': c->metrics = optarg; break;

@@ -22,6 +22,8 @@
 #   2. N ClientReports whose instance ids' unseeded FNV-1a hashes share
 #      their low 20 bits (bench/fnv_collide.h), then M more: against the
 #      distinct ids of step 1, in the same run.
+#   3. N ClientReports with every field as long as dynconfd takes, from
+#      one unauthenticated connection: dynconfd's RSS before and after.
 # Prints one table: every figure for each dynconfd side by side.
 #
 # Environment: FLEET_N (100000), FLEET_EXTRA (2000), FLEET_REQUESTS (50),
@@ -138,6 +140,9 @@ measure() {
   start_dynconfd "$build"
   fleet reports --n "$N" --extra "$EXTRA" --colliding
   stop_dynconfd
+  start_dynconfd "$build"
+  fleet reports --n "$N" --fat
+  stop_dynconfd
 }
 
 : >"$TMP/base.res"
@@ -184,6 +189,8 @@ BEGIN {
   row("  probe p99 meanwhile (ms)", "reports_colliding probe_p99_ms")
   row("  M more (the fleet full at 100,000): CPU each (ms)",
       "reports_colliding_full cpu_ms_each")
+  row("largest reports: dynconfd RSS before (MB)", "fat_memory rss0_mb")
+  row("  after N of them (MB)", "fat_memory rss_mb")
   row("DescribeFleet v1 page of 1: p50 (ms)", "page_latency p50_ms")
   row("  p99 (ms)", "page_latency p99_ms")
   row("  P pages sent at once: until the last answer (s)",
