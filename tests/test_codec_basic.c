@@ -886,6 +886,62 @@ static void envelope_vectors(void) {
          rb.error_code == 31, "an error without data round-trips");
 }
 
+/* dynconf's tags on an Envelope request: the forwarding replica's store
+ * position (10000) and signature (10002). */
+static void envelope_signed(void) {
+  reset();
+  dc_envelope_req_t in = {.request_data = (const uint8_t *)"r",
+                          .request_data_len = 1,
+                          .principal = (const uint8_t *)"U",
+                          .principal_len = 1,
+                          .client_host = (const uint8_t *)"h",
+                          .client_host_len = 1,
+                          .position = 300,
+                          .has_signature = true,
+                          .signer = 2,
+                          .signed_ms = 0x0102030405060708};
+  for (int i = 0; i < DC_ENVELOPE_SIG_LEN; i++)
+    in.signature[i] = (uint8_t)(0xc0 + i);
+  is_int(dc_envelope_req_encode(&buf, 0, &in), 0, "a signed Envelope encodes");
+  /* Two tagged fields: 10000 (0x90 0x4e) of 8 bytes, 10002 (0x92 0x4e) of
+   * 76: node, time, signature. */
+  uint8_t want[6 + 1 + 3 + 8 + 3 + 76];
+  static const uint8_t head[] = {2, 'r', 2, 'U', 2, 'h', 2, 0x90, 0x4e, 8,
+                                 0, 0, 0, 0, 0, 0, 1, 0x2c, 0x92, 0x4e, 76,
+                                 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8};
+  memcpy(want, head, sizeof(head));
+  memcpy(want + sizeof(head), in.signature, DC_ENVELOPE_SIG_LEN);
+  is_mem(buf.data, buf.len, want, sizeof(want),
+         "  position in tag 10000, node, time and signature in tag 10002");
+  dc_rd_t rd;
+  dc_envelope_req_t out;
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_envelope_req_decode(&rd, 0, &out) && rd.pos == rd.len &&
+         out.position == 300 && out.has_signature && out.signer == 2 &&
+         out.signed_ms == 0x0102030405060708 &&
+         !memcmp(out.signature, in.signature, DC_ENVELOPE_SIG_LEN),
+     "  and decodes back");
+  in.position = 0;
+  dc_buf_clear(&buf);
+  dc_envelope_req_encode(&buf, 0, &in);
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  ok(!dc_envelope_req_decode(&rd, 0, &out) && out.position == -1 &&
+         out.has_signature && buf.data[6] == 1,
+     "without a position, only the signature's tag goes");
+  /* The signature's tag one byte short: no signature, the rest read. */
+  static const uint8_t short_sig[] = {2, 'r', 2, 'U', 2, 'h', 1, 0x92, 0x4e,
+                                      1, 0};
+  dc_rd_init(&rd, short_sig, sizeof(short_sig), &arena);
+  ok(!dc_envelope_req_decode(&rd, 0, &out) && !out.has_signature &&
+         out.position == -1 && rd.pos == rd.len,
+     "a signature tag of the wrong size is no signature");
+  static const uint8_t none[] = {2, 'r', 2, 'U', 2, 'h', 0};
+  dc_rd_init(&rd, none, sizeof(none), &arena);
+  ok(!dc_envelope_req_decode(&rd, 0, &out) && !out.has_signature &&
+         out.position == -1,
+     "an Envelope without tags has neither");
+}
+
 /* ====================================================================== */
 /* Watch (dynconf's 20001)                                                */
 /* ====================================================================== */
@@ -976,6 +1032,7 @@ int main(void) {
   md_resp_roundtrips();
   md_bad_input();
   envelope_vectors();
+  envelope_signed();
   watch_vectors();
   dc_buf_free(&buf);
   dc_buf_free(&buf2);

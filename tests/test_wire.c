@@ -635,6 +635,56 @@ static void test_tags(void) {
   }
 }
 
+/* Tags whose bytes are kept (dc_rd_tags_find), and sections written
+ * from several (dc_wr_tags). */
+static void test_tags_bytes(void) {
+  reset();
+  static const uint8_t two[] = {0xaa, 0xbb};
+  dc_tag_t w[] = {{5, two, 2}, {7, NULL, 0}, {300, two, 1}};
+  dc_wr_tags(&buf, w, 3);
+  BUF_IS("two tags written, the one without bytes left out", 0x02, 0x05,
+         0x02, 0xaa, 0xbb, 0xac, 0x02, 0x01, 0xaa);
+  dc_rd_t rd;
+  dc_rd_init(&rd, buf.data, buf.len, &arena);
+  dc_tag_t t[] = {{.tag = 300}, {.tag = 7}, {.tag = 5}};
+  dc_rd_tags_find(&rd, t, 3);
+  ok(rd.err == 0 && rd.pos == buf.len, "the section is read through");
+  ok(t[0].p && t[0].len == 1 && t[0].p[0] == 0xaa, "tag 300's byte is kept");
+  ok(!t[1].p, "tag 7 is absent");
+  ok(t[2].p && t[2].len == 2 && !memcmp(t[2].p, two, 2) &&
+         (t[2].p < buf.data || t[2].p >= buf.data + buf.len),
+     "tag 5's bytes are kept, copied out of the input");
+  {
+    RD(rd2, 0x02, 0x01, 0x00, 0x05, 0x01, 0xcc, 0x42);
+    dc_tag_t z[] = {{.tag = 1}, {.tag = 9}};
+    dc_rd_tags_find(&rd2, z, 2);
+    ok(rd2.err == 0 && z[0].p && z[0].len == 0 && !z[1].p &&
+           dc_rd_i8(&rd2) == 0x42,
+       "an empty tag is present with no bytes; an unknown one is skipped");
+  }
+  {
+    RD(rd3, 0x02, 0x05, 0x01, 0xcc, 0x05, 0x01, 0xdd);
+    dc_tag_t z = {.tag = 5};
+    dc_rd_tags_find(&rd3, &z, 1);
+    ok(rd3.err == DC_ERR__BAD_LENGTH && !z.p,
+       "a repeated tag -> _BAD_LENGTH, nothing kept");
+  }
+  {
+    RD(rd4, 0x01, 0x05, 0x04, 0xcc);
+    dc_tag_t z = {.tag = 5};
+    dc_rd_tags_find(&rd4, &z, 1);
+    ok(rd4.err == DC_ERR__TRUNCATED && !z.p, "tag bytes past the end");
+  }
+  reset();
+  dc_tag_t bad[] = {{9, two, 1}, {5, two, 1}};
+  dc_wr_tags(&buf, bad, 2);
+  ok(buf.err == DC_ERR__BAD_LENGTH && buf.len == 0,
+     "tags out of order are not written");
+  buf.err = 0;
+  dc_wr_tags(&buf, bad, 0);
+  BUF_IS("no tags: an empty section", 0x00);
+}
+
 /* ---- writer errors, frames ------------------------------------------------ */
 
 static void test_writer_sticky(void) {
@@ -918,6 +968,7 @@ int main(void) {
   test_bytes();
   test_arrays();
   test_tags();
+  test_tags_bytes();
   test_writer_sticky();
   test_frames();
   test_frame_too_long();

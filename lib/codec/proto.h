@@ -197,6 +197,9 @@ int dc_metadata_resp_encode(dc_buf_t *b, int16_t v, const dc_metadata_resp_t *in
  * (the version a Watch would name), to a request that carried
  * DC_TAG_STORE_POSITION. */
 #define DC_TAG_CONFIG_VERSION 10001
+/* dynconf's tagged field of an Envelope request: the forwarding replica's
+ * signature (DC_ENVELOPE_SIG_*). */
+#define DC_TAG_REPLICA_SIGNATURE 10002
 
 /* ---- DescribeConfigs (32), v0-4 --------------------------------------- */
 /* v4 (flexible) requests may carry min_position (DC_TAG_STORE_POSITION,
@@ -558,6 +561,10 @@ int dc_describe_fleet_resp_encode(dc_buf_t *b, int16_t v,
 void dc_fleet_client_encode(dc_buf_t *b, const dc_fleet_client_t *c);
 
 /* ---- Envelope (58), v0 (flexible) --------------------------------------- */
+/* DC_TAG_REPLICA_SIGNATURE's bytes: int32 signer node, int64 signed_ms,
+ * then the signature. */
+#define DC_ENVELOPE_SIG_LEN 64
+#define DC_ENVELOPE_SIG_TAG_LEN (4 + 8 + DC_ENVELOPE_SIG_LEN)
 typedef struct dc_envelope_req {
   const uint8_t *request_data;  /* the client's request: header and body */
   int32_t request_data_len;
@@ -565,6 +572,17 @@ typedef struct dc_envelope_req {
   int32_t principal_len;        /* -1 = null */
   const uint8_t *client_host;   /* dynconf: the client's "ip:port" */
   int32_t client_host_len;
+  /* dynconf's tag DC_TAG_STORE_POSITION: how far the forwarding replica
+   * had applied the config log (<= 0 = not said; decoded as -1). */
+  int64_t position;
+  /* dynconf's tag DC_TAG_REPLICA_SIGNATURE: the forwarding replica's
+   * node, the wall-clock ms it signed at, and its signature over what the
+   * Envelope carries (broker/replica_key.h). has_signature false: no such
+   * tag, or not DC_ENVELOPE_SIG_TAG_LEN bytes long. */
+  bool has_signature;
+  int32_t signer;
+  int64_t signed_ms;
+  uint8_t signature[DC_ENVELOPE_SIG_LEN];
 } dc_envelope_req_t;
 
 typedef struct dc_envelope_resp {

@@ -180,29 +180,59 @@ void *dc_rd_alloc(dc_rd_t *rd, size_t n, size_t sz) {
   return p;
 }
 
-int64_t dc_rd_tags_i64(dc_rd_t *rd, uint32_t want, int64_t def) {
-  uint32_t n = dc_rd_uvarint(rd);
-  int64_t last = -1, found = def;
-  for (uint32_t i = 0; i < n && !rd->err; i++) {
+/* Reads a tag section; the fields of t[0..n) found point at their bytes
+ * in the input (copy: in the arena), the others are skipped. */
+static void tags_scan(dc_rd_t *rd, dc_tag_t *t, size_t n, bool copy) {
+  for (size_t i = 0; i < n; i++)
+    t[i].p = NULL;
+  uint32_t count = dc_rd_uvarint(rd);
+  int64_t last = -1;
+  for (uint32_t i = 0; i < count && !rd->err; i++) {
     uint32_t tag = dc_rd_uvarint(rd);
     uint32_t size = dc_rd_uvarint(rd);
     if (rd->err)
-      return def;
+      return;
     /* Kafka requires strictly increasing tags. */
     if ((int64_t)tag <= last) {
       dc_rd_fail(rd, DC_ERR__BAD_LENGTH);
-      return def;
+      return;
     }
     last = tag;
-    if (tag == want && size == 8)
-      found = dc_rd_i64(rd);
-    else
-      take(rd, size);
+    const uint8_t *q = take(rd, size);
+    for (size_t j = 0; q && j < n; j++) {
+      if (t[j].tag != tag)
+        continue;
+      uint8_t *d = copy ? dc_arena_alloc(rd->arena, size ? size : 1) : NULL;
+      if (copy && !d) {
+        dc_rd_fail(rd, DC_ERR__NOMEM);
+        return;
+      }
+      if (d)
+        memcpy(d, q, size);
+      t[j].p = copy ? d : q;
+      t[j].len = size;
+    }
   }
-  return rd->err ? def : found;
 }
 
-void dc_rd_tags(dc_rd_t *rd) { (void)dc_rd_tags_i64(rd, UINT32_MAX, 0); }
+int64_t dc_rd_tags_i64(dc_rd_t *rd, uint32_t want, int64_t def) {
+  dc_tag_t t = {.tag = want};
+  tags_scan(rd, &t, 1, false);
+  if (rd->err || !t.p || t.len != 8)
+    return def;
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = (v << 8) | t.p[i];
+  return (int64_t)v;
+}
+
+void dc_rd_tags_find(dc_rd_t *rd, dc_tag_t *t, size_t n) {
+  tags_scan(rd, t, n, true);
+  for (size_t i = 0; rd->err && i < n; i++)
+    t[i].p = NULL;
+}
+
+void dc_rd_tags(dc_rd_t *rd) { tags_scan(rd, NULL, 0, false); }
 
 static void put(dc_buf_t *b, const uint8_t *q, size_t n) {
   dc_buf_append(b, q, n);
@@ -312,6 +342,29 @@ void dc_wr_tag_i64(dc_buf_t *b, uint32_t tag, int64_t v) {
   dc_wr_uvarint(b, tag);
   dc_wr_uvarint(b, 8);
   dc_wr_i64(b, v);
+}
+
+void dc_wr_tags(dc_buf_t *b, const dc_tag_t *t, size_t n) {
+  uint32_t count = 0;
+  int64_t last = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (!t[i].p)
+      continue;
+    if ((int64_t)t[i].tag <= last) {
+      wr_fail(b, DC_ERR__BAD_LENGTH);
+      return;
+    }
+    last = t[i].tag;
+    count++;
+  }
+  dc_wr_uvarint(b, count);
+  for (size_t i = 0; i < n; i++) {
+    if (!t[i].p)
+      continue;
+    dc_wr_uvarint(b, t[i].tag);
+    dc_wr_uvarint(b, t[i].len);
+    put(b, t[i].p, t[i].len);
+  }
 }
 
 size_t dc_wr_frame_begin(dc_buf_t *b) {

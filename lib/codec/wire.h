@@ -66,6 +66,16 @@ void dc_rd_tags(dc_rd_t *rd);
 /* The same, keeping the int64 of tag `want` (def when it is absent or is
  * not 8 bytes long). */
 int64_t dc_rd_tags_i64(dc_rd_t *rd, uint32_t want, int64_t def);
+/* One tagged field: its tag and its bytes (p NULL = absent). */
+typedef struct dc_tag {
+  uint32_t tag;
+  const uint8_t *p;
+  uint32_t len;
+} dc_tag_t;
+/* The same, keeping the bytes of each tag asked for in t[0..n) (t[i].tag
+ * set by the caller): p points into the arena, or is NULL when the tag is
+ * absent. Other tags are skipped. */
+void dc_rd_tags_find(dc_rd_t *rd, dc_tag_t *t, size_t n);
 
 /* Writer: appends big-endian fields to b. Errors are sticky in b->err:
  * _NOMEM from the buffer, or _TOO_LONG for a string longer than its length
@@ -92,6 +102,10 @@ void dc_wr_tags_empty(dc_buf_t *b);
 /* A tagged-field section of one int64 field, tag `tag`: only for peers
  * that are dynconf's own (a dynconfd forwarding to another). */
 void dc_wr_tag_i64(dc_buf_t *b, uint32_t tag, int64_t v);
+/* A tagged-field section of the fields in t[0..n) whose p is set, in
+ * strictly increasing tag order (as Kafka requires; out of order is
+ * _BAD_LENGTH and nothing is written): dynconf's own peers only. */
+void dc_wr_tags(dc_buf_t *b, const dc_tag_t *t, size_t n);
 
 /* Helpers shared by the message codecs. */
 /* Smallest encodings of a string, an array and a tag section: decoders
