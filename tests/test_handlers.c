@@ -1848,7 +1848,7 @@ static void limits_classic_strings(void) {
 static size_t fake_replicas(dc_store_t *st, const dc_store_replica_t **out,
                             int32_t *leader) {
   (void)st;
-  static const dc_store_replica_t self = {7, 0, NULL};
+  static const dc_store_replica_t self = {7, 0, NULL, NULL};
   *out = &self;
   *leader = 7;
   return 1;
@@ -1878,10 +1878,13 @@ static int envelope(tb_t *t, int16_t key, const char *principal,
   t->corr = 4242;
   build_payload(t, &inner, key, 0, &body);
   t->corr = corr;
-  dc_envelope_req_t e = {inner.data + 4, (int32_t)inner.len - 4,
-                         (const uint8_t *)principal,
-                         principal ? (int32_t)strlen(principal) : -1,
-                         (const uint8_t *)host, (int32_t)strlen(host)};
+  dc_envelope_req_t e = {
+      .request_data = inner.data + 4,
+      .request_data_len = (int32_t)inner.len - 4,
+      .principal = (const uint8_t *)principal,
+      .principal_len = principal ? (int32_t)strlen(principal) : -1,
+      .client_host = (const uint8_t *)host,
+      .client_host_len = (int32_t)strlen(host)};
   dc_buf_init(&env);
   dc_envelope_req_encode(&env, 0, &e);
   dc_rd_t rd;

@@ -11,6 +11,7 @@
 #include "codec/proto.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,7 +130,10 @@ static void test_refused(void) {
 static void test_heartbeat(void) {
   dc_store_listener_t l[] = {{"PLAINTEXT", "10.0.0.2", 9092},
                              {"SSL", "::1", 9093}};
-  char *v = dc_log_heartbeat_value(2, l, 2, false);
+  uint8_t key[DC_REPLICA_KEY_LEN];
+  for (size_t i = 0; i < sizeof(key); i++)
+    key[i] = (uint8_t)(0xf0 + i);
+  char *v = dc_log_heartbeat_value(2, l, 2, key, false);
   dc_log_record_t p;
   char why[300] = "";
   ok(v != NULL, "a heartbeat value is written");
@@ -140,6 +144,9 @@ static void test_heartbeat(void) {
   ok(p.n_listeners == 2 && !strcmp(p.listeners[1].name, "SSL") &&
          !strcmp(p.listeners[1].host, "::1") && p.listeners[1].port == 9093,
      "each listener's name, host and port");
+  ok(p.has_key && !memcmp(p.key, key, sizeof(key)),
+     "and its replica key");
+  ok(strstr(v, "\"key\":\"f0f1f2f3") != NULL, "  written as hex: %s", v);
   dc_log_record_free(&p);
   ok(parse("node:3", v, 1, 3, &p, why, sizeof(why)) != 0 &&
          strstr(why, "not node 3's own"),
@@ -150,23 +157,42 @@ static void test_heartbeat(void) {
      "nor under node 2's key: %s", why);
   dc_log_record_free(&p);
   free(v);
-  v = dc_log_heartbeat_value(4, NULL, 0, true);
+  v = dc_log_heartbeat_value(4, NULL, 0, NULL, true);
   is_int(parse("node:4", v, 0, 4, &p, why, sizeof(why)), 0, "a goodbye reads");
   ok(p.heartbeat && p.leaving && p.n_listeners == 0, "  as leaving");
+  ok(!p.has_key && !strstr(v, "key"), "  without a key");
   dc_log_record_free(&p);
   free(v);
   dc_store_listener_t bad = {"PLAINTEXT", "h", 0};
-  ok(dc_log_heartbeat_value(1, &bad, 1, false) == NULL,
+  ok(dc_log_heartbeat_value(1, &bad, 1, NULL, false) == NULL,
      "port 0 is not written");
   dc_store_listener_t many[DC_LOG_MAX_LISTENERS + 1];
   for (int i = 0; i <= DC_LOG_MAX_LISTENERS; i++)
     many[i] = (dc_store_listener_t){"L", "h", 1};
-  ok(dc_log_heartbeat_value(1, many, DC_LOG_MAX_LISTENERS + 1, false) == NULL,
+  ok(dc_log_heartbeat_value(1, many, DC_LOG_MAX_LISTENERS + 1, NULL, false) ==
+         NULL,
      "more than %d listeners are not written", DC_LOG_MAX_LISTENERS);
   is_int(parse("node:5", "{\"node\":5,\"listeners\":[{\"name\":\"P\","
                "\"host\":\"h\",\"port\":70000}],\"leaving\":false}", 0, 5,
                &p, why, sizeof(why)), -1, "a port past 65535 is refused");
   dc_log_record_free(&p);
+  /* An older dynconfd's heartbeat has no key; a malformed key is refused
+   * (the record's writer is broken, not silent). */
+  is_int(parse("node:6", "{\"node\":6,\"listeners\":[],\"leaving\":false}",
+               0, 6, &p, why, sizeof(why)), 0, "a heartbeat without a key reads");
+  ok(!p.has_key, "  as keyless");
+  dc_log_record_free(&p);
+  const char *bad_keys[] = {"\"abcd\"", "7", "\"" /* 64 x 'g' */
+                            "gggggggggggggggggggggggggggggggg"
+                            "gggggggggggggggggggggggggggggggg\""};
+  for (size_t i = 0; i < sizeof(bad_keys) / sizeof(bad_keys[0]); i++) {
+    char val[300];
+    snprintf(val, sizeof(val), "{\"node\":6,\"listeners\":[],\"leaving\":"
+             "false,\"key\":%s}", bad_keys[i]);
+    ok(parse("node:6", val, 0, 6, &p, why, sizeof(why)) == -1,
+       "a heartbeat with key %s is refused: %s", bad_keys[i], why);
+    dc_log_record_free(&p);
+  }
 }
 
 int main(void) {

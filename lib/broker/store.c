@@ -81,3 +81,14 @@ size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
   return st && st->ops && st->ops->replicas ? st->ops->replicas(st, out, leader)
                                             : 0;
 }
+
+const dc_replica_key_t *dc_store_own_key(dc_store_t *st) {
+  return st && st->ops && st->ops->own_key ? st->ops->own_key(st) : NULL;
+}
+
+int dc_store_replica_key(dc_store_t *st, int32_t node, const uint8_t **key) {
+  *key = NULL;
+  return st && st->ops && st->ops->replica_key
+             ? st->ops->replica_key(st, node, key)
+             : 0;
+}

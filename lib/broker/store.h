@@ -9,6 +9,8 @@
  */
 #ifndef DC_STORE_H
 #define DC_STORE_H
+#include "broker/replica_key.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -160,6 +162,9 @@ typedef struct dc_store_replica {
   int32_t node_id;
   size_t n_listeners;
   const dc_store_listener_t *listeners;
+  /* The public half of its replica key (DC_REPLICA_KEY_LEN bytes) as its
+   * latest heartbeat published it; NULL: none (an older server). */
+  const uint8_t *key;
 } dc_store_replica_t;
 
 /* For a replicated store: tells the other servers how clients reach this
@@ -173,9 +178,20 @@ int dc_store_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
 #define DC_STORE_NOT_REPLICATED (-2)
 size_t dc_store_replicas(dc_store_t *st, const dc_store_replica_t **out,
                          int32_t *leader);
+/* This server's own replica key, which signs the alters it forwards
+ * (made at open, kept in memory only; its public half goes out in the
+ * heartbeats); NULL for a read replica or a store without replicas. */
+const dc_replica_key_t *dc_store_own_key(dc_store_t *st);
+/* The public key node's latest heartbeat published, whether or not the
+ * node is live (a goodbye forgets it): 1 with *key (valid until the next
+ * call into the store); 0 when none is known; DC_STORE_NOT_YET when none
+ * is known but this server has followed the log for less than a session
+ * timeout (heartbeats it has not read yet may name one). */
+#define DC_STORE_NOT_YET (-5)
+int dc_store_replica_key(dc_store_t *st, int32_t node, const uint8_t **key);
 
-/* Backend vtable (for implementers). event_fd, poll, advertise, replicas
- * and position may be NULL. */
+/* Backend vtable (for implementers). event_fd, poll, advertise, replicas,
+ * own_key, replica_key and position may be NULL. */
 typedef struct dc_store_ops {
   void (*close)(dc_store_t *st);
   int (*load)(dc_store_t *st, dc_store_load_cb *cb, void *opaque, char *errstr,
@@ -191,6 +207,8 @@ typedef struct dc_store_ops {
                    char *errstr, size_t errstr_size);
   size_t (*replicas)(dc_store_t *st, const dc_store_replica_t **out,
                      int32_t *leader);
+  const dc_replica_key_t *(*own_key)(dc_store_t *st);
+  int (*replica_key)(dc_store_t *st, int32_t node, const uint8_t **key);
   int64_t (*position)(dc_store_t *st);
 } dc_store_ops_t;
 

@@ -1073,6 +1073,7 @@ static void kafka_close(dc_store_t *st) {
   free(k->bootstrap);
   free(k->txn_id);
   free(k->config_file);
+  dc_replica_key_free(k->key);
   free(k);
 }
 
@@ -1093,6 +1094,8 @@ static const dc_store_ops_t kafka_ops = {
     .poll = kafka_poll,
     .advertise = dc_kstore_advertise,
     .replicas = dc_kstore_replicas,
+    .own_key = dc_kstore_own_key,
+    .replica_key = dc_kstore_replica_key,
     .position = kafka_position,
 };
 
@@ -1147,12 +1150,16 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   k->read_only = o->read_only;
   k->event_pipe[0] = k->event_pipe[1] = -1;
   k->timer_fd = k->event_fd = -1;
-  k->writer_seen = dc_mono_ms();
+  k->writer_seen = k->opened_at = dc_mono_ms();
   k->settle_at = -1;
-  /* Heard of before it advertises listeners (dc_store_advertise). */
+  /* Heard of before it advertises listeners (dc_store_advertise), with
+   * the key it signs forwarded alters with. */
   if (!k->read_only &&
-      !(k->heartbeat = dc_log_heartbeat_value(k->node_id, NULL, 0, false))) {
-    dc_seterr(errstr, errstr_size, "out of memory");
+      (!(k->key = dc_replica_key_new(errstr, errstr_size)) ||
+       !(k->heartbeat = dc_log_heartbeat_value(
+             k->node_id, NULL, 0, dc_replica_key_public(k->key), false)))) {
+    if (k->key)
+      dc_seterr(errstr, errstr_size, "out of memory");
     kafka_close(&k->base);
     return -1;
   }

@@ -29,6 +29,8 @@ typedef struct replica {
   json_t *root;                  /* owns the listeners' strings */
   dc_store_listener_t *listeners; /* owned */
   size_t n_listeners;
+  bool has_key;                  /* its replica key, as last published */
+  uint8_t key[DC_REPLICA_KEY_LEN];
 } replica_t;
 
 /* What one produced record came to (the delivery report's opaque). Each
@@ -84,6 +86,10 @@ typedef struct kafka_store {
   int timeout_ms;
   int session_ms;            /* a writer silent this long has lost its lease */
   int32_t node_id;
+  /* This server's replica key (owned; NULL for a read replica): it signs
+   * the alters the server forwards, its heartbeats publish it. */
+  dc_replica_key_t *key;
+  int64_t opened_at;         /* monotonic ms it began following the log */
   int64_t next_offset;       /* the next offset to apply */
   /* The consumer reached the end a read_committed reader may read (the
    * last stable offset: a transaction left open, by a writer that died,
@@ -238,4 +244,6 @@ int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
                         char *errstr, size_t errstr_size);
 size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
                           int32_t *leader);
+const dc_replica_key_t *dc_kstore_own_key(dc_store_t *st);
+int dc_kstore_replica_key(dc_store_t *st, int32_t node, const uint8_t **key);
 #endif

@@ -212,6 +212,8 @@ void dc_kstore_heartbeat_seen(kafka_store_t *k, dc_log_record_t *p,
   r->root = p->root;
   r->listeners = p->listeners;
   r->n_listeners = p->n_listeners;
+  r->has_key = p->has_key;
+  memcpy(r->key, p->key, sizeof(r->key));
   p->root = NULL; /* taken */
   p->listeners = NULL;
 }
@@ -436,7 +438,7 @@ void dc_kstore_events_drain(kafka_store_t *k) {
 static void say_goodbye(kafka_store_t *k) {
   char key[32], err[256];
   delivery_t *d = NULL;
-  char *bye = dc_log_heartbeat_value(k->node_id, NULL, 0, true);
+  char *bye = dc_log_heartbeat_value(k->node_id, NULL, 0, NULL, true);
   snprintf(key, sizeof(key), DC_LOG_NODE_PREFIX "%d", (int)k->node_id);
   if (bye && !dc_kstore_produce(k, k->producer, key, bye, &d, err,
                                 sizeof(err))) {
@@ -482,7 +484,8 @@ int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
   kafka_store_t *k = (kafka_store_t *)st;
   if (k->read_only)
     return 0; /* not listed: it takes no writes */
-  char *v = dc_log_heartbeat_value(k->node_id, l, n, false);
+  char *v = dc_log_heartbeat_value(k->node_id, l, n,
+                                   dc_replica_key_public(k->key), false);
   if (!v) {
     dc_seterr(errstr, errstr_size, "cannot advertise %zu listeners (at most "
              "%d, names up to %d bytes, hosts up to %d)", n,
@@ -507,7 +510,8 @@ size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
       continue; /* silent for a whole session */
     writer_live |= r->node == k->epoch_node && k->epoch > 0;
     k->live[n++] = (dc_store_replica_t){r->node, r->n_listeners,
-                                         r->listeners};
+                                         r->listeners,
+                                         r->has_key ? r->key : NULL};
   }
   for (size_t i = 1; i < n; i++) /* node id order */
     for (size_t j = i; j > 0 && k->live[j - 1].node_id > k->live[j].node_id;
@@ -523,4 +527,19 @@ size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
   *out = k->live;
   *leader = writer_live ? k->epoch_node : -1;
   return n;
+}
+
+const dc_replica_key_t *dc_kstore_own_key(dc_store_t *st) {
+  return ((kafka_store_t *)st)->key;
+}
+
+int dc_kstore_replica_key(dc_store_t *st, int32_t node, const uint8_t **key) {
+  kafka_store_t *k = (kafka_store_t *)st;
+  const replica_t *r = replica_find(k, node);
+  *key = r && r->has_key ? r->key : NULL;
+  if (*key)
+    return 1;
+  /* Every live replica heartbeats within a session: until this server
+   * has read one, a replica it has not heard of may still be live. */
+  return dc_mono_ms() - k->opened_at < k->session_ms ? DC_STORE_NOT_YET : 0;
 }

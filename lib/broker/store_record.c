@@ -65,7 +65,7 @@ static bool listener_ok(const char *name, const char *host, json_int_t port) {
 }
 
 char *dc_log_heartbeat_value(int32_t node, const dc_store_listener_t *l,
-                             size_t n, bool leaving) {
+                             size_t n, const uint8_t *key, bool leaving) {
   if (n > DC_LOG_MAX_LISTENERS)
     return NULL;
   json_t *ls = json_array();
@@ -77,6 +77,14 @@ char *dc_log_heartbeat_value(int32_t node, const dc_store_listener_t *l,
                                               "port", (int)l[i].port));
   json_t *v = bad ? NULL : json_pack("{s:i,s:O,s:b}", "node", (int)node,
                                      "listeners", ls, "leaving", leaving);
+  char hex[DC_REPLICA_KEY_HEX_LEN + 1];
+  if (v && key) {
+    dc_replica_key_hex(key, hex);
+    if (json_object_set_new(v, "key", json_string(hex))) {
+      json_decref(v);
+      v = NULL;
+    }
+  }
   char *out = v ? json_dumps(v, JSON_COMPACT) : NULL;
   json_decref(v);
   json_decref(ls);
@@ -171,17 +179,25 @@ static int parse_heartbeat(const void *value, size_t value_len,
                            dc_log_record_t *p, char *why, size_t why_size) {
   json_error_t je;
   json_t *ls = NULL;
+  const char *key = NULL;
   int node = -1, leaving = 0;
   p->heartbeat = true;
   p->root = value ? json_loadb(value, value_len, JSON_REJECT_DUPLICATES, &je)
                   : NULL;
-  if (!p->root || json_unpack(p->root, "{s:i,s:o,s:b}", "node", &node,
-                              "listeners", &ls, "leaving", &leaving) ||
+  if (!p->root || json_unpack(p->root, "{s:i,s:o,s:b,s?s}", "node", &node,
+                              "listeners", &ls, "leaving", &leaving, "key",
+                              &key) ||
       !json_is_array(ls) || node != p->node || node < 0) {
     dc_seterr(why, why_size, "a heartbeat that is not node %d's own",
              (int)p->node);
     return -1;
   }
+  if (key && dc_replica_key_unhex(key, p->key)) {
+    dc_seterr(why, why_size, "node %d's key is not %d hex digits", node,
+              DC_REPLICA_KEY_HEX_LEN);
+    return -1;
+  }
+  p->has_key = key != NULL;
   size_t n = json_array_size(ls);
   if (n > DC_LOG_MAX_LISTENERS ||
       !(p->listeners = calloc(n ? n : 1, sizeof(*p->listeners)))) {

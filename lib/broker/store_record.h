@@ -12,13 +12,16 @@
  *   key "claim": a writer claiming the log (headers only).
  *   key "node:ID": a server's heartbeat, written by that server:
  *     {"node":2,"listeners":[{"name":"PLAINTEXT","host":"10.0.0.2",
- *      "port":9092}],"leaving":false}
- *   ("leaving": it is stopping cleanly and no longer serves).
+ *      "port":9092}],"leaving":false,"key":"<64 hex digits>"}
+ *   ("leaving": it is stopping cleanly and no longer serves; "key": the
+ *   public half of its replica key, replica_key.h, which servers that
+ *   may write publish and older ones lack).
  * Headers: DC_LOG_HDR_EPOCH and DC_LOG_HDR_NODE, the writer's epoch and
  * node id, in decimal.
  */
 #ifndef DC_STORE_RECORD_H
 #define DC_STORE_RECORD_H
+#include "broker/replica_key.h"
 #include "broker/store.h"
 
 #include <jansson.h>
@@ -44,6 +47,8 @@ typedef struct dc_log_record {
   bool leaving;   /* heartbeat: the server is stopping */
   size_t n_listeners;                  /* heartbeat: its listeners, */
   dc_store_listener_t *listeners;      /* strings owned by root */
+  bool has_key;                        /* heartbeat: it published a key */
+  uint8_t key[DC_REPLICA_KEY_LEN];
   int64_t epoch;  /* its writer's epoch (0 = none) */
   int32_t node;   /* its writer's node (-1 = none) */
   dc_store_commit_t c;
@@ -58,10 +63,11 @@ char *dc_log_record_key(int8_t type, const char *entity);
 /* The value of one commit (caller frees); NULL when a key or value is not
  * valid UTF-8 (JSON cannot carry it) or memory ran out. */
 char *dc_log_record_value(const dc_store_commit_t *c, int64_t time_ms);
-/* The value of node's heartbeat (caller frees; NULL on OOM or a listener
- * past the bounds above). Its key is DC_LOG_NODE_PREFIX + the node id. */
+/* The value of node's heartbeat, with its replica key (nullable: none)
+ * (caller frees; NULL on OOM or a listener past the bounds above). Its
+ * record key is DC_LOG_NODE_PREFIX + the node id. */
 char *dc_log_heartbeat_value(int32_t node, const dc_store_listener_t *l,
-                             size_t n, bool leaving);
+                             size_t n, const uint8_t *key, bool leaving);
 /* Reads one record (value NULL = a tombstone) written by (epoch, node)
  * into p: an entity of a known type with a canonical name, every config a
  * string an alter would accept, every change well formed. 0, or -1 with
