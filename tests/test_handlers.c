@@ -20,6 +20,7 @@
 #include "broker/handlers.h"
 #include "broker/store.h"
 #include "codec/proto.h"
+#include "common/clock.h"
 #include "common/schema.h"
 #include "tap.h"
 #include "testutil.h"
@@ -1844,25 +1845,73 @@ static void limits_classic_strings(void) {
 
 /* ---- Envelope (forwarded alters) ---------------------------------------- */
 
-/* A replicated store in which this server (node 7) writes. */
+/* A replicated store in which this server (node 7) writes and node 8
+ * follows, with peer_key as its replica key; nodes not heard of are "not
+ * yet" while fake_young. */
+static dc_replica_key_t *peer_key;
+static bool fake_young;
+static int64_t fake_pos = 10;
 static size_t fake_replicas(dc_store_t *st, const dc_store_replica_t **out,
                             int32_t *leader) {
   (void)st;
-  static const dc_store_replica_t self = {7, 0, NULL, NULL};
-  *out = &self;
+  static dc_store_replica_t reps[2] = {{7, 0, NULL, NULL}, {8, 0, NULL, NULL}};
+  reps[1].key = dc_replica_key_public(peer_key);
+  *out = reps;
   *leader = 7;
-  return 1;
+  return 2;
 }
-static const dc_store_ops_t fake_replicated_ops = {.close = fake_close,
-                                                   .load = fake_load,
-                                                   .commit = fake_commit,
-                                                   .replicas = fake_replicas};
+static int fake_replica_key(dc_store_t *st, int32_t node, const uint8_t **key) {
+  (void)st;
+  *key = node == 8 ? dc_replica_key_public(peer_key) : NULL;
+  return *key ? 1 : fake_young ? DC_STORE_NOT_YET : 0;
+}
+static int64_t fake_position(dc_store_t *st) {
+  (void)st;
+  return fake_pos;
+}
+static const dc_store_ops_t fake_replicated_ops = {
+    .close = fake_close,
+    .load = fake_load,
+    .commit = fake_commit,
+    .replicas = fake_replicas,
+    .replica_key = fake_replica_key,
+    .position = fake_position};
 
-/* Sends an Envelope carrying a request of (key) from principal at host;
- * returns its error code (-999 unanswered) and the inner response's
- * correlation id in *inner_corr (-1 without one). */
-static int envelope(tb_t *t, int16_t key, const char *principal,
-                    const char *host, int32_t *inner_corr) {
+/* How an Envelope is signed: by node with key, skew ms off the clock,
+ * claiming position; with a principal swapped in after signing when
+ * swap is set. key NULL: unsigned. */
+typedef struct env_sig {
+  const dc_replica_key_t *key;
+  int32_t node;
+  int64_t skew;
+  int64_t position;
+  const char *swap;
+} env_sig_t;
+
+static void env_sign(dc_envelope_req_t *e, const env_sig_t *s) {
+  e->position = s->position;
+  if (!s->key)
+    return;
+  e->has_signature = true;
+  e->signer = s->node;
+  e->signed_ms = dc_wall_ms() + s->skew;
+  dc_replica_msg_t m = {e->signer, e->signed_ms, e->principal,
+                        (size_t)e->principal_len, e->client_host,
+                        (size_t)e->client_host_len, e->request_data,
+                        (size_t)e->request_data_len};
+  dc_replica_sign(s->key, &m, e->signature);
+  if (s->swap) {
+    e->principal = (const uint8_t *)s->swap;
+    e->principal_len = (int32_t)strlen(s->swap);
+  }
+}
+
+/* Sends an Envelope carrying a request of (key) from principal at host,
+ * signed as s says; returns its error code (-999 unanswered) and the
+ * inner response's correlation id in *inner_corr (-1 without one). */
+static int envelope_as(tb_t *t, int16_t key, const char *principal,
+                       const char *host, int32_t *inner_corr,
+                       const env_sig_t *s) {
   dc_buf_t body, inner, env;
   dc_buf_init(&body);
   dc_arena_reset(&t->build);
@@ -1885,6 +1934,7 @@ static int envelope(tb_t *t, int16_t key, const char *principal,
       .principal_len = principal ? (int32_t)strlen(principal) : -1,
       .client_host = (const uint8_t *)host,
       .client_host_len = (int32_t)strlen(host)};
+  env_sign(&e, s);
   dc_buf_init(&env);
   dc_envelope_req_encode(&env, 0, &e);
   dc_rd_t rd;
@@ -1901,9 +1951,110 @@ static int envelope(tb_t *t, int16_t key, const char *principal,
   return resp.error_code;
 }
 
+/* An Envelope as follower 8 sends it. */
+static int envelope(tb_t *t, int16_t key, const char *principal,
+                    const char *host, int32_t *inner_corr) {
+  env_sig_t s = {.key = peer_key, .node = 8};
+  return envelope_as(t, key, principal, host, inner_corr, &s);
+}
+
+/* What the writer makes of forged and stale Envelopes: each refused,
+ * nothing stored. */
+static void envelope_forged(tb_t *t, fake_store_t *f,
+                            const dc_replica_key_t *other) {
+  int32_t corr;
+  struct {
+    const char *what;
+    env_sig_t s;
+    int want;
+  } cases[] = {
+      {"an unsigned Envelope", {0}, DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"signed by a node that published no key", {other, 9, 0, 0, NULL},
+       DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"signed in this server's own name", {other, 7, 0, 0, NULL},
+       DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"signed as node 8 with another key", {other, 8, 0, 0, NULL},
+       DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"node 8's, with the principal swapped after signing",
+       {peer_key, 8, 0, 0, "User:root"}, DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"node 8's, signed 61 s ago", {peer_key, 8, -61000, 0, NULL},
+       DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"node 8's, signed 61 s ahead", {peer_key, 8, 61000, 0, NULL},
+       DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"another key as node 8, at this server's position",
+       {other, 8, 0, 10, NULL}, DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+      {"another key as node 8, from a replica further along the log (this "
+       "server may not have read its new key): retriable",
+       {other, 8, 0, 11, NULL}, DC_ERR_NOT_CONTROLLER},
+      {"signed 61 s ago, from further along the log: not retriable",
+       {peer_key, 8, -61000, 11, NULL}, DC_ERR_CLUSTER_AUTHORIZATION_FAILED},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    f->who[0] = '\0';
+    is_int(envelope_as(t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:admin",
+                       "10.6.6.6:1", &corr, &cases[i].s),
+           cases[i].want, "%s: refused", cases[i].what);
+    is_str(f->who, "", "  nothing stored");
+  }
+  env_sig_t s = {other, 9, 0, 0, NULL};
+  fake_young = true;
+  is_int(envelope_as(t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:admin",
+                     "10.6.6.6:1", &corr, &s), DC_ERR_NOT_CONTROLLER,
+         "a node not heard of by a server that started less than a session "
+         "ago: retriable");
+  fake_young = false;
+  s = (env_sig_t){peer_key, 8, -59000, 0, NULL};
+  is_int(envelope_as(t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob",
+                     "10.1.1.1:5", &corr, &s), 0,
+         "node 8's, signed 59 s ago, is taken");
+}
+
+/* Refusals are logged once per peer address and reason. */
+static void envelope_logged_once(tb_t *t, const dc_replica_key_t *other,
+                                 const char *dir) {
+  char path[300], line[1024];
+  int32_t corr;
+  snprintf(path, sizeof(path), "%s/envelope.log", dir);
+  fflush(stderr);
+  int saved = dup(2), lfd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  dup2(lfd, 2);
+  env_sig_t bad = {other, 8, 0, 0, NULL}, none = {0};
+  for (int i = 0; i < 3; i++) {
+    t->conn.peer = i == 2 ? "10.9.9.9:7" : i ? "127.0.0.1:40002" : "127.0.0.1:40001";
+    envelope_as(t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:x", "h:1", &corr,
+                &bad);
+    envelope_as(t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:x", "h:1", &corr,
+                &none);
+  }
+  t->conn.peer = "127.0.0.1:40001";
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(lfd);
+  int sig = 0, unsigned_ = 0, other_peer = 0;
+  FILE *lf = fopen(path, "r");
+  while (lf && fgets(line, sizeof(line), lf)) {
+    sig += strstr(line, "Envelope from 127.0.0.1:40001 (claiming node 8) "
+                        "refused: its signature does not verify with node "
+                        "8's replica key") != NULL;
+    unsigned_ += strstr(line, "(claiming node none) refused: it carries no "
+                              "replica signature") != NULL;
+    other_peer += strstr(line, "Envelope from 10.9.9.9:7") != NULL;
+  }
+  if (lf)
+    fclose(lf);
+  is_int(sig, 1, "a bad signature is logged once for 127.0.0.1, naming the "
+                 "peer, the claimed node and the failed check");
+  is_int(unsigned_, 2, "an unsigned Envelope once for each of two addresses");
+  is_int(other_peer, 2, "another address's refusals are logged too");
+}
+
 static void test_envelope(void) {
   tb_t t;
   int32_t corr;
+  char err[200];
+  peer_key = dc_replica_key_new(err, sizeof(err));
+  dc_replica_key_t *other = dc_replica_key_new(err, sizeof(err));
   tb_init(&t, NULL, NULL);
   is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
                   &corr), DC_ERR_INVALID_REQUEST,
@@ -1916,7 +2067,7 @@ static void test_envelope(void) {
   tb_init(&t, NULL, &f.base);
   is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob",
                   "10.1.1.1:5", &corr), 0,
-         "the writer takes a forwarded alter");
+         "the writer takes an alter forwarded and signed by node 8");
   is_int(corr, 4242, "  answering it under the client's correlation id");
   is_str(f.who, "User:bob 10.1.1.1:5",
          "  stored as the client's principal and address");
@@ -1924,10 +2075,14 @@ static void test_envelope(void) {
          DC_ERR_INVALID_REQUEST, "only alters travel in an Envelope");
   is_int(envelope(&t, DC_API_ENVELOPE, "User:bob", "h:1", &corr),
          DC_ERR_INVALID_REQUEST, "  not an Envelope in an Envelope");
+  envelope_forged(&t, &f, other);
   tb_free(&t);
 
   char dir[256], acl[300];
   dc_tu_tmpdir(dir, sizeof(dir));
+  tb_init(&t, NULL, &f.base);
+  envelope_logged_once(&t, other, dir);
+  tb_free(&t);
   snprintf(acl, sizeof(acl), "%s/acl", dir);
   FILE *fp = fopen(acl, "w");
   fputs("allow User:bob alter client:*\n", fp);
@@ -1937,13 +2092,18 @@ static void test_envelope(void) {
   o.acl_path = acl;
   o.super_users = "User:replica";
   tb_init(&t, &o, &f.base);
-  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
-                  &corr), DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
-         "with ACLs, an Envelope from a non-super user is refused");
-  t.conn.principal = "User:replica";
   f.who[0] = '\0';
   is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
-                  &corr), 0, "  from a super user it is taken");
+                  &corr), DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
+         "with ACLs, a signed Envelope from a non-super user is refused");
+  t.conn.principal = "User:replica";
+  env_sig_t none = {0};
+  is_int(envelope_as(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
+                     &corr, &none), DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
+         "  an unsigned one from a super user too");
+  is_str(f.who, "", "  neither stored");
+  is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:bob", "h:1",
+                  &corr), 0, "  a signed one from a super user is taken");
   is_str(f.who, "User:bob h:1", "  and the inner principal is the one stored");
   is_int(envelope(&t, DC_API_INCREMENTAL_ALTER_CONFIGS, "User:eve", "h:1",
                   &corr), 0, "an Envelope for a principal the ACLs refuse");
@@ -1951,6 +2111,8 @@ static void test_envelope(void) {
   is_str(f.who, "User:bob h:1", "  and the ACLs kept it from the store");
   tb_free(&t);
   dc_tu_rmrf(dir);
+  dc_replica_key_free(other);
+  dc_replica_key_free(peer_key);
 }
 
 int main(void) {

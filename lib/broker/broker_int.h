@@ -8,6 +8,14 @@
 #include "broker/metrics.h"
 #include "codec/proto.h"
 
+/* Envelope refusals already logged, by peer address and reason
+ * (forward_auth.c): the latest DC_ENV_REFUSED_MAX are remembered. */
+#define DC_ENV_REFUSED_MAX 32
+struct dc_env_refused {
+  char peer[64];
+  int reason; /* 0 = unused */
+};
+
 struct dc_broker {
   dc_broker_opts_t opts;
   char *cluster_id;   /* owned copy */
@@ -38,6 +46,9 @@ struct dc_broker {
    * store has applied as much as the writer had (forward.c). */
   struct dc_fwd_job *fwd_held;
   uint64_t forwarded_ok, forwarded_failed;
+  uint64_t envelopes_refused;   /* Envelopes not trusted (forward_auth.c) */
+  struct dc_env_refused env_refused[DC_ENV_REFUSED_MAX];
+  size_t n_env_refused;
   dc_metrics_t metrics;
   dc_fleet_t fleet; /* fleet.c */
   struct dc_fleet_wait *fleet_waits; /* parked DescribeFleet (fleet_wait.c) */
@@ -171,6 +182,12 @@ void dc_broker_fleet_waits_free(dc_broker_t *b);
 /* forward.c: when the next held forwarded answer is due (monotonic ms):
  * 0 now, -1 none held. */
 int64_t dc_broker_fwd_held_due(const dc_broker_t *b);
+/* forward_auth.c: may the Envelope req (on r's connection) act for the
+ * principal inside? 0, or the error to answer it with:
+ * CLUSTER_AUTHORIZATION_FAILED, or NOT_CONTROLLER (retriable) when the
+ * forwarding replica's current key may not have been read here yet.
+ * Refusals are counted and logged once per peer address and reason. */
+int16_t dc_broker_envelope_check(dc_req_t *r, const dc_envelope_req_t *req);
 
 /* ---- watch.c: parked Watch requests ------------------------------------ */
 typedef struct dc_watch dc_watch_t;

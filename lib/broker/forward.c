@@ -2,11 +2,12 @@
 /*
  * Alters on a replica that does not write the store: forwarded to the one
  * that does, in an Envelope (KIP-590) carrying the client's principal and
- * address, and answered to the client as the writer answered them. The
- * writer trusts an Envelope's principal only from a super user when an
- * authorizer is configured (the replicas' own identity), as Kafka trusts
- * only its brokers; its ACLs then decide for the principal inside. A
- * server without replicas refuses Envelopes.
+ * address, signed with this replica's key, and answered to the client as
+ * the writer answered them. The writer trusts an Envelope only when it is
+ * signed by another replica of the store (forward_auth.c), and, with an
+ * authorizer, comes from a super user's connection, as Kafka trusts only
+ * its brokers; its ACLs then decide for the principal inside. A server
+ * without replicas refuses Envelopes.
  *
  * Read your writes: the writer's Envelope answer says how far it had
  * applied the config log (its store position) after the alter, and the
@@ -15,7 +16,6 @@
  * lasts at most the forward timeout; past it the answer goes (the change
  * is stored) and the lag is logged.
  */
-#include "broker/acl.h"
 #include "broker/broker_int.h"
 #include "broker/forwarder.h"
 #include "common/clock.h"
@@ -41,7 +41,8 @@ int dc_broker_forward_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
   char cid[64];
   snprintf(cid, sizeof(cid), "dynconfd-%d-forward", (int)b->opts.node_id);
   b->fwd = dc_forwarder_new(cid, b->opts.forward_security,
-                            forward_timeout_ms(b), errstr, errstr_size);
+                            forward_timeout_ms(b), dc_store_own_key(b->store),
+                            b->opts.node_id, errstr, errstr_size);
   return b->fwd ? 0 : -1;
 }
 
@@ -107,7 +108,20 @@ static dc_fwd_job_t *job_new(const dc_req_t *r, int32_t writer,
   job->kind = DC_PENDING_FORWARD;
   job->token = r->conn->token;
   job->node = writer;
+  job->from_position = dc_store_position(r->b->store);
   return job;
+}
+
+/* Has this server read its own heartbeat back, with the key it signs
+ * with? Only then can the writer have read it (it may still be behind:
+ * the Envelope's position tells it so, and it answers retriably). */
+static bool key_published(dc_broker_t *b) {
+  const dc_replica_key_t *own = dc_store_own_key(b->store);
+  const uint8_t *pub;
+  if (!own)
+    return true; /* nothing to wait for: the writer says why it refuses */
+  return dc_store_replica_key(b->store, b->opts.node_id, &pub) == 1 &&
+         !memcmp(pub, dc_replica_key_public(own), DC_REPLICA_KEY_LEN);
 }
 
 /* A forwarded alter reached a server that does not write (it lost the
@@ -151,6 +165,12 @@ int dc_broker_forward_alter(dc_req_t *r) {
              "advertises no listener named %s to forward to; alter there",
              (int)writer, name ? name : "(none)");
     return (r->fail_msg = dc_arena_strdup(r->arena, msg)) ? 1 : DC_ERR__NOMEM;
+  }
+  if (!key_published(r->b)) {
+    r->fail_msg = "this replica has not yet read back the heartbeat that "
+                  "publishes its key, with which it signs forwarded alters; "
+                  "retry";
+    return 1;
   }
   if (r->b->fwd_bytes + r->payload_len > FORWARD_MAX_BYTES) {
     r->fail_msg = "too many alters are waiting to be forwarded to the "
@@ -317,7 +337,6 @@ int dc_handle_envelope(dc_req_t *r) {
   dc_envelope_resp_t resp = {.response_data_len = -1};
   dc_buf_t inner;
   dc_buf_init(&inner);
-  const char *who = r->conn->principal ? r->conn->principal : "User:ANONYMOUS";
   const dc_store_replica_t *reps;
   int32_t writer;
   dc_store_replicas(r->b->store, &reps, &writer);
@@ -325,12 +344,7 @@ int dc_handle_envelope(dc_req_t *r) {
     /* An Envelope in an Envelope, or a server without replicas: nobody
      * forwards to it, so nobody may act for others through it. */
     resp.error_code = DC_ERR_INVALID_REQUEST;
-  } else if (r->b->acl &&
-             !dc_acl_is_super_user(r->b->opts.super_users, who)) {
-    dc_log(DC_LOG_WARN, "Envelope from %s refused: %s is not a super user, "
-           "so it may not act for other principals", r->conn->peer, who);
-    resp.error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
-  } else {
+  } else if (!(resp.error_code = dc_broker_envelope_check(r, &req))) {
     resp.error_code = unwrap(r, &req, &inner, &resp);
   }
   resp.position = dc_store_position(r->b->store);

@@ -4,6 +4,7 @@
  */
 #include "broker/forwarder.h"
 #include "common/arena.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -30,6 +31,8 @@ struct dc_forwarder {
   dc_kclient_t *kc;                /* the thread's */
   char addr[300];                  /* where kc is connected */
   int timeout_ms;
+  const dc_replica_key_t *key;     /* borrowed; signs each Envelope */
+  int32_t node;                    /* this server, the signer */
 };
 
 void dc_fwd_job_free(dc_fwd_job_t *job) {
@@ -64,6 +67,27 @@ static int connect_to(dc_forwarder_t *f, dc_fwd_job_t *job) {
   return 0;
 }
 
+/* Signs req as this server, now: the writer takes it only from a
+ * replica it knows, within its clock window. */
+static int sign(const dc_forwarder_t *f, dc_envelope_req_t *req) {
+  if (!f->key)
+    return 0; /* sent unsigned: the writer says why it refuses it */
+  req->signer = f->node;
+  req->signed_ms = dc_wall_ms();
+  dc_replica_msg_t m = {.node = req->signer,
+                        .time_ms = req->signed_ms,
+                        .principal = req->principal,
+                        .principal_len = (size_t)req->principal_len,
+                        .host = req->client_host,
+                        .host_len = (size_t)req->client_host_len,
+                        .request = req->request_data,
+                        .request_len = (size_t)req->request_data_len};
+  if (dc_replica_sign(f->key, &m, req->signature))
+    return -1;
+  req->has_signature = true;
+  return 0;
+}
+
 /* Sends one job's Envelope and keeps the answer in it. */
 static void forward_one(dc_forwarder_t *f, dc_fwd_job_t *job) {
   dc_arena_t arena = {0};
@@ -75,10 +99,16 @@ static void forward_one(dc_forwarder_t *f, dc_fwd_job_t *job) {
       .principal = (const uint8_t *)job->principal,
       .principal_len = (int32_t)strlen(job->principal),
       .client_host = (const uint8_t *)job->client_host,
-      .client_host_len = (int32_t)strlen(job->client_host)};
+      .client_host_len = (int32_t)strlen(job->client_host),
+      .position = job->from_position};
   dc_envelope_resp_t resp;
   if (connect_to(f, job))
     goto out;
+  if (sign(f, &req)) {
+    snprintf(job->error, sizeof(job->error), "cannot sign the forwarded "
+             "request (out of memory)");
+    goto out;
+  }
   if (dc_kclient_request(f->kc, DC_API_ENVELOPE, 0,
                          (dc_kclient_encode_fn *)dc_envelope_req_encode, &req,
                          f->timeout_ms, &rd, &arena, err, sizeof(err)) ||
@@ -156,7 +186,8 @@ static void *run(void *arg) {
 
 dc_forwarder_t *dc_forwarder_new(const char *client_id,
                                  const dc_kclient_security_t *sec,
-                                 int timeout_ms, char *errstr,
+                                 int timeout_ms, const dc_replica_key_t *key,
+                                 int32_t node, char *errstr,
                                  size_t errstr_size) {
   dc_forwarder_t *f = calloc(1, sizeof(*f));
   if (!f) {
@@ -166,6 +197,8 @@ dc_forwarder_t *dc_forwarder_new(const char *client_id,
   f->todo_tail = &f->todo;
   f->done_tail = &f->done;
   f->timeout_ms = timeout_ms;
+  f->key = key;
+  f->node = node;
   f->cancel[0] = f->cancel[1] = -1;
   f->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (f->done_fd < 0 || pipe2(f->cancel, O_CLOEXEC | O_NONBLOCK) ||

@@ -2,7 +2,8 @@
 /*
  * Forwarding requests to another server, off the event loop: a thread
  * with one kept connection (lib/client) that wraps each job's request in
- * an Envelope (KIP-590), sends it to the job's address and hands the
+ * an Envelope (KIP-590), signed with this replica's key just before it
+ * goes (replica_key.h), sends it to the job's address and hands the
  * answer back through an fd the event loop watches. Jobs are answered in
  * the order they were submitted.
  *
@@ -11,6 +12,7 @@
  */
 #ifndef DC_FORWARDER_H
 #define DC_FORWARDER_H
+#include "broker/replica_key.h"
 #include "client/kclient.h"
 
 #include <stdbool.h>
@@ -27,6 +29,7 @@ typedef struct dc_fwd_job {
   size_t request_len;
   char *principal;       /* on whose behalf */
   char *client_host;     /* the client's "ip:port" */
+  int64_t from_position; /* this server's store position at submit */
   /* Out: the response (header and body, no size prefix; owned), or
    * error set to why there is none. */
   uint8_t *response;
@@ -42,10 +45,13 @@ typedef struct dc_fwd_job {
 typedef struct dc_forwarder dc_forwarder_t;
 
 /* sec (nullable = PLAINTEXT) is copied; timeout_ms bounds each forward
- * (connecting included). NULL with errstr on failure. */
+ * (connecting included); Envelopes are signed as node with key (borrowed:
+ * it outlives the forwarder; NULL = unsigned, which writers refuse). NULL
+ * with errstr on failure. */
 dc_forwarder_t *dc_forwarder_new(const char *client_id,
                                  const dc_kclient_security_t *sec,
-                                 int timeout_ms, char *errstr,
+                                 int timeout_ms, const dc_replica_key_t *key,
+                                 int32_t node, char *errstr,
                                  size_t errstr_size);
 void dc_forwarder_destroy(dc_forwarder_t *f);
 /* Readable when answers are waiting (dc_forwarder_take_done drains it). */

@@ -196,6 +196,11 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
                    (double)b->forwarded_ok);
   dc_metrics_value(out, "dynconfd_forwarded_total", "result", "failed",
                    (double)b->forwarded_failed);
+  dc_metrics_head(out, "dynconfd_envelopes_refused_total", "counter",
+                  "Envelopes refused as not coming from another replica of "
+                  "the store (unsigned, unknown signer, clock, signature).");
+  dc_metrics_value(out, "dynconfd_envelopes_refused_total", NULL, NULL,
+                   (double)b->envelopes_refused);
 }
 
 void dc_broker_destroy(dc_broker_t *b) {
