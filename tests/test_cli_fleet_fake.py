@@ -762,8 +762,10 @@ def test_wait_users():
     got = cli("--alter", "--entity-type", "users", "--entity-name", "bob smith",
               "--entity-type", "clients", "--entity-name", "app/1",
               "--add-config", "acks=all", "--wait")
-    expect(got, 0, "--wait on a user's client-id, nobody connected: exit 0",
-           out="0 clients applied the change\n")
+    expect(got, 4, "--wait on a user's client-id, nobody connected: exit 4 "
+           "after the grace period, saying so",
+           err="no connected client is concerned by the change")
+    t.ok("applied the change" not in got[1], "... not '0 clients applied'")
     t.is_(FAKE.requests(DESCRIBE_CONFIGS)[0], (DESCRIBE_CONFIGS, 10, "bob%20smith/app%2F1"),
           "DescribeConfigs of the type-10 entity as the alter named it")
     t.is_(FAKE.requests(DESCRIBE_FLEET)[0], (DESCRIBE_FLEET, ("app/1", "bob smith")),
