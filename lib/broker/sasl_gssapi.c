@@ -27,6 +27,15 @@ struct dc_gssapi_acceptor {
   gss_cred_id_t creds;
   dc_krb_rules_t *rules;
   char realm[256];
+  char source[1024]; /* the keytab read, e.g. FILE:/etc/krb5.keytab */
+  /* The keys, copied from the source at load: the credentials name this
+   * MEMORY keytab, so a later change to the file (even a broken one)
+   * reaches no login until a reload builds a new acceptor. MIT frees a
+   * MEMORY keytab at its last close, so this handle stays open (with its
+   * context) for the acceptor's life. */
+  krb5_context k;
+  krb5_keytab mem;
+  char mem_name[64];
 };
 
 /* RFC 4752's states: the GSS-API context, then (after the client's empty
@@ -44,91 +53,108 @@ struct dc_gssapi_exchange {
 
 /* ---- the acceptor ---------------------------------------------------- */
 
-static int default_realm(char *out, size_t size) {
-  krb5_context k;
-  if (krb5_init_context(&k))
-    return -1;
+static void default_realm(krb5_context k, char *out, size_t size) {
   char *realm = NULL;
-  int rc = krb5_get_default_realm(k, &realm) ? -1 : 0;
-  if (!rc)
+  if (krb5_get_default_realm(k, &realm))
+    out[0] = '\0';
+  else
     snprintf(out, size, "%s", realm);
   krb5_free_default_realm(k, realm);
-  krb5_free_context(k);
-  return rc;
 }
 
-/* The keytab's principals, up to held_size bytes, comma separated; true
- * when one is service/HOST (any HOST). rc gets the keytab's error. */
-static bool scan_keytab(krb5_context k, krb5_keytab kt, const char *service,
-                        char *held, size_t held_size, krb5_error_code *rc) {
+static void krb_words(krb5_context k, krb5_error_code rc, char *out,
+                      size_t size) {
+  const char *m = krb5_get_error_message(k, rc);
+  snprintf(out, size, "%s", m);
+  krb5_free_error_message(k, m);
+}
+
+/* Whether principal p is service/HOST (any HOST). */
+static bool is_service(krb5_const_principal p, const char *service) {
+  return p->length == 2 && p->data[0].length == strlen(service) &&
+         !memcmp(p->data[0].data, service, p->data[0].length);
+}
+
+/* Appends p's name to held (comma separated, once each, cut to size). */
+static void note_held(krb5_context k, krb5_const_principal p, char *held,
+                      size_t size) {
+  size_t hl = strlen(held);
+  char *name = NULL;
+  if (hl + 1 < size && !krb5_unparse_name(k, p, &name) && !strstr(held, name))
+    snprintf(held + hl, size - hl, "%s%s", hl ? ", " : "", name);
+  krb5_free_unparsed_name(k, name);
+}
+
+/* Copies every entry of src into the acceptor's MEMORY keytab; *found:
+ * one is a key for the service. held names the others. 0, or the
+ * keytab's error (a file that is not a keytab, a read error). */
+static krb5_error_code copy_keys(dc_gssapi_acceptor_t *a, krb5_keytab src,
+                                 bool *found, char *held, size_t held_size) {
   krb5_kt_cursor cur;
   krb5_keytab_entry e;
-  size_t hl = 0;
-  bool found = false;
-  if ((*rc = krb5_kt_start_seq_get(k, kt, &cur)))
-    return false;
-  while (!found && !krb5_kt_next_entry(k, kt, &e, &cur)) {
-    const krb5_data *c0 = krb5_princ_component(k, e.principal, 0);
-    found = krb5_princ_size(k, e.principal) == 2 &&
-            c0->length == strlen(service) &&
-            !memcmp(c0->data, service, c0->length);
-    char *name = NULL;
-    if (!found && hl + 1 < held_size &&
-        !krb5_unparse_name(k, e.principal, &name) && !strstr(held, name))
-      hl += (size_t)snprintf(held + hl, held_size - hl, "%s%s",
-                             hl ? ", " : "", name);
-    krb5_free_unparsed_name(k, name);
-    krb5_free_keytab_entry_contents(k, &e);
+  krb5_error_code rc = krb5_kt_start_seq_get(a->k, src, &cur);
+  if (rc)
+    return rc;
+  while (!(rc = krb5_kt_next_entry(a->k, src, &e, &cur))) {
+    rc = krb5_kt_add_entry(a->k, a->mem, &e);
+    if (is_service(e.principal, a->service))
+      *found = true;
+    else
+      note_held(a->k, e.principal, held, held_size);
+    krb5_free_keytab_entry_contents(a->k, &e);
+    if (rc)
+      break;
   }
-  krb5_kt_end_seq_get(k, kt, &cur);
-  return found;
+  krb5_kt_end_seq_get(a->k, src, &cur);
+  return rc == KRB5_KT_END ? 0 : rc;
 }
 
-/* Whether the keytab holds a key for service/HOST (any HOST); else -1
- * with a sentence naming what it does hold. Checked before acquiring:
- * MIT's acquisition leaks a little when it finds no key. */
-static int keytab_has_service(const char *service, const char *keytab,
-                              char *errstr, size_t errstr_size) {
-  krb5_context k;
-  krb5_keytab kt;
-  char held[300] = "", why[200] = "";
-  if (krb5_init_context(&k)) {
-    dc_seterr(errstr, errstr_size, "cannot start Kerberos (krb5.conf?)");
-    return -1;
-  }
-  krb5_error_code rc =
-      keytab ? krb5_kt_resolve(k, keytab, &kt) : krb5_kt_default(k, &kt);
+/* Reads the keytab (NULL: the default one) into a MEMORY keytab of a
+ * name of its own, so no two loads share one. -1 with why when it cannot
+ * be read or holds no key for service/HOST (any HOST): checked here
+ * because MIT's acquisition leaks a little when it finds no key. */
+static int load_keys(dc_gssapi_acceptor_t *a, const char *keytab,
+                     char *errstr, size_t errstr_size) {
+  static atomic_uint loads;
+  krb5_keytab src = NULL;
+  char held[300] = "", why[300] = "";
   bool found = false;
-  if (!rc) {
-    found = scan_keytab(k, kt, service, held, sizeof(held), &rc);
-    krb5_kt_close(k, kt);
-  }
-  if (rc) {
-    const char *m = krb5_get_error_message(k, rc);
-    snprintf(why, sizeof(why), "%s", m);
-    krb5_free_error_message(k, m);
-  }
-  krb5_free_context(k);
-  if (!found)
+  snprintf(a->source, sizeof(a->source), "%s", keytab ? keytab : "(default)");
+  snprintf(a->mem_name, sizeof(a->mem_name), "MEMORY:dynconfd-%ld-%u",
+           (long)getpid(), atomic_fetch_add(&loads, 1));
+  krb5_error_code rc = keytab ? krb5_kt_resolve(a->k, keytab, &src)
+                               : krb5_kt_default(a->k, &src);
+  if (!rc && !keytab)
+    krb5_kt_get_name(a->k, src, a->source, sizeof(a->source));
+  if (!rc)
+    rc = krb5_kt_resolve(a->k, a->mem_name, &a->mem);
+  if (!rc)
+    rc = copy_keys(a, src, &found, held, sizeof(held));
+  if (rc)
+    krb_words(a->k, rc, why, sizeof(why));
+  if (src)
+    krb5_kt_close(a->k, src);
+  if (rc)
+    dc_seterr(errstr, errstr_size, "cannot read Kerberos keytab %s: %s",
+              a->source, why);
+  else if (!found)
     dc_seterr(errstr, errstr_size, "no Kerberos key for service '%s' in "
-              "keytab %s: %s%s", service, keytab ? keytab : "(default)",
-              rc ? why : "it holds ", rc ? "" : *held ? held : "no keys");
-  return found ? 0 : -1;
+              "keytab %s: it holds %s", a->service, a->source,
+              *held ? held : "no keys");
+  return found && !rc ? 0 : -1;
 }
 
-/* Acceptor credentials for service@ANY-HOST: MIT accepts a host-based
- * name without a host as "any key for this service in the keytab". */
-static int acquire(dc_gssapi_acceptor_t *a, const char *keytab,
-                   char *errstr, size_t errstr_size) {
-  if (keytab_has_service(a->service, keytab, errstr, errstr_size))
-    return -1;
+/* Acceptor credentials for service@ANY-HOST from the MEMORY keytab: MIT
+ * accepts a host-based name without a host as "any key for this service
+ * in the keytab". */
+static int acquire(dc_gssapi_acceptor_t *a, char *errstr, size_t errstr_size) {
   OM_uint32 maj, min;
   gss_buffer_desc nb = {strlen(a->service), a->service};
   gss_name_t name = GSS_C_NO_NAME;
   maj = gss_import_name(&min, &nb, GSS_C_NT_HOSTBASED_SERVICE, &name);
   if (!GSS_ERROR(maj)) {
-    gss_key_value_element_desc kv = {"keytab", keytab ? keytab : ""};
-    gss_key_value_set_desc store = {keytab ? 1 : 0, &kv};
+    gss_key_value_element_desc kv = {"keytab", a->mem_name};
+    gss_key_value_set_desc store = {1, &kv};
     maj = gss_acquire_cred_from(&min, name, GSS_C_INDEFINITE,
                                 (gss_OID_set)gss_mech_set_krb5, GSS_C_ACCEPT,
                                 &store, &a->creds, NULL, NULL);
@@ -139,8 +165,7 @@ static int acquire(dc_gssapi_acceptor_t *a, const char *keytab,
     char words[400];
     dc_gss_words(maj, min, words, sizeof(words));
     dc_seterr(errstr, errstr_size, "no Kerberos key for service '%s' in "
-              "keytab %s: %s", a->service, keytab ? keytab : "(default)",
-              words);
+              "keytab %s: %s", a->service, a->source, words);
     return -1;
   }
   return 0;
@@ -163,15 +188,21 @@ dc_gssapi_acceptor_t *dc_gssapi_acceptor_new(const char *service,
   }
   atomic_init(&a->refs, 1);
   a->creds = GSS_C_NO_CREDENTIAL;
-  if (default_realm(a->realm, sizeof(a->realm)))
-    a->realm[0] = '\0';
+  if (krb5_init_context(&a->k)) {
+    a->k = NULL;
+    dc_seterr(errstr, errstr_size, "cannot start Kerberos (krb5.conf?)");
+    dc_gssapi_acceptor_unref(a);
+    return NULL;
+  }
+  default_realm(a->k, a->realm, sizeof(a->realm));
   char why[400];
   if (!(a->rules = dc_krb_rules_parse(rules, why, sizeof(why)))) {
     dc_seterr(errstr, errstr_size, "%s", why);
     dc_gssapi_acceptor_unref(a);
     return NULL;
   }
-  if (acquire(a, keytab, errstr, errstr_size)) {
+  if (load_keys(a, keytab, errstr, errstr_size) ||
+      acquire(a, errstr, errstr_size)) {
     dc_gssapi_acceptor_unref(a);
     return NULL;
   }
@@ -189,7 +220,11 @@ void dc_gssapi_acceptor_unref(dc_gssapi_acceptor_t *a) {
     return;
   OM_uint32 min;
   if (a->creds != GSS_C_NO_CREDENTIAL)
-    gss_release_cred(&min, &a->creds);
+    gss_release_cred(&min, &a->creds); /* its own handle on a->mem */
+  if (a->mem)
+    krb5_kt_close(a->k, a->mem); /* the last one: MIT frees the keys */
+  if (a->k)
+    krb5_free_context(a->k);
   dc_krb_rules_destroy(a->rules);
   free(a->service);
   free(a);
@@ -197,6 +232,10 @@ void dc_gssapi_acceptor_unref(dc_gssapi_acceptor_t *a) {
 
 const char *dc_gssapi_acceptor_realm(const dc_gssapi_acceptor_t *a) {
   return a->realm;
+}
+
+const char *dc_gssapi_acceptor_keytab(const dc_gssapi_acceptor_t *a) {
+  return a->source;
 }
 
 /* ---- one exchange ---------------------------------------------------- */

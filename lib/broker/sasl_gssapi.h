@@ -14,9 +14,13 @@
  * shared by every exchange and reference-counted, so a reload can replace
  * it while exchanges that started under the old one finish with it.
  *
+ * The acceptor reads the keytab once, when it is made, into memory: a
+ * keytab file changed or broken afterwards reaches no login until a new
+ * acceptor is made from it (a reload).
+ *
  * Threads: one acceptor may serve exchanges on several threads; an
- * exchange has one owner. No I/O but reading the keytab and the replay
- * cache (KRB5RCACHEDIR).
+ * exchange has one owner. No I/O but reading the keytab (when the
+ * acceptor is made) and the replay cache (KRB5RCACHEDIR).
  */
 #ifndef DC_SASL_GSSAPI_H
 #define DC_SASL_GSSAPI_H
@@ -30,11 +34,12 @@
 
 typedef struct dc_gssapi_acceptor dc_gssapi_acceptor_t;
 
-/* An acceptor for tickets to service/ANY-HOST@REALM found in keytab (NULL:
- * the default keytab, KRB5_KTNAME or /etc/krb5.keytab). rules: Kafka's
+/* An acceptor for tickets to service/ANY-HOST@REALM with the keys keytab
+ * holds now (NULL: the default keytab, KRB5_KTNAME or /etc/krb5.keytab),
+ * copied into memory. rules: Kafka's
  * sasl.kerberos.principal.to.local.rules (NULL: DEFAULT). NULL with errstr
- * when the keytab has no key for the service or the rules do not parse.
- * Caller owns the one reference. */
+ * when the keytab cannot be read, has no key for the service, or the
+ * rules do not parse. Caller owns the one reference. */
 dc_gssapi_acceptor_t *dc_gssapi_acceptor_new(const char *service,
                                              const char *keytab,
                                              const char *rules, char *errstr,
@@ -43,6 +48,9 @@ dc_gssapi_acceptor_t *dc_gssapi_acceptor_ref(dc_gssapi_acceptor_t *a);
 void dc_gssapi_acceptor_unref(dc_gssapi_acceptor_t *a);
 /* The realm DEFAULT rules accept (krb5.conf's default_realm; "" if none). */
 const char *dc_gssapi_acceptor_realm(const dc_gssapi_acceptor_t *a);
+/* The keytab its keys came from, as named (the default one by its
+ * resolved name, e.g. FILE:/etc/krb5.keytab). */
+const char *dc_gssapi_acceptor_keytab(const dc_gssapi_acceptor_t *a);
 
 typedef struct dc_gssapi_exchange dc_gssapi_exchange_t;
 
