@@ -4,7 +4,8 @@
 # SASL_PLAINTEXT (SCRAM-SHA-512, PLAIN), SASL_SSL (SCRAM-SHA-256), the
 # errors an operator meets (wrong password, unknown user, untrusted
 # certificate, TLS port spoken to in plaintext, bad --command-config), and
-# --reload-keystore (rotation, a bad new key, authorization).
+# --reload-keystore (rotation, a bad new key, a bad credentials file
+# beside a good ACL file, authorization, what a server without TLS says).
 set -u
 DC_DAEMON_WRAPPER=${DC_DAEMON_WRAPPER:-} # lib.sh reads it unset-or-not
 . "$(dirname "$0")/lib.sh"
@@ -175,6 +176,9 @@ dc_expect 0 "^reloaded listener SSL: subject CN=localhost,O=dynconf-test, valid 
   "$DC_TMP/out" "--reload-keystore: one line per TLS listener (SSL)"
 grep -q "^reloaded listener SASL_SSL: " "$DC_TMP/out"
 tap_ok $? "... and SASL_SSL"
+grep -qx "reloaded ACL file $DC_TMP/acl" "$DC_TMP/out" &&
+  grep -qx "reloaded credentials $CREDS" "$DC_TMP/out"
+tap_ok $? "... and one line per security file: the ACL file and the credentials"
 
 # Rotate: a new certificate with another CN, then reload one listener.
 sh "$DC_SRCDIR/tests/gen_certs.sh" "$CERTS" leaf rotated localhost-rotated ||
@@ -186,7 +190,7 @@ mv "$SRV/server.pem.new" "$SRV/server.pem"
 run "${A[@]}" --reload-keystore --listener SSL
 dc_expect 0 "^reloaded listener SSL: subject CN=localhost-rotated,O=dynconf-test, valid until " \
   "$DC_TMP/out" "--listener SSL: the rotated certificate is served"
-[ "$(wc -l <"$DC_TMP/out")" -eq 1 ]
+[ "$(grep -c listener "$DC_TMP/out")" -eq 1 ]
 tap_ok $? "... and only that listener is reported"
 run --bootstrap-server "127.0.0.1:$SSL_PORT" --command-config "$DC_TMP/ssl.props" \
   "${D[@]}" --describe
@@ -194,6 +198,9 @@ dc_expect 0 "^  acks=all " "$DC_TMP/out" "SSL still works after the reload"
 run "${A[@]}" --reload-keystore --listener SSL --json
 dc_expect 0 '^\{"listeners":\[\{"listener":"SSL","ok":true,"error":null,"subject":"CN=localhost-rotated,O=dynconf-test","not_after":"' \
   "$DC_TMP/out" "--reload-keystore --json"
+grep -qF "],\"files\":[{\"what\":\"ACL file\",\"path\":\"$DC_TMP/acl\",\"ok\":true,\"error\":null},{\"what\":\"credentials\",\"path\":\"$CREDS\",\"ok\":true,\"error\":null}]}" \
+  "$DC_TMP/out"
+tap_ok $? "... with the files"
 
 # A bad new key: the reload fails, the old material stays in use.
 echo "not a key" >"$SRV/server.key"
@@ -236,12 +243,32 @@ run --bootstrap-server "127.0.0.1:$SSL_PORT" \
 dc_expect 1 "certificate verify failed" "$DC_TMP/err" \
   "... the chain is still verified"
 
-run "${A[@]}" --reload-keystore --listener NOPE
-dc_expect 1 "NOPE" "$DC_TMP/err" "--listener with an unknown name fails"
+# A broken credentials file beside a new ACL rule: the rule is reloaded,
+# the credentials in use stay, and the CLI says which is which.
 props alice security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-512 \
   sasl.username=alice sasl.password=alice-pw
-run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/alice.props" \
-  --reload-keystore
+AL=(--bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/alice.props")
+run "${AL[@]}" --entity-type clients --entity-name alice-app --alter \
+  --add-config acks=1
+dc_expect 1 "CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
+  "alice may not alter alice-app yet"
+cp "$CREDS" "$DC_TMP/users.creds.good"
+echo "bob SCRAM-SHA-256 nonsense" >"$CREDS"
+echo "allow User:alice alter client:alice-app" >>"$DC_TMP/acl"
+run "${A[@]}" --reload-keystore --listener SSL
+dc_expect 1 "^credentials $CREDS: not reloaded, old credentials kept: credentials file $CREDS line 1: " \
+  "$DC_TMP/out" "a broken credentials file: not reloaded, why, exit 1"
+grep -qx "reloaded ACL file $DC_TMP/acl" "$DC_TMP/out"
+tap_ok $? "... the ACL file beside it is reloaded"
+run "${AL[@]}" --entity-type clients --entity-name alice-app --alter \
+  --add-config acks=1
+dc_expect 0 "^Completed updating" "$DC_TMP/out" \
+  "... so its new rule applies, and alice logs in with the credentials kept"
+cp "$DC_TMP/users.creds.good" "$CREDS"
+
+run "${A[@]}" --reload-keystore --listener NOPE
+dc_expect 1 "NOPE" "$DC_TMP/err" "--listener with an unknown name fails"
+run "${AL[@]}" --reload-keystore
 dc_expect 1 "^Error: CLUSTER_AUTHORIZATION_FAILED" "$DC_TMP/err" \
   "--reload-keystore without alter on broker is denied"
 run --bootstrap-server "127.0.0.1:$SASL_PORT" --reload-keystore --describe
@@ -268,6 +295,20 @@ run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512
   "${D[@]}" --describe
 dc_expect 0 "^Dynamic configs for the default client-id are:" "$DC_TMP/out" \
   "the enabled mechanism works"
+# No TLS listener, but a credentials file: that is what is reloaded.
+run --bootstrap-server "127.0.0.1:$SASL_PORT" --command-config "$DC_TMP/scram512.props" \
+  --reload-keystore
+dc_expect 0 "^reloaded credentials $CREDS$" "$DC_TMP/out" \
+  "--reload-keystore without TLS: says the credentials were reloaded"
+! grep -q "nothing to reload" "$DC_TMP/out"
+tap_ok $? "... and not that there was nothing to reload"
+dc_stop_daemon
+
+# Neither a TLS listener nor a security file: nothing to reload.
+dc_start_daemon "$DC_TMP/data3" || tap_bail "third dynconfd did not start"
+run --bootstrap-server "127.0.0.1:$DC_PORT" --reload-keystore
+dc_expect 0 "^no TLS listener on 127\.0\.0\.1:$DC_PORT and no security file: nothing to reload$" \
+  "$DC_TMP/out" "--reload-keystore with nothing to reload says so, exit 0"
 dc_stop_daemon
 
 tap_done

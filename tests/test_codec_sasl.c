@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SaslHandshake (v0-1), SaslAuthenticate (v0-2) and ReloadSecurity (v0)
+ * SaslHandshake (v0-1), SaslAuthenticate (v0-2) and ReloadSecurity (v0-1)
  * codecs (lib/codec/sasl.c, lib/codec/reload.c):
  *  - byte-exact vectors derived by hand from apache/kafka's
  *    SaslHandshake{Request,Response}.json and
@@ -77,20 +77,21 @@ static void api_table(void) {
          sa->flexible_from == 2,
      "api table: SaslAuthenticate 0-2, flexible from 2");
   const dc_api_info_t *rl = dc_api_info(DC_API_RELOAD_SECURITY);
-  ok(rl && rl->min_version == 0 && rl->max_version == 0 &&
+  ok(rl && rl->min_version == 0 && rl->max_version == 1 &&
          rl->flexible_from == -1,
-     "api table: ReloadSecurity (20000) 0-0, never flexible");
+     "api table: ReloadSecurity (20000) 0-1, never flexible");
   ok(!dc_api_flexible(DC_API_SASL_AUTHENTICATE, 1) &&
          dc_api_flexible(DC_API_SASL_AUTHENTICATE, 2) &&
          !dc_api_flexible(DC_API_SASL_HANDSHAKE, 1) &&
-         !dc_api_flexible(DC_API_RELOAD_SECURITY, 0),
+         !dc_api_flexible(DC_API_RELOAD_SECURITY, 0) &&
+         !dc_api_flexible(DC_API_RELOAD_SECURITY, 1),
      "dc_api_flexible agrees for keys 17, 36, 20000");
   ok(dc_api_supported(DC_API_SASL_HANDSHAKE, 1) &&
          !dc_api_supported(DC_API_SASL_HANDSHAKE, 2) &&
          dc_api_supported(DC_API_SASL_AUTHENTICATE, 2) &&
          !dc_api_supported(DC_API_SASL_AUTHENTICATE, 3) &&
-         dc_api_supported(DC_API_RELOAD_SECURITY, 0) &&
-         !dc_api_supported(DC_API_RELOAD_SECURITY, 1),
+         dc_api_supported(DC_API_RELOAD_SECURITY, 1) &&
+         !dc_api_supported(DC_API_RELOAD_SECURITY, 2),
      "dc_api_supported agrees for keys 17, 36, 20000");
 }
 
@@ -508,7 +509,7 @@ static void rl_vectors(void) {
       {"SSL", 0, NULL, "CN=localhost", 1700000000000LL},
       {"SASL_SSL", DC_ERR_INVALID_CONFIG, "bad key", NULL, -1},
   };
-  dc_reload_resp_t resp = {0, 0, NULL, 2, ls};
+  dc_reload_resp_t resp = {0, 0, NULL, 2, ls, 0, NULL};
   reset();
   is_int(dc_reload_resp_encode(&buf, 0, &resp), 0, "rl resp encode");
   static const uint8_t rs[] = {
@@ -541,7 +542,7 @@ static void rl_vectors(void) {
 
   /* A top-level error (e.g. authorization) with no listeners. */
   dc_reload_resp_t denied = {5, DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
-                             "no", 0, NULL};
+                             "no", 0, NULL, 0, NULL};
   reset();
   dc_reload_resp_encode(&buf, 0, &denied);
   static const uint8_t rd31[] = {0x00, 0x00, 0x00, 0x05, 0x00, 0x1f, 0x00, 0x02,
@@ -551,7 +552,7 @@ static void rl_vectors(void) {
   /* A NULL listener name in a response entry goes out as "" (not
    * nullable), and a null one on the wire is refused. */
   dc_reload_listener_t nn = {NULL, 0, NULL, NULL, 0};
-  dc_reload_resp_t nresp = {0, 0, NULL, 1, &nn};
+  dc_reload_resp_t nresp = {0, 0, NULL, 1, &nn, 0, NULL};
   reset();
   dc_reload_resp_encode(&buf, 0, &nresp);
   ok(buf.len == 4 + 2 + 2 + 4 + 2 + 2 + 2 + 2 + 8 && buf.data[12] == 0 &&
@@ -565,7 +566,103 @@ static void rl_vectors(void) {
          "rl resp null listener_name -> _BAD_LENGTH");
 }
 
-static int rl_resp_eq(const dc_reload_resp_t *w, const dc_reload_resp_t *g) {
+/* v1: the security files after the listeners; v0 leaves them out. */
+static void rl_v1_vectors(void) {
+  dc_rd_t rd;
+  dc_reload_listener_t ls[] = {{"SSL", 0, NULL, "CN=x", -1}};
+  dc_reload_file_t fs[] = {
+      {DC_RELOAD_ACL, "/a", 0, NULL},
+      {DC_RELOAD_KEYTAB, NULL, DC_ERR_INVALID_CONFIG, "bad"},
+  };
+  dc_reload_resp_t resp = {0, 0, NULL, 1, ls, 2, fs};
+  static const uint8_t rs[] = {
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, /* throttle, 0, null */
+      0x00, 0x00, 0x00, 0x01,                         /* 1 listener */
+      0x00, 0x03, 'S', 'S', 'L', 0x00, 0x00, 0xff, 0xff, 0x00, 0x04, 'C', 'N',
+      '=', 'x', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0x00, 0x00, 0x00, 0x02, /* 2 files */
+      0x00, 0x08, 'A', 'C', 'L', ' ', 'f', 'i', 'l', 'e',
+      0x00, 0x02, '/', 'a', 0x00, 0x00, 0xff, 0xff,
+      0x00, 0x0f, 'K', 'e', 'r', 'b', 'e', 'r', 'o', 's', ' ', 'k', 'e', 'y',
+      't', 'a', 'b', 0xff, 0xff, /* path null */
+      0x00, 0x28,                /* error 40 */
+      0x00, 0x03, 'b', 'a', 'd',
+  };
+  const size_t files_len = 4 + 18 + 26;
+  reset();
+  is_int(dc_reload_resp_encode(&buf, 1, &resp), 0, "rl resp v1 encode");
+  is_mem(buf.data, buf.len, rs, sizeof(rs), "rl resp v1 bytes");
+  dc_reload_resp_t gr;
+  dc_rd_init(&rd, rs, sizeof(rs), &arena);
+  ok(dc_reload_resp_decode(&rd, 1, &gr) == 0 && rd.pos == sizeof(rs) &&
+         gr.n_listeners == 1 && gr.n_files == 2 &&
+         str_eq(gr.files[0].what, "ACL file") &&
+         str_eq(gr.files[0].path, "/a") && gr.files[0].error_code == 0 &&
+         gr.files[0].error_message == NULL &&
+         str_eq(gr.files[1].what, "Kerberos keytab") &&
+         gr.files[1].path == NULL && gr.files[1].error_code == 40 &&
+         str_eq(gr.files[1].error_message, "bad"),
+     "rl resp v1 vector decodes (null path as NULL)");
+  reset();
+  is_int(dc_reload_resp_encode(&buf, 0, &resp), 0, "rl resp v0 encode");
+  is_mem(buf.data, buf.len, rs, sizeof(rs) - files_len,
+         "rl resp v0: the same bytes without the files");
+  dc_rd_init(&rd, rs, sizeof(rs) - files_len, &arena);
+  ok(dc_reload_resp_decode(&rd, 0, &gr) == 0 && gr.n_files == 0 &&
+         gr.files == NULL,
+     "rl resp v0 decodes with no files");
+  dc_rd_init(&rd, rs, sizeof(rs) - files_len, &arena);
+  ok(dc_reload_resp_decode(&rd, 1, &gr) < 0,
+     "rl resp v0 bytes read as v1: the files array is missing -> error");
+  dc_reload_req_t one = {"SSL"};
+  reset();
+  is_int(dc_reload_req_encode(&buf, 1, &one), 0, "rl req v1 encode");
+  is_mem(buf.data, buf.len, "\x00\x03SSL", 5, "rl req v1 = v0 bytes");
+  /* A null "what" goes out as "", and a null one on the wire is refused. */
+  dc_reload_file_t nw = {NULL, NULL, 0, NULL};
+  dc_reload_resp_t nresp = {0, 0, NULL, 0, NULL, 1, &nw};
+  reset();
+  dc_reload_resp_encode(&buf, 1, &nresp);
+  static const uint8_t empty_what[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff,
+                                       0, 0, 0, 0, 0, 0, 0, 1,
+                                       0, 0, 0xff, 0xff, 0, 0, 0xff, 0xff};
+  is_mem(buf.data, buf.len, empty_what, sizeof(empty_what),
+         "rl resp v1 NULL what written as \"\"");
+  static const uint8_t null_what[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff,
+                                      0, 0, 0, 0, 0, 0, 0, 1,
+                                      0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff};
+  dc_rd_init(&rd, null_what, sizeof(null_what), &arena);
+  is_int(dc_reload_resp_decode(&rd, 1, &gr), DC_ERR__BAD_LENGTH,
+         "rl resp v1 null what -> _BAD_LENGTH");
+  static const uint8_t fhuge[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0,
+                                  0x10, 0x00, 0x00, 0x00, 0, 0, 0, 0};
+  dc_arena_reset(&arena);
+  dc_rd_init(&rd, fhuge, sizeof(fhuge), &arena);
+  is_int(dc_reload_resp_decode(&rd, 1, &gr), DC_ERR__BAD_LENGTH,
+         "rl resp v1 file count 2^28 -> _BAD_LENGTH");
+}
+
+/* The words dynconfd logs and the CLI prints for one file. */
+static void rl_words(void) {
+  char out[256];
+  dc_reload_file_say(out, sizeof(out), DC_RELOAD_ACL, "/etc/acl", NULL);
+  is_str(out, "reloaded ACL file /etc/acl", "words: a file reloaded");
+  dc_reload_file_say(out, sizeof(out), DC_RELOAD_KEYTAB, "/k", "garbage");
+  is_str(out, "Kerberos keytab /k: not reloaded, old keys kept: garbage",
+         "words: a keytab not reloaded");
+  dc_reload_file_say(out, sizeof(out), DC_RELOAD_ACL, "/a", "x");
+  is_str(out, "ACL file /a: not reloaded, old rules kept: x",
+         "words: an ACL file not reloaded");
+  dc_reload_file_say(out, sizeof(out), DC_RELOAD_CREDENTIALS, "/c", "x");
+  is_str(out, "credentials /c: not reloaded, old credentials kept: x",
+         "words: credentials not reloaded");
+  dc_reload_file_say(out, sizeof(out), "TOTP seeds", NULL, "x");
+  is_str(out, "TOTP seeds (default): not reloaded, old contents kept: x",
+         "words: a file this build does not know, without a path");
+}
+
+static int rl_resp_eq(const dc_reload_resp_t *w, const dc_reload_resp_t *g,
+                      int16_t v) {
   CHECK(g->throttle_time_ms == w->throttle_time_ms);
   CHECK(g->error_code == w->error_code);
   CHECK(str_eq(g->error_message, w->error_message));
@@ -577,6 +674,14 @@ static int rl_resp_eq(const dc_reload_resp_t *w, const dc_reload_resp_t *g) {
     CHECK(str_eq(gl->error_message, wl->error_message));
     CHECK(str_eq(gl->subject, wl->subject));
     CHECK(gl->not_after_ms == wl->not_after_ms);
+  }
+  CHECK(g->n_files == (v >= 1 ? dc_nn_count(w->n_files) : 0));
+  for (int32_t i = 0; i < g->n_files; i++) {
+    const dc_reload_file_t *wf = &w->files[i], *gf = &g->files[i];
+    CHECK(str_eq(gf->what, wf->what));
+    CHECK(str_eq(gf->path, wf->path));
+    CHECK(gf->error_code == wf->error_code);
+    CHECK(str_eq(gf->error_message, wf->error_message));
   }
   return 1;
 }
@@ -590,32 +695,44 @@ static void rl_roundtrips(void) {
        "CN=old", 0},
       {"", -1, "", "", INT64_MIN},
   };
-  dc_reload_resp_t resps[] = {
-      {0, 0, NULL, 4, ls},
-      {100, DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
-       "User:bob may not alter broker", 0, NULL},
-      {0, DC_ERR_RESOURCE_NOT_FOUND, "no listener named X", -1, NULL},
-      {INT32_MAX, 0, "", 1, ls + 2},
+  dc_reload_file_t fs[] = {
+      {DC_RELOAD_ACL, "/etc/dynconfd/acl", 0, NULL},
+      {DC_RELOAD_CREDENTIALS, "/etc/dynconfd/users.creds", 0, NULL},
+      {DC_RELOAD_JWKS, "/etc/dynconfd/jwks.json", DC_ERR_INVALID_CONFIG,
+       "/etc/dynconfd/jwks.json: not JSON"},
+      {DC_RELOAD_KEYTAB, NULL, DC_ERR_INVALID_CONFIG, ""},
+      {"", "", -1, NULL},
   };
-  for (size_t c = 0; c < sizeof(resps) / sizeof(resps[0]); c++) {
-    reset();
-    is_int(dc_reload_resp_encode(&buf, 0, &resps[c]), 0,
-           "rl resp case %zu encode", c);
-    dc_rd_t rd;
-    dc_reload_resp_t got;
-    dc_rd_init(&rd, buf.data, buf.len, &arena);
-    int rc = dc_reload_resp_decode(&rd, 0, &got);
-    mismatch = NULL;
-    ok(rc == 0 && rd.pos == buf.len && rl_resp_eq(&resps[c], &got),
-       "rl resp case %zu decode matches", c);
-    if (mismatch)
-      diag("  mismatch: %s", mismatch);
-    dc_reload_resp_encode(&buf2, 0, &got);
-    is_mem(buf2.data, buf2.len, buf.data, buf.len,
-           "rl resp case %zu re-encodes identically", c);
-    is_int(truncation_failures(dec_rl_resp, 0, buf.data, buf.len), 0,
-           "rl resp case %zu: every prefix fails", c);
-  }
+  dc_reload_resp_t resps[] = {
+      {0, 0, NULL, 4, ls, 0, NULL},
+      {100, DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
+       "User:bob may not alter broker", 0, NULL, 0, NULL},
+      {0, DC_ERR_RESOURCE_NOT_FOUND, "no listener named X", -1, NULL, -1,
+       NULL},
+      {INT32_MAX, 0, "", 1, ls + 2, 1, fs + 3},
+      {0, 0, NULL, 0, NULL, 5, fs},
+      {0, 0, NULL, 2, ls, 3, fs + 1},
+  };
+  for (int16_t v = 0; v <= 1; v++)
+    for (size_t c = 0; c < sizeof(resps) / sizeof(resps[0]); c++) {
+      reset();
+      is_int(dc_reload_resp_encode(&buf, v, &resps[c]), 0,
+             "rl resp v%d case %zu encode", v, c);
+      dc_rd_t rd;
+      dc_reload_resp_t got;
+      dc_rd_init(&rd, buf.data, buf.len, &arena);
+      int rc = dc_reload_resp_decode(&rd, v, &got);
+      mismatch = NULL;
+      ok(rc == 0 && rd.pos == buf.len && rl_resp_eq(&resps[c], &got, v),
+         "rl resp v%d case %zu decode matches", v, c);
+      if (mismatch)
+        diag("  mismatch: %s", mismatch);
+      dc_reload_resp_encode(&buf2, v, &got);
+      is_mem(buf2.data, buf2.len, buf.data, buf.len,
+             "rl resp v%d case %zu re-encodes identically", v, c);
+      is_int(truncation_failures(dec_rl_resp, v, buf.data, buf.len), 0,
+             "rl resp v%d case %zu: every prefix fails", v, c);
+    }
   const char *names[] = {NULL, "", "SSL", "EXTERNAL_SASL_SSL"};
   for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
     dc_reload_req_t req = {(char *)names[c]};
@@ -687,8 +804,8 @@ static void bad_versions(void) {
   }
 
   dc_reload_req_t lq = {NULL};
-  dc_reload_resp_t lr = {0, 0, NULL, 0, NULL};
-  int16_t rl_bad[] = {-1, 1, 2, INT16_MAX, INT16_MIN};
+  dc_reload_resp_t lr = {0, 0, NULL, 0, NULL, 0, NULL};
+  int16_t rl_bad[] = {-1, 2, 3, INT16_MAX, INT16_MIN};
   for (size_t i = 0; i < sizeof(rl_bad) / sizeof(rl_bad[0]); i++) {
     int16_t v = rl_bad[i];
     reset();
@@ -810,6 +927,8 @@ int main(void) {
   sa_vectors();
   sa_roundtrips();
   rl_vectors();
+  rl_v1_vectors();
+  rl_words();
   rl_roundtrips();
   bad_versions();
   bad_input();

@@ -20,11 +20,17 @@ carol from her keytab; refusals in words: a stale keytab, a principal the
 KDC no longer knows, an expired ticket, no ticket at all, a wrong service
 name, a principal no rule maps, a principal whose local name ends with a
 blank ('oa-admin @REALM'); a dynconfd whose keytab has no key for its
-service does not start; a server keytab made stale by re-keying fails the
-next login and a SIGHUP after the new keytab is in place fixes it.
+service does not start; a broken keytab written over the server's reaches
+no login (its keys were read into memory), and SIGHUP and
+dynconf-configs --reload-keystore keep the old keys, say why, and still
+reload the ACL file changed beside it; a server keytab made stale by
+re-keying fails the next login and a SIGHUP after the new keytab is in
+place fixes it; a keytab with a newer key appended is used from
+--reload-keystore on, not before.
 
 Prints TAP. A global alarm turns any hang into a failure.
 """
+import json
 import os
 import select
 import shutil
@@ -53,7 +59,8 @@ RULES = "RULE:[2:$1@$0](ops@DYNCONF.TEST)s/@.*/-team/,DEFAULT"
 
 def cli(ctx, props, *args, ccache=None, entity_type="clients"):
     """dynconf-configs over GSSAPI with extra --command-config props and
-    KRB5CCNAME=ccache (a file that may not exist): (rc, output)."""
+    KRB5CCNAME=ccache (a file that may not exist): (rc, output).
+    entity_type None: no --entity-type (--reload-keystore)."""
     path = os.path.join(ctx["tmp"], "cli.props")
     with open(path, "w") as f:
         f.write("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")
@@ -63,8 +70,8 @@ def cli(ctx, props, *args, ccache=None, entity_type="clients"):
     env["KRB5CCNAME"] = "FILE:" + (ccache or os.path.join(ctx["tmp"], "none.cc"))
     r = subprocess.run(
         [os.path.join(dcpy.builddir(), "dynconf-configs"), "--bootstrap-server",
-         "localhost:%d" % ctx["port"], "--command-config", path,
-         "--entity-type", entity_type] + list(args),
+         "localhost:%d" % ctx["port"], "--command-config", path] +
+        (["--entity-type", entity_type] if entity_type else []) + list(args),
         capture_output=True, text=True, timeout=60, env=env)
     return r.returncode, (r.stdout + r.stderr).strip()
 
@@ -381,6 +388,103 @@ def agent(ctx):
         w.stop()
 
 
+def log_count(d, text):
+    with open(d.log_path, errors="replace") as f:
+        return f.read().count(text)
+
+
+def log_line(d, text, n, seconds=10):
+    """The n-th line of dynconfd's log holding text (1 = first), once it
+    is there within seconds; else None."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with open(d.log_path, errors="replace") as f:
+            lines = [x for x in f.read().splitlines() if text in x]
+        if len(lines) >= n:
+            return lines[n - 1]
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def tail(out, n=200):
+    """The end of a command's output on one line, for a test's name."""
+    return out[-n:].replace("\n", " | ")
+
+
+def carol_alters(ctx, entity):
+    return cli(ctx, keytab_props(ctx, "carol"), "--entity-name", entity,
+               "--alter", "--add-config", "acks=1")
+
+
+def broken_keytab(ctx, d):
+    """Garbage written over the server's keytab: logins go on with the
+    keys read at start; SIGHUP and --reload-keystore keep them, say why,
+    and reload the ACL file changed at the same time all the same."""
+    tmp, acl = ctx["tmp"], ctx["acl"]
+    kt = os.path.join(tmp, "kafka.keytab")
+    with open(kt, "wb") as f:
+        f.write(b"not a keytab\n")
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=ctx["alice_cc"])
+    t.ok(rc == 0, "garbage written over the server's keytab: a new login "
+         "still succeeds, no SIGHUP: %s" % tail(out, 160))
+    rc, out = carol_alters(ctx, "krb-hup")
+    t.ok(rc != 0 and "User:carol is not authorized" in out,
+         "  carol may not alter krb-hup yet")
+    with open(acl, "a") as f:
+        f.write("allow User:carol alter client:krb-hup\n")
+    kept = "Kerberos keytab %s: not reloaded, old keys kept: " % kt
+    why = "cannot read Kerberos keytab %s: Unsupported key table format " \
+        "version number" % kt
+    n = log_count(d, kept)
+    d.proc.send_signal(signal.SIGHUP)
+    line = log_line(d, kept, n + 1) or ""
+    t.ok(kept + why in line and "reloaded ACL file %s;" % acl in line,
+         "SIGHUP: the log says the keytab was not reloaded and why, the "
+         "ACL file was: %s" % tail(line, 300))
+    rc, out = carol_alters(ctx, "krb-hup")
+    t.ok(rc == 0, "  logins still succeed, and the new ACL rule applies: "
+         "%s" % tail(out, 160))
+    with open(acl, "a") as f:
+        f.write("allow User:carol alter client:krb-rpc\n")
+    rc, out = cli(ctx, {}, "--reload-keystore", ccache=ctx["alice_cc"],
+                  entity_type=None)
+    t.ok(rc == 1 and ("\n" + kept + why + "\n") in ("\n" + out + "\n"),
+         "--reload-keystore: the keytab not reloaded, old keys kept, why; "
+         "exit 1: %s" % tail(out, 300))
+    t.ok("\nreloaded ACL file %s\n" % acl in "\n" + out + "\n",
+         "  and the ACL file reloaded")
+    rc, out = carol_alters(ctx, "krb-rpc")
+    t.ok(rc == 0, "  so its new rule applies: %s" % tail(out, 160))
+    rc, out = cli(ctx, {}, "--reload-keystore", "--json",
+                  ccache=ctx["alice_cc"], entity_type=None)
+    try:
+        files = json.loads(out)["files"]
+    except (ValueError, KeyError):
+        files = None
+    t.ok(rc == 1 and files == [
+        {"what": "ACL file", "path": acl, "ok": True, "error": None},
+        {"what": "Kerberos keytab", "path": kt, "ok": False, "error": why}],
+        "  --json: one entry per file: %s" % tail(out, 300))
+    shutil.copy(os.path.join(tmp, "carol.keytab"), kt)
+    rc, out = cli(ctx, {}, "--reload-keystore", ccache=ctx["alice_cc"],
+                  entity_type=None)
+    t.ok(rc == 1 and kept + "no Kerberos key for service 'kafka' in keytab "
+         "%s: it holds carol@" % kt in out,
+         "a keytab without a key for the service: not reloaded either: %s"
+         % tail(out, 200))
+    os.unlink(kt)
+    rc, out = cli(ctx, {}, "--reload-keystore", ccache=ctx["alice_cc"],
+                  entity_type=None)
+    t.ok(rc == 1 and kept + "cannot read Kerberos keytab %s: Key table file "
+         "'%s' not found" % (kt, kt) in out,
+         "  nor a missing one: %s" % tail(out, 200))
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=ctx["alice_cc"])
+    t.ok(rc == 0, "  and logins go on with the keys read at start")
+
+
 def server_rekey(ctx, d):
     """The service is re-keyed in the KDC: tickets now name a key the old
     keytab lacks, so logins fail; the new keytab plus SIGHUP fixes it."""
@@ -405,6 +509,38 @@ def server_rekey(ctx, d):
                       ccache=fresh)
         ok = rc == 0
     t.ok(ok, "  the new keytab and SIGHUP: logins work again: %s" % out[-120:])
+    rotate(ctx, new_kt, fresh)
+
+
+def rotate(ctx, new_kt, old_cc):
+    """A newer key appended to the keytab, as ktadd does: logins with it
+    fail until --reload-keystore reads the file, then both keys work.
+    old_cc holds a ticket for the key the server has now."""
+    realm, tmp = ctx["realm"], ctx["tmp"]
+    kt = os.path.join(tmp, "kafka.keytab")
+    realm.keytab(new_kt, "kafka/localhost", randkey=True)
+    shutil.copy(new_kt, kt + ".tmp")
+    os.replace(kt + ".tmp", kt)
+    new_cc = os.path.join(tmp, "alice3.cc")
+    realm.kinit("alice/host", "alice-secret", ccache=new_cc)
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=new_cc)
+    t.ok(rc != 0 and "kvno 3 not found in keytab" in out,
+         "a keytab file changed on disk is not read before a reload: %s"
+         % tail(out, 200))
+    rc, out = cli(ctx, {}, "--reload-keystore", ccache=old_cc,
+                  entity_type=None)
+    t.ok(rc == 0 and out == "reloaded ACL file %s\nreloaded Kerberos keytab "
+         "%s" % (ctx["acl"], kt),
+         "--reload-keystore reads it and says so: %s" % tail(out, 200))
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=new_cc)
+    t.ok(rc == 0, "  tickets for the new key are accepted: %s"
+         % tail(out, 120))
+    rc, out = cli(ctx, {}, "--entity-name", "krb-app", "--describe",
+                  ccache=old_cc)
+    t.ok(rc == 0, "  and for the old one, still in the keytab: %s"
+         % tail(out, 120))
 
 
 def main():
@@ -425,6 +561,7 @@ def run(tmp):
         f.write("allow User:alice alter client:krb-*\n"
                 "allow User:alice describe client:*\n"
                 "allow User:alice alter user:alice\n"
+                "allow User:alice alter broker\n"
                 "allow User:carol alter client:krb-carol\n"
                 "allow User:carol describe client:*\n"
                 "allow User:ops-team alter client:krb-ops\n"
@@ -437,7 +574,7 @@ def run(tmp):
             "--sasl-kerberos-principal-to-local-rules", RULES,
             "--acl-file", acl, "-v"])
         ctx = {"tmp": tmp, "realm": realm, "port": d.port,
-               "alice_cc": alice_cc}
+               "alice_cc": alice_cc, "acl": acl}
         try:
             cli_cases(ctx)
             kafka_python(ctx)
@@ -446,6 +583,7 @@ def run(tmp):
             agent(ctx)
             refusals(ctx)
             look_alike(ctx)
+            broken_keytab(ctx, d)
             server_rekey(ctx, d)
         finally:
             t.is_(d.stop(), 0, "dynconfd stops cleanly")

@@ -14,7 +14,9 @@ another claim) is what the audit history records; expired, not yet valid,
 wrong issuer, wrong audience, bad signature, unknown kid, a key not in the
 JWKS, a sub with a trailing blank and alg none are refused with the reason
 after {"status": "invalid_token"}; a JWKS file replaced and reloaded by SIGHUP changes which
-key is trusted, a broken one keeps the old keys; unsigned tokens pass only
+key is trusted, a broken one keeps the old keys; dynconf-configs
+--reload-keystore on this server without TLS says what it did with the JWKS
+and ACL files (not "nothing to reload"); unsigned tokens pass only
 on a server started with --sasl-oauthbearer-unsecured; an ACL file
 applies to OAUTHBEARER principals as to any other.
 
@@ -220,7 +222,7 @@ def kcat_metadata(port, principal):
     return r.returncode, r.stdout + r.stderr
 
 
-def cli(tmp, port, props, *args):
+def cli(tmp, port, props, *args, entity_type="clients"):
     """dynconf-configs with --command-config holding props: (rc, output)."""
     path = os.path.join(tmp, "cli.props")
     with open(path, "w") as f:
@@ -229,18 +231,18 @@ def cli(tmp, port, props, *args):
             f.write("%s=%s\n" % (k, v))
     r = subprocess.run(
         [os.path.join(dcpy.builddir(), "dynconf-configs"), "--bootstrap-server",
-         "127.0.0.1:%d" % port, "--command-config", path,
-         "--entity-type", "clients"] + list(args),
+         "127.0.0.1:%d" % port, "--command-config", path] +
+        (["--entity-type", entity_type] if entity_type else []) + list(args),
         capture_output=True, text=True, timeout=60)
     return r.returncode, r.stdout + r.stderr
 
 
-def cli_token(tmp, port, token, *args):
+def cli_token(tmp, port, token, *args, entity_type="clients"):
     path = os.path.join(tmp, "token.jwt")
     with open(path, "w") as f:
         f.write(token + "\n")
     return cli(tmp, port, {"sasl.oauthbearer.token.endpoint.url":
-                           "file://" + path}, *args)
+                           "file://" + path}, *args, entity_type=entity_type)
 
 
 def cli_cases(tmp, port, k1):
@@ -290,6 +292,7 @@ def run(tmp):
     acl = os.path.join(tmp, "acl")
     with open(acl, "w") as f:
         f.write("allow User:alice alter client:oauth-*\n"
+                "allow User:alice alter broker\n"
                 "allow User:carol alter client:oauth-es\n")
     data = os.path.join(tmp, "data")
     d = dcpy.Daemon(tmp, [
@@ -303,6 +306,7 @@ def run(tmp):
         refused(port, k1, e1, stranger)
         cli_cases(tmp, port, k1)
         reload(d, port, jwks, k1, k2)
+        reload_cli(tmp, port, jwks, acl, k1, k2)
         answers = raw_exchange(port, jwt.encode(claims(), None, algorithm="none"))
         t.ok(answers and answers[-1][0] == 58 and
              "unsecured" in (answers[-1][1] or ""),
@@ -388,10 +392,33 @@ def reload(d, port, jwks, k1, k2):
     with open(jwks, "w") as f:
         f.write("{ not json")
     d.proc.send_signal(signal.SIGHUP)
-    said = wait_log(d, "OAUTHBEARER keys not reloaded, old ones kept")
+    said = wait_log(d, "OAUTHBEARER keys %s: not reloaded, old keys kept"
+                    % jwks)
     t.ok(said, "a broken JWKS file on SIGHUP is refused in the log")
     t.ok(raw_exchange(port, tok2)[0][2] == b"",
          "  and the old keys stay in force")
+
+
+def reload_cli(tmp, port, jwks, acl, k1, k2):
+    """dynconf-configs --reload-keystore on a server without TLS: one line
+    per security file, the broken JWKS file (left by reload()) refused
+    with its reason while the ACL file is reloaded, then the fixed file
+    reloaded."""
+    tok2 = sign(k2, "k2", claims("alice"))
+    rc, out = cli_token(tmp, port, tok2, "--reload-keystore", entity_type=None)
+    t.ok(rc == 1 and "\nOAUTHBEARER keys %s: not reloaded, old keys kept: "
+         % jwks in "\n" + out and "\nreloaded ACL file %s\n" % acl in
+         "\n" + out,
+         "--reload-keystore with the broken JWKS file: the keys kept and why, "
+         "the ACL file reloaded, exit 1: %s" % out.strip()[-300:])
+    write_jwks(jwks, [jwk_rsa(k1, "k1"), jwk_rsa(k2, "k2")])
+    rc, out = cli_token(tmp, port, tok2, "--reload-keystore", entity_type=None)
+    t.ok(rc == 0 and "reloaded OAUTHBEARER keys %s\n" % jwks in out and
+         "nothing to reload" not in out,
+         "--reload-keystore with a good JWKS file says it reloaded the "
+         "OAUTHBEARER keys: %s" % out.strip()[-300:])
+    t.ok(raw_exchange(port, sign(k1, "k1", claims()))[0][2] == b"",
+         "  and k1's tokens pass again")
 
 
 def unsigned(sub, life):

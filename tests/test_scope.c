@@ -500,6 +500,14 @@ static void test_resolution(void) {
 
 /* ---- authorization -------------------------------------------------------- */
 
+/* A reload with the failed files' words in err (empty when none
+ * failed): 0, or -1 when some file failed. */
+static int reload(dc_broker_t *b, char *err, size_t size) {
+  dc_reload_file_report_t files[DC_RELOAD_FILES_MAX];
+  int n = dc_broker_reload_security(b, files);
+  return dc_reload_files_say(files, n, true, err, size) ? -1 : 0;
+}
+
 static bool write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   if (!f)
@@ -671,22 +679,20 @@ static void test_authorization(void) {
   as(&t, "User:alice", "alice-app");
   is_int(SET(&t, CL, "alice-app", "=acks=1"), 31, "before reload: denied");
   write_file(acl, "allow User:alice alter client:alice-*\n");
-  ok(dc_broker_reload_security(t.b, err, sizeof(err)) == 0 && !err[0],
-     "reload a good file");
+  ok(reload(t.b, err, sizeof(err)) == 0 && !err[0], "reload a good file");
   is_int(SET(&t, CL, "alice-app", "=acks=1"), 0, "after reload: allowed");
   as(&t, "User:ops", "x");
   is_int(SET(&t, CL, "payments", "=acks=1"), 31, "ops lost its rights");
   write_file(acl, "allow User:alice alter client:alice-*\nallow User:ops "
                   "alter nothing:x\n");
-  ok(dc_broker_reload_security(t.b, err, sizeof(err)) == -1 &&
+  ok(reload(t.b, err, sizeof(err)) == -1 &&
          strstr(err, acl) && strstr(err, ":2: unknown resource") &&
          strstr(err, "old rules kept"),
      "reload of a bad file fails with PATH:LINE: %s", err);
   as(&t, "User:alice", "alice-app");
   is_int(SET(&t, CL, "alice-app", "=acks=0"), 0, "old rules still apply");
   unlink(acl);
-  ok(dc_broker_reload_security(t.b, err, sizeof(err)) == -1 &&
-         strstr(err, "cannot open"),
+  ok(reload(t.b, err, sizeof(err)) == -1 && strstr(err, "cannot open"),
      "reload of a missing file fails: %s", err);
   is_int(SET(&t, CL, "alice-app", "=acks=1"), 0, "old rules still apply");
   tb_free(&t);
@@ -715,7 +721,7 @@ out:
   dc_tu_rmrf(dir);
 }
 
-/* Reloading both security files: all or nothing. */
+/* Reloading both security files: each on its own. */
 static void test_security_reload(void) {
   char dir[256], acl[300], cred[300], err[512] = "";
   if (!ok(dc_tu_tmpdir(dir, sizeof(dir)) == 0, "scratch dir"))
@@ -736,21 +742,35 @@ static void test_security_reload(void) {
   ok(dc_credentials_add(cred, "bob", "pw-b", 4096, err, sizeof(err)) == 0,
      "add bob");
   write_file(acl, "allow User:alice alter client:b\n");
-  ok(dc_broker_reload_security(t.b, err, sizeof(err)) == 0,
-     "reload both: %s", err);
+  ok(reload(t.b, err, sizeof(err)) == 0, "reload both: %s", err);
   is_int(dc_credentials_count(t.b->creds), 4, "bob is in after reload");
   as(&t, "User:alice", "x");
   ok(SET(&t, CL, "b", "=acks=1") == 0 && SET(&t, CL, "a", "=acks=1") == 31,
      "the new ACL applies");
-  /* A good ACL with bad credentials: neither is swapped in. */
+  /* A good ACL with bad credentials: the ACL is swapped in, the
+   * credentials stay, and each report says so. */
   write_file(acl, "allow User:alice alter client:c\n");
   write_file(cred, "bob SCRAM-SHA-256 nonsense\n");
-  ok(dc_broker_reload_security(t.b, err, sizeof(err)) == -1 &&
-         strstr(err, "credentials not reloaded") && strstr(err, cred),
-     "bad credentials: reload fails: %s", err);
+  dc_reload_file_report_t files[DC_RELOAD_FILES_MAX];
+  int n = dc_broker_reload_security(t.b, files);
+  ok(n == 2 && !strcmp(files[0].what, "ACL file") &&
+         !strcmp(files[0].path, acl) && files[0].error_code == 0 &&
+         !files[0].message[0],
+     "bad credentials: the ACL file is reported reloaded");
+  ok(n == 2 && !strcmp(files[1].what, "credentials") &&
+         !strcmp(files[1].path, cred) &&
+         files[1].error_code == DC_ERR_INVALID_CONFIG &&
+         strstr(files[1].message, cred),
+     "  the credentials not, saying why: %s", n == 2 ? files[1].message : "");
   is_int(dc_credentials_count(t.b->creds), 4, "old credentials kept");
-  ok(SET(&t, CL, "b", "=acks=0") == 0 && SET(&t, CL, "c", "=acks=1") == 31,
-     "old ACL kept too");
+  ok(SET(&t, CL, "c", "=acks=1") == 0 && SET(&t, CL, "b", "=acks=0") == 31,
+     "the new ACL applies all the same");
+  char want[400];
+  snprintf(want, sizeof(want),
+           "credentials %s: not reloaded, old credentials kept: ", cred);
+  ok(reload(t.b, err, sizeof(err)) == -1 &&
+         !strncmp(err, want, strlen(want)),
+     "  in words: %s", err);
   tb_free(&t);
   dc_broker_t *b = dc_broker_new(&o, NULL, err, sizeof(err));
   ok(!b && strstr(err, cred), "dc_broker_new refuses bad credentials: %s",

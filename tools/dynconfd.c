@@ -281,11 +281,12 @@ static void on_reload(void *opaque) {
   dc_reload_report_t rep[MAX_LISTEN];
   if (rc->tls)
     reload_tls(rc, NULL, rep, MAX_LISTEN);
-  char err[512] = "";
-  if (dc_broker_reload_security(rc->broker, err, sizeof(err)))
-    dc_log(DC_LOG_ERR, "security reload: %s", err);
-  else
-    dc_log(DC_LOG_INFO, "ACL file and credentials reloaded");
+  dc_reload_file_report_t files[DC_RELOAD_FILES_MAX];
+  int n = dc_broker_reload_security(rc->broker, files);
+  char line[4096];
+  int bad = dc_reload_files_say(files, n, false, line, sizeof(line));
+  if (n)
+    dc_log(bad ? DC_LOG_ERR : DC_LOG_INFO, "security reload: %s", line);
 }
 
 static bool set_str(char **dst, const char *v) {

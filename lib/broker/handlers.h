@@ -172,10 +172,30 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out);
  * thread. */
 void dc_broker_store_poll(dc_broker_t *b);
 
-/* Reloads the ACL file and the credentials file from their paths. On a bad
- * file the old rules/credentials stay and errstr says why; returns 0 or -1.
- * Loop thread only. */
-int dc_broker_reload_security(dc_broker_t *b, char *errstr, size_t errstr_size);
+/* One security file's outcome of a reload. */
+typedef struct dc_reload_file_report {
+  const char *what;   /* DC_RELOAD_ACL, ... (lib/codec/proto.h) */
+  char path[1024];    /* the file read */
+  int16_t error_code; /* 0, or DC_ERR_INVALID_CONFIG: old contents kept */
+  char message[512];  /* why not; empty on success */
+} dc_reload_file_report_t;
+
+/* ACL file, credentials, OAUTHBEARER keys, Kerberos keytab. */
+#define DC_RELOAD_FILES_MAX 4
+
+/* Reads again each security file the broker was started with (ACL file,
+ * credentials, OAUTHBEARER JWKS, Kerberos keytab), each on its own: a
+ * file that fails keeps its old contents in force and stops no other.
+ * Fills one report per file configured, in that order; returns how many
+ * (0..DC_RELOAD_FILES_MAX). Loop thread only. */
+int dc_broker_reload_security(dc_broker_t *b,
+                              dc_reload_file_report_t *files);
+
+/* The reports in one line, "; " between them (dc_reload_file_say's
+ * words), only the failed ones when failed_only; cut to size. Returns
+ * how many failed. */
+int dc_reload_files_say(const dc_reload_file_report_t *files, int n,
+                        bool failed_only, char *out, size_t size);
 
 /* Per-connection SASL state, owned by the connection (server.c), changed
  * by the SaslHandshake/SaslAuthenticate handlers. */

@@ -276,9 +276,62 @@ int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
   return DC_HANDLE_OK;
 }
 
+/* The TLS reports as the response's listeners (arena copies). */
+static int put_listeners(dc_req_t *r, dc_reload_resp_t *resp,
+                         const dc_reload_report_t *reports, int n) {
+  resp->listeners = dc_arena_alloc(r->arena, (size_t)(n ? n : 1) *
+                                                 sizeof(*resp->listeners));
+  if (!resp->listeners)
+    return DC_ERR__NOMEM;
+  resp->n_listeners = n;
+  for (int i = 0; i < n; i++) {
+    dc_reload_listener_t *l = &resp->listeners[i];
+    l->listener_name = dc_arena_strdup(r->arena, reports[i].listener);
+    l->error_code = reports[i].error_code;
+    l->error_message = reports[i].error_code
+                           ? dc_arena_strdup(r->arena, reports[i].message)
+                           : NULL;
+    l->subject = *reports[i].subject
+                     ? dc_arena_strdup(r->arena, reports[i].subject)
+                     : NULL;
+    l->not_after_ms = reports[i].not_after_ms;
+  }
+  return 0;
+}
+
+/* The files' outcomes: an entry each from v1; in v0, whose response has
+ * no place for them, the top-level error names the files that failed. */
+static int put_files(dc_req_t *r, dc_reload_resp_t *resp,
+                     const dc_reload_file_report_t *files, int n) {
+  char line[4096];
+  if (r->hdr->api_version < 1) {
+    if (dc_reload_files_say(files, n, true, line, sizeof(line))) {
+      resp->error_code = DC_ERR_INVALID_CONFIG;
+      resp->error_message = dc_arena_strdup(r->arena, line);
+    }
+    return 0;
+  }
+  resp->files = dc_arena_alloc(r->arena, (size_t)(n ? n : 1) *
+                                             sizeof(*resp->files));
+  if (!resp->files)
+    return DC_ERR__NOMEM;
+  resp->n_files = n;
+  for (int i = 0; i < n; i++) {
+    dc_reload_file_t *f = &resp->files[i];
+    f->what = dc_arena_strdup(r->arena, files[i].what);
+    f->path = *files[i].path ? dc_arena_strdup(r->arena, files[i].path) : NULL;
+    f->error_code = files[i].error_code;
+    f->error_message = files[i].error_code
+                           ? dc_arena_strdup(r->arena, files[i].message)
+                           : NULL;
+  }
+  return 0;
+}
+
 int dc_handle_reload_security(dc_req_t *r) {
+  int16_t v = r->hdr->api_version;
   dc_reload_req_t req;
-  if (dc_reload_req_decode(r->rd, r->hdr->api_version, &req))
+  if (dc_reload_req_decode(r->rd, v, &req))
     return r->rd->err;
   dc_reload_resp_t resp = {0};
   char why[512] = "";
@@ -286,7 +339,7 @@ int dc_handle_reload_security(dc_req_t *r) {
                             why, sizeof(why))) {
     resp.error_code = DC_ERR_CLUSTER_AUTHORIZATION_FAILED;
     resp.error_message = dc_arena_strdup(r->arena, why);
-    return dc_reload_resp_encode(r->out, 0, &resp);
+    return dc_reload_resp_encode(r->out, v, &resp);
   }
   enum { MAX_REPORTS = 16 };
   dc_reload_report_t reports[MAX_REPORTS];
@@ -299,31 +352,16 @@ int dc_handle_reload_security(dc_req_t *r) {
     snprintf(why, sizeof(why), "no TLS listener named '%s'",
              req.listener_name ? req.listener_name : "");
     resp.error_message = dc_arena_strdup(r->arena, why);
-    return dc_reload_resp_encode(r->out, 0, &resp);
+    return dc_reload_resp_encode(r->out, v, &resp);
   }
-  if (dc_broker_reload_security(r->b, why, sizeof(why))) {
-    resp.error_code = DC_ERR_INVALID_CONFIG;
-    resp.error_message = dc_arena_strdup(r->arena, why);
-  }
-  resp.listeners = dc_arena_alloc(r->arena, (size_t)(n ? n : 1) *
-                                                sizeof(*resp.listeners));
-  if (!resp.listeners)
+  dc_reload_file_report_t files[DC_RELOAD_FILES_MAX];
+  int nf = dc_broker_reload_security(r->b, files);
+  if (put_listeners(r, &resp, reports, n) || put_files(r, &resp, files, nf))
     return DC_ERR__NOMEM;
-  resp.n_listeners = n;
-  for (int i = 0; i < n; i++) {
-    dc_reload_listener_t *l = &resp.listeners[i];
-    l->listener_name = dc_arena_strdup(r->arena, reports[i].listener);
-    l->error_code = reports[i].error_code;
-    l->error_message = reports[i].error_code
-                           ? dc_arena_strdup(r->arena, reports[i].message)
-                           : NULL;
-    l->subject = *reports[i].subject
-                     ? dc_arena_strdup(r->arena, reports[i].subject)
-                     : NULL;
-    l->not_after_ms = reports[i].not_after_ms;
-  }
-  dc_log(DC_LOG_INFO, "%s asked for a security reload from %s: %d TLS "
-                      "listener(s)%s%s", r->conn->principal, r->conn->peer, n,
-         resp.error_code ? "; " : "", resp.error_code ? why : "");
-  return dc_reload_resp_encode(r->out, 0, &resp);
+  char line[4096];
+  int bad = dc_reload_files_say(files, nf, false, line, sizeof(line));
+  dc_log(bad ? DC_LOG_WARN : DC_LOG_INFO, "%s asked for a security reload "
+         "from %s: %d TLS listener(s)%s%s", r->conn->principal, r->conn->peer,
+         n, nf ? "; " : "", line);
+  return dc_reload_resp_encode(r->out, v, &resp);
 }

@@ -13,6 +13,7 @@
 #include "broker/credentials.h"
 #include "broker/jwt.h"
 #include "broker/sasl_gssapi.h"
+#include "codec/proto.h"
 #include "common/text.h"
 
 #include <stdio.h>
@@ -76,70 +77,103 @@ void dc_broker_security_free(dc_broker_t *b) {
   b->gss = NULL;
 }
 
-/* Every file is read before any is swapped in, so a bad one leaves the
- * broker exactly as it was (old rules, credentials and keys). */
-int dc_broker_reload_security(dc_broker_t *b, char *errstr,
-                              size_t errstr_size) {
-  if (errstr_size)
-    errstr[0] = '\0';
-  dc_acl_t *acl = NULL;
-  dc_credentials_t *creds = NULL;
+static dc_reload_file_report_t *report(dc_reload_file_report_t *files,
+                                       int *n, const char *what,
+                                       const char *path) {
+  dc_reload_file_report_t *f = &files[(*n)++];
+  f->what = what;
+  snprintf(f->path, sizeof(f->path), "%s", path ? path : "");
+  f->error_code = 0;
+  f->message[0] = '\0';
+  return f;
+}
+
+static void failed(dc_reload_file_report_t *f, const char *why) {
+  f->error_code = DC_ERR_INVALID_CONFIG;
+  snprintf(f->message, sizeof(f->message), "%s", why);
+}
+
+/* The acceptor is made anew from the keytab; exchanges under way keep the
+ * old one (they hold a reference). */
+static void reload_keytab(dc_broker_t *b, dc_reload_file_report_t *f) {
   char why[512];
-  if (b->opts.acl_path &&
-      !(acl = dc_acl_load(b->opts.acl_path, why, sizeof(why)))) {
-    dc_seterr(errstr, errstr_size, "ACL file not reloaded, old rules kept: %s",
-             why);
-    return -1;
+  struct dc_gssapi_acceptor *gss = new_acceptor(b, why, sizeof(why));
+  const struct dc_gssapi_acceptor *named = gss ? gss : b->gss;
+  if (named)
+    snprintf(f->path, sizeof(f->path), "%s",
+             dc_gssapi_acceptor_keytab(named));
+  if (!gss) {
+    failed(f, why);
+    return;
   }
-  if (b->opts.credentials_path &&
-      !(creds = dc_credentials_load(b->opts.credentials_path, why,
-                                    sizeof(why)))) {
-    dc_acl_destroy(acl);
-    dc_seterr(errstr, errstr_size,
-             "credentials not reloaded, old ones kept (ACL file not reloaded "
-             "either): %s",
-             why);
-    return -1;
+  dc_gssapi_acceptor_unref(b->gss);
+  b->gss = gss;
+}
+
+/* Each file is read whole before it replaces what is in force, and on its
+ * own: one bad file keeps its old contents and stops no other. */
+int dc_broker_reload_security(dc_broker_t *b,
+                              dc_reload_file_report_t *files) {
+  int n = 0;
+  char why[512];
+  const dc_broker_opts_t *o = &b->opts;
+  if (o->acl_path) {
+    dc_reload_file_report_t *f = report(files, &n, DC_RELOAD_ACL, o->acl_path);
+    dc_acl_t *acl = dc_acl_load(o->acl_path, why, sizeof(why));
+    if (acl) {
+      dc_acl_destroy(b->acl);
+      b->acl = acl;
+    } else {
+      failed(f, why);
+    }
   }
-  dc_jwks_t *jwks = NULL;
-  if (b->opts.oauth_jwks_path &&
-      !(jwks = dc_jwks_load(b->opts.oauth_jwks_path, why, sizeof(why)))) {
-    dc_acl_destroy(acl);
-    dc_credentials_destroy(creds);
-    dc_seterr(errstr, errstr_size,
-              "OAUTHBEARER keys not reloaded, old ones kept (ACL file and "
-              "credentials not reloaded either): %s",
-              why);
-    return -1;
+  if (o->credentials_path) {
+    dc_reload_file_report_t *f =
+        report(files, &n, DC_RELOAD_CREDENTIALS, o->credentials_path);
+    dc_credentials_t *creds =
+        dc_credentials_load(o->credentials_path, why, sizeof(why));
+    if (creds) {
+      dc_credentials_destroy(b->creds);
+      b->creds = creds;
+    } else {
+      failed(f, why);
+    }
   }
-  struct dc_gssapi_acceptor *gss = NULL;
-  if (b->opts.kerberos && !(gss = new_acceptor(b, why, sizeof(why)))) {
-    dc_acl_destroy(acl);
-    dc_credentials_destroy(creds);
-    dc_jwks_free(jwks);
-    dc_seterr(errstr, errstr_size,
-              "Kerberos keytab not reloaded, old keys kept (ACL file, "
-              "credentials and OAUTHBEARER keys not reloaded either): %s",
-              why);
-    return -1;
+  if (o->oauth_jwks_path) {
+    dc_reload_file_report_t *f =
+        report(files, &n, DC_RELOAD_JWKS, o->oauth_jwks_path);
+    dc_jwks_t *jwks = dc_jwks_load(o->oauth_jwks_path, why, sizeof(why));
+    if (jwks) {
+      dc_jwks_free(b->jwks);
+      b->jwks = jwks;
+    } else {
+      failed(f, why);
+    }
   }
-  if (b->opts.kerberos) {
-    dc_gssapi_acceptor_unref(b->gss); /* exchanges under way keep theirs */
-    b->gss = gss;
+  if (o->kerberos)
+    reload_keytab(b, report(files, &n, DC_RELOAD_KEYTAB, o->kerberos_keytab));
+  return n;
+}
+
+int dc_reload_files_say(const dc_reload_file_report_t *files, int n,
+                        bool failed_only, char *out, size_t size) {
+  int bad = 0;
+  size_t len = 0;
+  if (size)
+    out[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    const dc_reload_file_report_t *f = &files[i];
+    bad += f->error_code != 0;
+    if ((failed_only && !f->error_code) || len + 1 >= size)
+      continue;
+    if (len)
+      len += (size_t)snprintf(out + len, size - len, "; ");
+    if (len + 1 < size)
+      len += (size_t)dc_reload_file_say(out + len, size - len, f->what,
+                                        f->path,
+                                        f->error_code ? f->message : NULL);
   }
-  if (b->opts.oauth_jwks_path) {
-    dc_jwks_free(b->jwks);
-    b->jwks = jwks;
-  }
-  if (b->opts.acl_path) {
-    dc_acl_destroy(b->acl);
-    b->acl = acl;
-  }
-  if (b->opts.credentials_path) {
-    dc_credentials_destroy(b->creds);
-    b->creds = creds;
-  }
-  return 0;
+  return bad;
 }
 
 bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,

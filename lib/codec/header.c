@@ -12,7 +12,7 @@ static const dc_api_info_t apis[] = {
     {DC_API_SASL_HANDSHAKE, 0, 1, -1, "SaslHandshake"},
     {DC_API_SASL_AUTHENTICATE, 0, 2, 2, "SaslAuthenticate"},
     {DC_API_ENVELOPE, 0, 0, 0, "Envelope"},
-    {DC_API_RELOAD_SECURITY, 0, 0, -1, "ReloadSecurity"},
+    {DC_API_RELOAD_SECURITY, 0, 1, -1, "ReloadSecurity"},
     {DC_API_WATCH, 0, 1, 0, "Watch"},
     {DC_API_CLIENT_REPORT, 0, 0, 0, "ClientReport"},
     {DC_API_DESCRIBE_FLEET, 0, 1, 0, "DescribeFleet"},

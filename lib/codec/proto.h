@@ -360,12 +360,18 @@ int dc_sasl_authenticate_req_encode(dc_buf_t *b, int16_t v, const dc_sasl_authen
 int dc_sasl_authenticate_resp_decode(dc_rd_t *rd, int16_t v, dc_sasl_authenticate_resp_t *out);
 int dc_sasl_authenticate_resp_encode(dc_buf_t *b, int16_t v, const dc_sasl_authenticate_resp_t *in);
 
-/* ---- ReloadSecurity (20000) v0, dynconf's own --------------------------
+/* ---- ReloadSecurity (20000) v0-1, dynconf's own ------------------------
  * request:  listener_name (nullable string; null = every listener)
  * response: throttle_time_ms, error_code, error_message (nullable),
  *           [listener_name, error_code, error_message (nullable),
  *            subject (nullable: the certificate now served),
- *            not_after_ms (int64; -1 = none)]
+ *            not_after_ms (int64; -1 = none)],
+ *           v1+: [what (DC_RELOAD_ACL ...), path (nullable),
+ *                 error_code, error_message (nullable)]
+ *           one entry per security file configured; a failed one keeps
+ *           its old contents and stops no other.
+ * A file that fails is said in its own entry in v1 (top-level error 0, as
+ * for a listener), in the top-level error (INVALID_CONFIG) in v0.
  * Not flexible (request header v1, response header v0). */
 typedef struct dc_reload_req {
   char *listener_name;
@@ -379,13 +385,34 @@ typedef struct dc_reload_listener {
   int64_t not_after_ms;
 } dc_reload_listener_t;
 
+/* The files' "what" on the wire. */
+#define DC_RELOAD_ACL "ACL file"
+#define DC_RELOAD_CREDENTIALS "credentials"
+#define DC_RELOAD_JWKS "OAUTHBEARER keys"
+#define DC_RELOAD_KEYTAB "Kerberos keytab"
+
+typedef struct dc_reload_file {
+  char *what;
+  char *path;
+  int16_t error_code;
+  char *error_message;
+} dc_reload_file_t;
+
 typedef struct dc_reload_resp {
   int32_t throttle_time_ms;
   int16_t error_code;
   char *error_message;
   int32_t n_listeners;
   dc_reload_listener_t *listeners;
+  int32_t n_files; /* v1+ */
+  dc_reload_file_t *files;
 } dc_reload_resp_t;
+
+/* One file's outcome in words, as dynconfd logs it and the CLI prints it:
+ * "reloaded ACL file PATH", or with error (NULL = none) "Kerberos keytab
+ * PATH: not reloaded, old keys kept: ERROR". Returns snprintf's count. */
+int dc_reload_file_say(char *out, size_t size, const char *what,
+                       const char *path, const char *error);
 
 int dc_reload_req_decode(dc_rd_t *rd, int16_t v, dc_reload_req_t *out);
 int dc_reload_req_encode(dc_buf_t *b, int16_t v, const dc_reload_req_t *in);

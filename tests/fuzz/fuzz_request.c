@@ -668,6 +668,7 @@ static void seed_requests(dc_buf_t *b) {
   dc_buf_clear(b);
   add_frame(b, DC_API_RELOAD_SECURITY, 0, 21, enc_rl, &rl_all);
   add_frame(b, DC_API_RELOAD_SECURITY, 0, 22, enc_rl, &rl_one);
+  add_frame(b, DC_API_RELOAD_SECURITY, 1, 23, enc_rl, &rl_all);
   write_seed("reload-security", b);
   /* Watches are answered at once here: the fuzzer's connection cannot
    * wait, so none parks. */
