@@ -196,14 +196,14 @@ BEGIN {
   row("  P pages sent at once: until the last answer (s)",
       "pages_at_once wall_s")
   row("  dynconfd CPU for them (s)", "pages_at_once cpu_s")
-  row("  probe p50 meanwhile (ms)", "pages_at_once probe_p50_ms")
+  row("  probe p99 meanwhile (ms)", "pages_at_once probe_p99_ms")
   row("v0 of the whole fleet: until answered (s)", "v0_whole_fleet wall_s")
   row("  dynconfd RSS before (MB)", "v0_memory rss0_mb")
   row("  dynconfd peak RSS after (MB)", "v0_memory hwm_mb")
   row("parked DescribeFleet (caps raised): parked", "waits parked")
   row("  one report: until all answered (s)", "waits_answered wall_s")
   row("  dynconfd CPU for it (s)", "waits_answered cpu_s")
-  row("  probe p50 meanwhile (ms)", "waits_answered probe_p50_ms")
+  row("  probe p99 meanwhile (ms)", "waits_answered probe_p99_ms")
   row("default caps, as ANONYMOUS: parked", "default_caps_waits parked")
   row("  refused at once", "default_caps_waits refused")
 }'
