@@ -89,7 +89,8 @@ class Daemon:
     """dynconfd in the background. Reads its stdout until it has printed
     `listening on HOST:PORT (NAME PROTOCOL)` for n_listeners listeners;
     self.listeners maps NAME -> (host, port, protocol), and self.host /
-    self.port are the first listener's."""
+    self.port are the first listener's; self.metrics is the HOST:PORT of
+    `metrics on HOST:PORT` (--metrics-listen), else None."""
 
     def __init__(self, tmp, args, n_listeners=1, log_lines=20):
         self.log_path = os.path.join(tmp, "dynconfd.log")
@@ -101,6 +102,7 @@ class Daemon:
             stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
         self.listeners = {}
         self.host, self.port = None, None
+        self.metrics = None
         deadline = time.monotonic() + 10
         buf = b""
         while time.monotonic() < deadline and len(self.listeners) < n_listeners:
@@ -112,6 +114,8 @@ class Daemon:
                 break
             buf += chunk
             for line in buf.decode(errors="replace").splitlines():
+                if line.startswith("metrics on "):
+                    self.metrics = line[len("metrics on "):].strip()
                 if not line.startswith("listening on "):
                     continue
                 words = line[len("listening on "):].split(" ")

@@ -161,6 +161,14 @@ static void usage_store(FILE *f) {
 "  --node-id N               broker node id (default 1)\n"
 "  --metrics-listen HOST:PORT  serve /metrics (Prometheus), /healthz and\n"
 "                            /readyz over HTTP there (default: off)\n"
+"  --metrics-max-connections N  HTTP connections open at once; more wait\n"
+"                            (default 256)\n"
+"  --metrics-max-connections-per-ip N  HTTP connections from one address;\n"
+"                            more are closed at once (default 16)\n"
+"  --metrics-idle-timeout-seconds N  close an HTTP connection silent this\n"
+"                            long, mid-request or between requests (default 5)\n"
+"  --metrics-max-header-bytes N  memory for one HTTP request's header; a\n"
+"                            larger header gets 431 (default 32768)\n"
 "  --log-format text|json    log lines as text (default) or one JSON object\n"
 "                            each, for log shippers\n"
 "  --config FILE             read settings from FILE (key=value lines, see README);\n"
@@ -376,6 +384,38 @@ static bool apply_store_setting(settings_t *st, const char *key,
   return false;
 }
 
+/* An unsigned setting in min..max; false (with a message) when not. */
+static bool parse_unsigned(const char *key, const char *v, unsigned min,
+                           unsigned max, unsigned *out) {
+  int64_t n;
+  if (!parse_num(key, v, min, max, &n))
+    return false;
+  *out = (unsigned)n;
+  return true;
+}
+
+/* The metrics endpoint's bounds, as apply_listener_setting. */
+static bool apply_metrics_setting(settings_t *st, const char *key,
+                                  const char *val, bool *known) {
+  dc_http_limits_t *l = &st->srv.http;
+  unsigned bytes;
+  *known = true;
+  if (!strcmp(key, "metrics.max.connections"))
+    return parse_unsigned(key, val, 1, 65536, &l->max_connections);
+  if (!strcmp(key, "metrics.max.connections.per.ip"))
+    return parse_unsigned(key, val, 1, 65536, &l->max_per_address);
+  if (!strcmp(key, "metrics.idle.timeout.seconds"))
+    return parse_unsigned(key, val, 1, 3600, &l->idle_timeout_s);
+  if (!strcmp(key, "metrics.max.header.bytes")) {
+    if (!parse_unsigned(key, val, 4096, 1024 * 1024, &bytes))
+      return false;
+    l->max_header_bytes = bytes;
+    return true;
+  }
+  *known = false;
+  return false;
+}
+
 /* The listener settings; false (with a message) for a bad value, and
  * *known false for a key that is not one of them. */
 static bool apply_listener_setting(settings_t *st, const char *key,
@@ -559,7 +599,7 @@ static bool apply_setting(settings_t *st, const char *key, const char *val) {
   static bool (*const groups[])(settings_t *, const char *, const char *,
                                 bool *) = {
       apply_listener_setting, apply_security_setting, apply_limit_setting,
-      apply_store_setting};
+      apply_store_setting, apply_metrics_setting};
   for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
     bool known;
     bool ok = groups[i](st, key, val, &known);
@@ -1375,7 +1415,8 @@ enum long_option {
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
   O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION,
-  O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP
+  O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP,
+  O_METRICS_MAXCONN, O_METRICS_PER_IP, O_METRICS_IDLE, O_METRICS_HEADER
 };
 
 static const struct option longopts[] = {
@@ -1404,6 +1445,11 @@ static const struct option longopts[] = {
     {"forward-listener", required_argument, NULL, O_FORWARD},
     {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
     {"metrics-listen", required_argument, NULL, O_METRICS},
+    {"metrics-max-connections", required_argument, NULL, O_METRICS_MAXCONN},
+    {"metrics-max-connections-per-ip", required_argument, NULL,
+     O_METRICS_PER_IP},
+    {"metrics-idle-timeout-seconds", required_argument, NULL, O_METRICS_IDLE},
+    {"metrics-max-header-bytes", required_argument, NULL, O_METRICS_HEADER},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"entity", required_argument, NULL, O_ENTITY},
     {"listeners", required_argument, NULL, O_LISTENERS},
@@ -1491,6 +1537,10 @@ static const char *const option_keys[] = {
     [O_FORWARD - 256] = "forward.listener",
     [O_STORE_HISTORY - 256] = "store.history.topic",
     [O_METRICS - 256] = "metrics.listen",
+    [O_METRICS_MAXCONN - 256] = "metrics.max.connections",
+    [O_METRICS_PER_IP - 256] = "metrics.max.connections.per.ip",
+    [O_METRICS_IDLE - 256] = "metrics.idle.timeout.seconds",
+    [O_METRICS_HEADER - 256] = "metrics.max.header.bytes",
     [O_LOG_FORMAT - 256] = "log.format",
     [O_OAUTH_JWKS - 256] = "sasl.oauthbearer.jwks.file",
     [O_OAUTH_ISS - 256] = "sasl.oauthbearer.expected.issuer",

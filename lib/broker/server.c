@@ -115,6 +115,7 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->request_timeout_ms = 30000;
   o->max_connections = 100000;
   o->auth_timeout_ms = 30000;
+  dc_http_limits_init(&o->http);
   o->max_buffered = 256u * 1024 * 1024;
   o->on_reload = NULL;
   o->reload_opaque = NULL;
@@ -820,8 +821,8 @@ int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
     dc_seterr(errstr, errstr_size, "one metrics listener only");
     return -1;
   }
-  s->metrics = dc_http_new(host, port, http_answer, s, bound, bound_size,
-                           errstr, errstr_size);
+  s->metrics = dc_http_new(host, port, &s->opts.http, http_answer, s, bound,
+                           bound_size, errstr, errstr_size);
   if (!s->metrics)
     return -1;
   s->http.kind = EP_HTTP;
@@ -837,55 +838,74 @@ int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
   return 0;
 }
 
+/* How long the loop may wait for events: until the next once-a-second
+ * sweep, or less when the metrics endpoint holds work or has a
+ * connection's timeout due before then. */
+static int wait_ms(dc_server_t *s, int64_t last_sweep) {
+  int64_t left = last_sweep + 1000 - dc_mono_ms();
+  int ms = left < 0 ? 0 : (int)left;
+  int http = s->metrics ? dc_http_timeout_ms(s->metrics) : -1;
+  return http >= 0 && http < ms ? http : ms;
+}
+
+/* One event other than the metrics endpoint's. */
+static void dispatch(dc_server_t *s, struct epoll_event *ev) {
+  int kind = *(int *)ev->data.ptr;
+  if (kind == EP_WAKE) {
+    uint64_t v;
+    ssize_t r = read(s->wake.fd, &v, sizeof(v));
+    (void)r;
+    if (s->reload) {
+      s->reload = 0;
+      if (s->opts.on_reload)
+        s->opts.on_reload(s->opts.reload_opaque);
+    }
+  } else if (kind == EP_WATCH) {
+    s->opts.on_watch(s->opts.watch_opaque);
+  } else if (kind == EP_ANSWERS) {
+    dc_broker_answers(s->broker, on_answer, s);
+    enforce_buffer_cap(s);
+  } else if (kind == EP_LISTENER) {
+    do_accept(s, ev->data.ptr);
+  } else {
+    conn_t *c = ev->data.ptr;
+    if (c->kind == EP_DEAD)
+      return; /* closed earlier in this batch */
+    if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+      conn_readable(s, c);
+    else if (ev->events & EPOLLOUT)
+      conn_writable(s, c);
+    if (c->kind == EP_CONN)
+      account(s, c);
+    enforce_buffer_cap(s);
+  }
+}
+
 int dc_server_run(dc_server_t *s) {
   struct epoll_event evs[256];
   int64_t last_sweep = dc_mono_ms();
   while (!s->stop) {
-    int n = epoll_wait(s->epfd, evs, 256, 1000);
+    int n = epoll_wait(s->epfd, evs, 256, wait_ms(s, last_sweep));
     if (n < 0) {
       if (errno == EINTR)
         continue;
       dc_log(DC_LOG_ERR, "epoll_wait: %s", strerror(errno));
       return -1;
     }
+    bool http_ready = false;
     for (int i = 0; i < n; i++) {
-      int kind = *(int *)evs[i].data.ptr;
-      if (kind == EP_WAKE) {
-        uint64_t v;
-        ssize_t r = read(s->wake.fd, &v, sizeof(v));
-        (void)r;
-        if (s->reload) {
-          s->reload = 0;
-          if (s->opts.on_reload)
-            s->opts.on_reload(s->opts.reload_opaque);
-        }
-      } else if (kind == EP_WATCH) {
-        s->opts.on_watch(s->opts.watch_opaque);
-      } else if (kind == EP_HTTP) {
-        dc_http_run(s->metrics);
-      } else if (kind == EP_ANSWERS) {
-        dc_broker_answers(s->broker, on_answer, s);
-        enforce_buffer_cap(s);
-      } else if (kind == EP_LISTENER) {
-        do_accept(s, evs[i].data.ptr);
-      } else {
-        conn_t *c = evs[i].data.ptr;
-        if (c->kind == EP_DEAD)
-          continue; /* closed earlier in this batch */
-        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-          conn_readable(s, c);
-        else if (evs[i].events & EPOLLOUT)
-          conn_writable(s, c);
-        if (c->kind == EP_CONN)
-          account(s, c);
-        enforce_buffer_cap(s);
-      }
+      if (*(int *)evs[i].data.ptr == EP_HTTP)
+        http_ready = true;
+      else
+        dispatch(s, &evs[i]);
     }
     free_dead(s);
+    /* Ready, or due: libmicrohttpd may hold work (a connection it has
+     * more to read from) that no new event will announce. */
+    if (s->metrics && (http_ready || !dc_http_timeout_ms(s->metrics)))
+      dc_http_run(s->metrics);
     int64_t now = dc_mono_ms();
     if (now - last_sweep >= 1000) {
-      if (s->metrics)
-        dc_http_run(s->metrics); /* its connections' timeouts */
       if (s->opts.on_tick)
         s->opts.on_tick(s->opts.tick_opaque);
       sweep(s, now);

@@ -13,6 +13,7 @@
 #ifndef DC_SERVER_H
 #define DC_SERVER_H
 #include "broker/handlers.h"
+#include "broker/http.h"
 #include "broker/tls_server.h"
 
 #include <stddef.h>
@@ -32,6 +33,8 @@ typedef struct dc_server_opts {
   int max_connections;       /* default 100000 */
   int auth_timeout_ms;       /* TLS handshake + SASL must finish within this
                                 after accept; default 30000 */
+  dc_http_limits_t http;     /* the metrics endpoint's; default
+                                dc_http_limits_init's */
   /* Called on the loop thread after dc_server_request_reload() (SIGHUP). */
   void (*on_reload)(void *opaque);
   void *reload_opaque;
@@ -91,7 +94,8 @@ int dc_server_listen(dc_server_t *s, const char *host, int port,
 /* Serves GET /metrics (Prometheus text: the broker's metrics, open
  * connections per listener, build info, process_*), /healthz (alive)
  * and /readyz (listeners open, not stopping) on host:port over HTTP
- * (libmicrohttpd, run by this loop). The bound "host:port" goes to bound.
+ * (libmicrohttpd, run by this loop, within opts.http). The bound
+ * "host:port" goes to bound.
  * 0, or -1 with errstr. */
 int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
                           char *bound, size_t bound_size, char *errstr,
