@@ -399,7 +399,7 @@ static void check_ranges(const dc_apiversions_resp_t *r, int16_t v) {
   static const struct {
     int16_t key, min, max;
   } want[] = {{3, 0, 12},  {17, 0, 1}, {18, 0, 3},  {32, 0, 4},   {33, 0, 2},
-              {36, 0, 2}, {44, 0, 1}, {58, 0, 0}, {20000, 0, 0},
+              {36, 0, 2}, {44, 0, 1}, {58, 0, 0}, {20000, 0, 1},
               {20001, 0, 1}, {20002, 0, 0}, {20003, 0, 1}};
   int bad = 0;
   for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
