@@ -20,6 +20,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/entity.h"
+#include "client/client_props.h"
 #include "client/kclient.h"
 
 #include <stdbool.h>
@@ -60,17 +61,10 @@ typedef struct opts {
    * time limit is shorter than what --timeout-ms leaves: a time-out then
    * names it. */
   int replica_limit_ms;
-  /* Security and the keystore reload command (strings point into argv or
-   * into `arena`). */
+  /* Security (--command-config, read into props: its sec is the
+   * connection's) and the keystore reload command. */
   const char *command_config;
-  dc_kclient_security_t sec;
-  /* OAUTHBEARER's token: read from sasl.oauthbearer.token.endpoint.url
-   * (file:// only), or made unsigned from sasl.oauthbearer.config when
-   * enable.sasl.oauthbearer.unsecure.jwt=true, as librdkafka does. */
-  const char *oauth_token_url, *oauth_config;
-  /* sasl.jaas.config as written, applied once the file is read. */
-  const char *jaas;
-  bool oauth_unsecure;
+  dc_client_props_t props;
   bool reload;              /* --reload-keystore */
   const char *listener;     /* --listener NAME, or NULL for all */
   /* Alter operations. The array is malloc'd (freed by main()); names and
@@ -144,14 +138,9 @@ int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 /* ---- configs_security.c ----------------------------------------------- */
 /* The security options, used by main(). */
 
-/* sasl.jaas.config (Krb5LoginModule, PlainLoginModule, ScramLoginModule)
- * into the options' settings not already set (tools/configs_jaas.c).
- * 0, or -1 with why. */
-int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size);
-
-/* --command-config: reads librdkafka-style "key=value" properties ('#'
- * and '!' comments) into o->sec (values in o->arena). Returns 0, or -1
- * after printing a usage error naming the file, line and key. */
+/* --command-config: reads Kafka client properties (client/client_props.h)
+ * into o->props. Returns 0, or -1 after printing a usage error naming
+ * the file, line and key. */
 int cli_load_command_config(opts_t *o, const char *path);
 /* --reload-keystore: ReloadSecurity (dynconf's API key 20000). One line
  * per listener; EXIT_FAIL when any listener (or the request) failed. */

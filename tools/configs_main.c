@@ -687,5 +687,6 @@ out:
   dc_kclient_destroy(kc);
   free(o.ops);
   dc_arena_free(&o.arena);
+  dc_client_props_free(&o.props);
   return rc;
 }

@@ -76,7 +76,7 @@ static dc_kclient_t *connect_replica(const opts_t *o,
   if (!kc) {
     snprintf(err, sizeof(err), "out of memory");
   } else if (!(o->command_config &&
-               dc_kclient_set_security(kc, &o->sec, err, sizeof(err))) &&
+               dc_kclient_set_security(kc, &o->props.sec, err, sizeof(err))) &&
              !dc_kclient_connect(kc, addr, cli_remaining_ms(deadline), err,
                                  sizeof(err)) &&
              !dc_kclient_api_versions(kc, cli_remaining_ms(deadline), err,

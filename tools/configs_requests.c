@@ -38,7 +38,7 @@ static void fail_request(const opts_t *o, dc_kclient_t *kc, dc_err_t err,
              dc_kclient_peer(kc)[0] ? dc_kclient_peer(kc) : o->bootstrap,
              o->timeout_ms);
   else if (err == DC_ERR__TRANSPORT &&
-           !(o->sec.protocol && strcasestr(o->sec.protocol, "SASL")))
+           !(o->props.sec.protocol && strcasestr(o->props.sec.protocol, "SASL")))
     /* What a SASL listener does to an unauthenticated request. */
     cli_fail("%s (if it is a SASL listener, authenticate with "
              "--command-config)", errstr);
@@ -77,7 +77,7 @@ int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
 int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   char errstr[1024];
   if (o->command_config &&
-      dc_kclient_set_security(kc, &o->sec, errstr, sizeof(errstr))) {
+      dc_kclient_set_security(kc, &o->props.sec, errstr, sizeof(errstr))) {
     cli_usage_error("--command-config %s: %s", o->command_config, errstr);
     return EXIT_USAGE;
   }
@@ -100,7 +100,7 @@ int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   err = dc_kclient_api_versions(kc, cli_remaining_ms(deadline), errstr,
                                 sizeof(errstr));
   if (err == DC_ERR__TRANSPORT &&
-      !(o->sec.protocol && strcasestr(o->sec.protocol, "SSL"))) {
+      !(o->props.sec.protocol && strcasestr(o->props.sec.protocol, "SSL"))) {
     /* A TLS listener drops a plaintext request without a word. */
     cli_fail("%s (if it is a TLS listener, set security.protocol=SSL or "
              "SASL_SSL with --command-config)", errstr);

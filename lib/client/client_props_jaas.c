@@ -1,21 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dynconf-configs: sasl.jaas.config, as kafka-configs.sh reads it from a
- * --command-config file, for the login modules whose options map onto
- * the connection's settings:
- *
- *   com.sun.security.auth.module.Krb5LoginModule required
- *       useKeyTab=true keyTab="/etc/x.keytab" principal="alice@EXAMPLE.COM";
- *   org.apache.kafka.common.security.plain.PlainLoginModule required
- *       username="alice" password="secret";
- *   org.apache.kafka.common.security.scram.ScramLoginModule required ...;
- *
- * One module, a control flag, KEY=VALUE options (VALUE bare or quoted
- * with \" and \\ escapes) and a ';'. Options already given as librdkafka
- * properties (sasl.username, sasl.kerberos.keytab, ...) win.
+ * sasl.jaas.config (see client_props.h): one login module, its control
+ * flag and its options, parsed in one pass.
  */
-#include "configs.h"
-
+#include "client/client_props.h"
 #include "common/text.h"
 
 #include <stdbool.h>
@@ -72,18 +60,18 @@ static void set_if_unset(const char **field, const char *val) {
 
 /* One KEY=VALUE of the module named by kind ('k' Kerberos, 'p' PLAIN or
  * SCRAM). Unknown options are ignored, as JAAS ignores them. */
-static void take_option(opts_t *o, char kind, const char *key,
-                        const char *val, bool *use_keytab) {
+static void take_option(dc_kclient_security_t *sec, char kind,
+                        const char *key, const char *val, bool *use_keytab) {
   if (kind == 'k' && !strcmp(key, "keyTab"))
-    set_if_unset(&o->sec.sasl_kerberos_keytab, val);
+    set_if_unset(&sec->sasl_kerberos_keytab, val);
   else if (kind == 'k' && !strcmp(key, "principal"))
-    set_if_unset(&o->sec.sasl_kerberos_principal, val);
+    set_if_unset(&sec->sasl_kerberos_principal, val);
   else if (kind == 'k' && !strcmp(key, "useKeyTab"))
     *use_keytab = !strcmp(val, "true");
   else if (kind == 'p' && !strcmp(key, "username"))
-    set_if_unset(&o->sec.sasl_username, val);
+    set_if_unset(&sec->sasl_username, val);
   else if (kind == 'p' && !strcmp(key, "password"))
-    set_if_unset(&o->sec.sasl_password, val);
+    set_if_unset(&sec->sasl_password, val);
 }
 
 static char module_kind(const char *cls) {
@@ -96,10 +84,11 @@ static char module_kind(const char *cls) {
   return 0;
 }
 
-int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
+int dc_client_props_jaas(dc_client_props_t *props, const char *jaas,
+                         char *why, size_t why_size) {
   const char *p = jaas;
   why[0] = '\0';
-  words_t ws = {dc_arena_alloc(&o->arena, 2 * strlen(jaas) + 2), 0};
+  words_t ws = {dc_arena_alloc(&props->arena, 2 * strlen(jaas) + 2), 0};
   if (!ws.buf) {
     dc_seterr(why, why_size, "out of memory");
     return -1;
@@ -120,7 +109,7 @@ int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
               "sasl.oauthbearer.token.endpoint.url)", cls);
     return -1;
   }
-  const char *kt = o->sec.sasl_kerberos_keytab;
+  const char *kt = props->sec.sasl_kerberos_keytab;
   bool use_keytab = false;
   char *w;
   while ((w = next_word(&ws, &p, why, why_size))) {
@@ -133,7 +122,7 @@ int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
       return -1;
     }
     *eq = '\0';
-    take_option(o, kind, w, val ? val : eq + 1, &use_keytab);
+    take_option(&props->sec, kind, w, val ? val : eq + 1, &use_keytab);
   }
   if (why[0])
     return -1;
@@ -144,6 +133,6 @@ int cli_jaas_apply(opts_t *o, const char *jaas, char *why, size_t why_size) {
   }
   /* Krb5LoginModule reads keyTab only with useKeyTab=true. */
   if (kind == 'k' && !use_keytab)
-    o->sec.sasl_kerberos_keytab = kt;
+    props->sec.sasl_kerberos_keytab = kt;
   return 0;
 }

@@ -61,6 +61,7 @@ struct dc_kclient {
   dc_tls_conn_t *tls;           /* owned; the current connection's TLS */
   char *sasl_mech, *sasl_user;  /* owned */
   char *sasl_pass;              /* owned; wiped when freed */
+  char *oauth_token_file;       /* owned; read at each connection */
   /* GSSAPI only, all owned: the credentials are taken at the first
    * connection (a keytab's tickets mean a trip to the KDC) and kept. */
   dc_gssapi_creds_t *gss_creds;
@@ -136,6 +137,7 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
   free(kc->sasl_mech);
   free(kc->sasl_user);
   free_secret(kc->sasl_pass);
+  free(kc->oauth_token_file);
   dc_gssapi_creds_destroy(kc->gss_creds);
   free(kc->krb_service);
   free(kc->krb_principal);
@@ -197,6 +199,21 @@ dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,
 
 /* ---- security settings ------------------------------------------------ */
 
+/* OAUTHBEARER's token, or its file (which must hold one now). */
+static int check_oauth(const dc_kclient_security_t *sec, char *errstr,
+                       size_t errstr_size) {
+  const char *file = sec->sasl_oauthbearer_token_file;
+  if (file && *file) {
+    char *tok = dc_oauth_token_file_read(file, errstr, errstr_size);
+    free_secret(tok);
+    return tok ? 0 : -1;
+  }
+  if (sec->sasl_oauthbearer_token && *sec->sasl_oauthbearer_token)
+    return 0;
+  dc_seterr(errstr, errstr_size, "SASL mechanism OAUTHBEARER needs a token");
+  return -1;
+}
+
 /* A SASL mechanism and what it needs: a user name and a password for
  * PLAIN and SCRAM, a token for OAUTHBEARER. 0, or -1 with errstr. */
 static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
@@ -211,12 +228,8 @@ static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
   }
   if (!strcmp(m, "GSSAPI"))
     return 0; /* credentials are checked when they are acquired */
-  if (!strcmp(m, "OAUTHBEARER")) {
-    if (sec->sasl_oauthbearer_token && *sec->sasl_oauthbearer_token)
-      return 0;
-    dc_seterr(errstr, errstr_size, "SASL mechanism OAUTHBEARER needs a token");
-    return -1;
-  }
+  if (!strcmp(m, "OAUTHBEARER"))
+    return check_oauth(sec, errstr, errstr_size);
   if (strcmp(m, "PLAIN") && !dc_scram_hash_from_name(m, &h)) {
     dc_seterr(errstr, errstr_size,
               "unsupported SASL mechanism '%s' (expected PLAIN, SCRAM-SHA-256, "
@@ -236,7 +249,8 @@ static int check_sasl(const dc_kclient_security_t *sec, const char *proto,
 
 /* The SASL settings copied out of sec (NULL: none), all or nothing. */
 typedef struct kclient_sasl {
-  char *mech, *user, *pass, *krb_service, *krb_principal, *krb_keytab;
+  char *mech, *user, *pass, *token_file;
+  char *krb_service, *krb_principal, *krb_keytab;
   dc_err_t err;
 } kclient_sasl_t;
 
@@ -244,6 +258,7 @@ static void kclient_sasl_free(kclient_sasl_t *ks) {
   free(ks->mech);
   free(ks->user);
   free_secret(ks->pass);
+  free(ks->token_file);
   free(ks->krb_service);
   free(ks->krb_principal);
   free(ks->krb_keytab);
@@ -265,8 +280,11 @@ static int take_sasl(const dc_kclient_security_t *sec, kclient_sasl_t *ks,
   bool gss = !strcmp(m, "GSSAPI");
   /* OAUTHBEARER keeps its token where the others keep the password. */
   bool oauth = !strcmp(m, "OAUTHBEARER");
+  const char *tfile = oauth ? sec->sasl_oauthbearer_token_file : NULL;
   ks->mech = xstrdup(m);
-  if (!gss) {
+  if (tfile && *tfile) {
+    ks->token_file = xstrdup(tfile);
+  } else if (!gss) {
     ks->user = oauth ? NULL : xstrdup(sec->sasl_username);
     ks->pass = xstrdup(oauth ? sec->sasl_oauthbearer_token
                              : sec->sasl_password);
@@ -278,8 +296,8 @@ static int take_sasl(const dc_kclient_security_t *sec, kclient_sasl_t *ks,
                          dup_opt(sec->sasl_kerberos_principal,
                                  &ks->krb_principal) &&
                          dup_opt(sec->sasl_kerberos_keytab, &ks->krb_keytab));
-  if (!ks->mech || (!gss && ((!oauth && !ks->user) || !ks->pass)) ||
-      !krb_ok) {
+  bool secret_ok = gss || ks->token_file || ((oauth || ks->user) && ks->pass);
+  if (!ks->mech || !secret_ok || !krb_ok) {
     kclient_sasl_free(ks);
     ks->err = DC_ERR__NOMEM;
     dc_seterr(errstr, errstr_size, "out of memory");
@@ -347,6 +365,7 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
   free(kc->sasl_mech);
   free(kc->sasl_user);
   free_secret(kc->sasl_pass);
+  free(kc->oauth_token_file);
   dc_gssapi_creds_destroy(kc->gss_creds);
   free(kc->krb_service);
   free(kc->krb_principal);
@@ -355,6 +374,7 @@ dc_err_t dc_kclient_set_security(dc_kclient_t *kc,
   kc->sasl_mech = ks.mech;
   kc->sasl_user = ks.user;
   kc->sasl_pass = ks.pass;
+  kc->oauth_token_file = ks.token_file;
   kc->gss_creds = NULL;
   kc->krb_service = ks.krb_service;
   kc->krb_principal = ks.krb_principal;
@@ -1089,7 +1109,18 @@ static dc_err_t sasl_oauthbearer(dc_kclient_t *kc, int16_t v,
                                  int64_t deadline, char *errstr,
                                  size_t errstr_size) {
   size_t n = 0;
-  char *msg = dc_oauth_client_first(kc->sasl_pass, &n);
+  char why[400];
+  char *tok = kc->oauth_token_file
+                  ? dc_oauth_token_file_read(kc->oauth_token_file, why,
+                                             sizeof(why))
+                  : NULL;
+  if (kc->oauth_token_file && !tok) {
+    dc_seterr(errstr, errstr_size, "SASL OAUTHBEARER authentication with "
+              "%s failed: %s", kc->peer, why);
+    return DC_ERR_SASL_AUTHENTICATION_FAILED;
+  }
+  char *msg = dc_oauth_client_first(tok ? tok : kc->sasl_pass, &n);
+  free_secret(tok);
   if (!msg) {
     dc_seterr(errstr, errstr_size, "out of memory");
     return DC_ERR__NOMEM;

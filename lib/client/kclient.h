@@ -100,6 +100,10 @@ typedef struct dc_kclient_security {
   const char *sasl_username;
   const char *sasl_password;
   const char *sasl_oauthbearer_token; /* a JWT (see client/oauth_client.h) */
+  /* Or a file holding the token, read again at each connection so that
+   * a token renewed on disk is the one presented; it wins over the
+   * token. dc_kclient_set_security() reads it once to check it. */
+  const char *sasl_oauthbearer_token_file;
   /* GSSAPI (Kerberos), as librdkafka's sasl.kerberos.* (see
    * client/gssapi_client.h): the server is service/HOST@REALM; with a
    * keytab, tickets for principal come from it, else from the default

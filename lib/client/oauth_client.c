@@ -7,9 +7,14 @@
 #include "common/errors.h"
 #include "common/text.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 
 char *dc_oauth_client_first(const char *token, size_t *len) {
   static const char head[] = "n,,\x01" "auth=Bearer ";
@@ -145,4 +150,33 @@ char *dc_oauth_unsecured_token(const char *config, int64_t now_s,
     return NULL;
   }
   return (char *)tok.data; /* the buffer's memory becomes the caller's */
+}
+
+char *dc_oauth_token_file_read(const char *path, char *errstr,
+                               size_t errstr_size) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    dc_seterr(errstr, errstr_size, "cannot read the token file %s: %s", path,
+              strerror(errno));
+    return NULL;
+  }
+  char buf[DC_OAUTH_TOKEN_MAX + 2];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  bool more = fgetc(f) != EOF;
+  fclose(f);
+  buf[n] = '\0';
+  char *t = buf + strspn(buf, " \t\r\n");
+  for (size_t l = strlen(t); l && strchr(" \t\r\n", t[l - 1]); l--)
+    t[l - 1] = '\0';
+  char *tok = NULL;
+  if (more || strlen(t) > DC_OAUTH_TOKEN_MAX)
+    dc_seterr(errstr, errstr_size, "the token file %s is over %d bytes", path,
+              DC_OAUTH_TOKEN_MAX);
+  else if (!*t || strpbrk(t, " \t\r\n"))
+    dc_seterr(errstr, errstr_size, "the token file %s does not hold one "
+              "token", path);
+  else if (!(tok = strdup(t)))
+    dc_seterr(errstr, errstr_size, "out of memory");
+  OPENSSL_cleanse(buf, sizeof(buf));
+  return tok;
 }

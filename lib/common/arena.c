@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* explicit_bzero */
+#endif
 #include "arena.h"
 
 #include <stdint.h>
@@ -94,4 +97,10 @@ void dc_arena_free(dc_arena_t *a) {
   }
   a->head = NULL;
   a->total = 0;
+}
+
+void dc_arena_free_wiped(dc_arena_t *a) {
+  for (dc_arena_chunk_t *c = a->head; c; c = c->next)
+    explicit_bzero(c->mem, c->size);
+  dc_arena_free(a);
 }

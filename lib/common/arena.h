@@ -33,4 +33,7 @@ typedef struct dc_arena_mark {
 dc_arena_mark_t dc_arena_mark(const dc_arena_t *a);
 void dc_arena_reset_to(dc_arena_t *a, dc_arena_mark_t m);
 void dc_arena_free(dc_arena_t *a);
+/* dc_arena_free() after zeroing every chunk, for an arena that held
+ * secrets (passwords, keys): freed memory keeps no copy of them. */
+void dc_arena_free_wiped(dc_arena_t *a);
 #endif
