@@ -387,6 +387,11 @@ static void check_response(const uint8_t *req, size_t req_len,
     err = dc_reload_resp_decode(&rd, v, &r);
     break;
   }
+  case DC_API_ENVELOPE: {
+    dc_envelope_resp_t r;
+    err = dc_envelope_resp_decode(&rd, v, &r);
+    break;
+  }
   case DC_API_WATCH: {
     dc_watch_resp_t r;
     err = dc_watch_resp_decode(&rd, v, &r);
