@@ -10,6 +10,7 @@
 #include "broker/store.h"
 #include "broker/store_kafka.h"
 #include "broker/transfer.h"
+#include "client/client_props.h"
 #include "client/kclient.h"
 #include "codec/proto.h"
 #include "common/clock.h"
@@ -69,6 +70,7 @@ typedef struct settings {
   bool store_read_only;
   int64_t store_session_ms;
   char *forward_listener;
+  char *forward_config; /* the forward connection's client properties */
   char *store_history_topic;
   char *metrics_listen;
   bool log_json;
@@ -157,7 +159,11 @@ static void usage_store(FILE *f) {
 "  --store-session-timeout-ms N  a writer not heard of this long loses the\n"
 "                            topic to another replica (default 6000)\n"
 "  --forward-listener NAME   the writer's listener a replica forwards alters\n"
-"                            to (default: the first PLAINTEXT or SSL one)\n"
+"                            to (default: the first one --forward-config\n"
+"                            speaks; without it the first PLAINTEXT or SSL)\n"
+"  --forward-config FILE     Kafka client properties for forwarding: this\n"
+"                            replica's credentials for a SASL listener\n"
+"                            (security.protocol, sasl.*, ssl.*)\n"
 "  --node-id N               broker node id (default 1)\n"
 "  --metrics-listen HOST:PORT  serve /metrics (Prometheus), /healthz and\n"
 "                            /readyz over HTTP there (default: off)\n"
@@ -376,6 +382,8 @@ static bool apply_store_setting(settings_t *st, const char *key,
     return set_str(&st->store_history_topic, val);
   if (!strcmp(key, "forward.listener"))
     return set_str(&st->forward_listener, val);
+  if (!strcmp(key, "forward.config"))
+    return set_str(&st->forward_config, val);
   if (!strcmp(key, "store.session.timeout.ms"))
     return parse_num(key, val, 1000, 3600000, &st->store_session_ms);
   if (!strcmp(key, "store.read.only"))
@@ -804,6 +812,7 @@ static void settings_free(settings_t *st) {
   free(st->store_config);
   free(st->protocol_map);
   free(st->forward_listener);
+  free(st->forward_config);
   free(st->store_history_topic);
   free(st->metrics_listen);
   free(st->ssl_cert);
@@ -890,46 +899,185 @@ static int add_user(const char *path, const char *user, int iterations) {
 
 /* With the Kafka store, alters reaching this server while another writes
  * are forwarded to the writer's listener of the same name as
- * --forward-listener (default: the first PLAINTEXT or SSL listener),
- * over TLS with this server's own CA, certificate and key for SSL. A
- * SASL listener cannot be used yet (the server has no client
- * credentials). Non-zero: a usage error, printed. */
-static int forwarding(const settings_t *st, const reload_ctx_t *rc,
-                      dc_broker_opts_t *bo, dc_kclient_security_t *sec) {
-  if (!st->store || strcmp(st->store, "kafka") || st->store_read_only)
-    return 0;
-  int pick = -1;
-  for (int i = 0; i < rc->n && pick < 0; i++) {
+ * --forward-listener (default: the first one the forward connection can
+ * speak). --forward-config, Kafka client properties, sets that
+ * connection's security: this replica's credentials for a SASL listener.
+ * Over TLS the replica's own --ssl-ca, --ssl-cert and --ssl-key serve
+ * where the file names none. */
+
+static bool is_sasl(int proto) {
+  return proto == DC_SEC_SASL_PLAINTEXT || proto == DC_SEC_SASL_SSL;
+}
+
+/* Can a forward connection set up by fc (NULL: none) speak proto? The
+ * file's security.protocol if it gives one; else a file with a SASL
+ * mechanism speaks SASL, and no file or one without speaks PLAINTEXT or
+ * SSL. */
+static bool forward_speaks(const dc_client_props_t *fc, int proto) {
+  if (fc && fc->sec.protocol)
+    return dc_sec_protocol_parse(fc->sec.protocol) == proto;
+  return is_sasl(proto) == (fc && fc->sec.sasl_mechanism);
+}
+
+/* Why --forward-listener's listener (of protocol proto) cannot be used
+ * with fc; a usage error, said. */
+static void say_unspoken(const settings_t *st, int proto,
+                         const dc_client_props_t *fc) {
+  const char *pname = dc_sec_protocol_name((dc_sec_protocol_t)proto);
+  if (fc && fc->sec.protocol)
+    fprintf(stderr, "dynconfd: --forward-listener %s is a %s listener but "
+            "--forward-config %s says security.protocol=%s\n",
+            st->forward_listener, pname, st->forward_config,
+            fc->sec.protocol);
+  else if (is_sasl(proto))
+    fprintf(stderr, "dynconfd: --forward-listener %s is a %s listener: "
+            "forwarding over it authenticates as this replica, which needs "
+            "its credentials in --forward-config FILE (sasl.mechanism and "
+            "its sasl.username/sasl.password, keytab or token file)\n",
+            st->forward_listener, pname);
+  else
+    fprintf(stderr, "dynconfd: --forward-listener %s is a %s listener but "
+            "--forward-config %s has SASL credentials (set "
+            "security.protocol=%s there to forward over it anyway)\n",
+            st->forward_listener, pname, st->forward_config, pname);
+}
+
+/* The listener to forward over and its protocol, or -1 with *why set:
+ * 'n' no listener of that name, 'p' it cannot be spoken, 0 none can. */
+static int pick_forward_listener(const settings_t *st, const reload_ctx_t *rc,
+                                 const dc_client_props_t *fc, int *proto,
+                                 char *why) {
+  for (int i = 0; i < rc->n; i++) {
     int p = listener_protocol(st->protocol_map, rc->names[i]);
-    bool usable = p == DC_SEC_PLAINTEXT || p == DC_SEC_SSL;
-    if (st->forward_listener ? !strcmp(st->forward_listener, rc->names[i])
-                             : usable)
-      pick = usable ? i : -2;
+    bool named = st->forward_listener &&
+                 !strcmp(st->forward_listener, rc->names[i]);
+    if (named && !forward_speaks(fc, p)) {
+      *proto = p;
+      *why = 'p';
+      return -1;
+    }
+    if (named || (!st->forward_listener && forward_speaks(fc, p))) {
+      *proto = p;
+      return i;
+    }
   }
-  if (pick < 0 && st->forward_listener) {
-    fprintf(stderr, "dynconfd: --forward-listener %s: %s\n",
-            st->forward_listener,
-            pick == -2 ? "forwarding needs a PLAINTEXT or SSL listener"
-                       : "no listener has that name");
+  *why = st->forward_listener ? 'n' : 0;
+  return -1;
+}
+
+/* The forward connection's security for a listener of protocol proto:
+ * the file's, with this server's own TLS material where it names none. */
+static void forward_security(const settings_t *st, const dc_client_props_t *fc,
+                             int proto, dc_kclient_security_t *sec) {
+  *sec = fc ? fc->sec : (dc_kclient_security_t){0};
+  sec->protocol = dc_sec_protocol_name((dc_sec_protocol_t)proto);
+  if (proto != DC_SEC_SSL && proto != DC_SEC_SASL_SSL)
+    return;
+  if (!sec->ssl_ca && !sec->ssl_ca_pem)
+    sec->ssl_ca = st->ssl_ca;
+  if (!sec->ssl_cert && !sec->ssl_cert_pem && !sec->ssl_keystore) {
+    sec->ssl_cert = st->ssl_cert;
+    sec->ssl_key = st->ssl_key;
+  }
+  /* Replicas reach each other at advertised addresses, often IPs. */
+  if (!fc || !fc->hostname_check_given)
+    sec->ssl_no_hostname_check = true;
+}
+
+/* --forward-config into *fc, checked as the forwarder will use it: 0, or
+ * -1 after a usage error naming the option. */
+static int load_forward_config(const settings_t *st, dc_client_props_t *fc) {
+  char err[1600];
+  if (dc_client_props_load(fc, st->forward_config, err, sizeof(err))) {
+    fprintf(stderr, "dynconfd: --forward-config: %s\n", err);
     return -1;
   }
-  if (pick < 0) {
-    dc_log(DC_LOG_WARN, "no PLAINTEXT or SSL listener: alters reaching "
-           "this replica while another writes are refused, not forwarded");
-    return 0;
-  }
-  bo->forward = true;
-  bo->forward_listener = rc->names[pick];
-  bo->forward_timeout_ms = (int)(2 * st->store_timeout_ms + 2000);
-  if (rc->is_tls[pick]) {
-    *sec = (dc_kclient_security_t){.protocol = "SSL",
-                                   .ssl_ca = st->ssl_ca,
-                                   .ssl_cert = st->ssl_cert,
-                                   .ssl_key = st->ssl_key,
-                                   .ssl_no_hostname_check = true};
-    bo->forward_security = sec;
+  if (fc->sec.protocol && dc_sec_protocol_parse(fc->sec.protocol) < 0) {
+    fprintf(stderr, "dynconfd: --forward-config %s: unknown "
+            "security.protocol '%s' (PLAINTEXT, SSL, SASL_PLAINTEXT or "
+            "SASL_SSL)\n", st->forward_config, fc->sec.protocol);
+    return -1;
   }
   return 0;
+}
+
+/* What the forwarder will be given, tried now so that a file it cannot
+ * use (a missing CA, a mechanism without its password) is a usage error
+ * naming the option. 0, or -1 said. */
+static int check_forward_security(const settings_t *st,
+                                  const dc_kclient_security_t *sec) {
+  char err[512];
+  dc_kclient_t *kc = dc_kclient_new(NULL);
+  int rc = kc ? dc_kclient_set_security(kc, sec, err, sizeof(err)) : 0;
+  dc_kclient_destroy(kc);
+  if (rc)
+    fprintf(stderr, "dynconfd: --forward-config %s: %s\n",
+            st->forward_config, err);
+  return rc ? -1 : 0;
+}
+
+/* Forwarding as decided before anything opens. */
+typedef struct forward_plan {
+  const char *listener; /* the writer's listener; NULL: no forwarding */
+  const dc_kclient_security_t *security; /* NULL: PLAINTEXT */
+  dc_kclient_security_t sec; /* what security points to */
+  dc_client_props_t props;   /* --forward-config, which sec points into */
+} forward_plan_t;
+
+/* No listener to forward over: a usage error when one was asked for
+ * (said), else only a warning. Non-zero for the usage error. */
+static int no_forward_listener(const settings_t *st,
+                               const dc_client_props_t *use, int proto,
+                               char why) {
+  if (why == 'p')
+    say_unspoken(st, proto, use);
+  else if (why == 'n')
+    fprintf(stderr, "dynconfd: --forward-listener %s: no listener has that "
+            "name\n", st->forward_listener);
+  else if (use)
+    fprintf(stderr, "dynconfd: --forward-config %s: no listener has a "
+            "protocol it speaks (%s)\n", st->forward_config,
+            use->sec.protocol ? use->sec.protocol
+            : use->sec.sasl_mechanism ? "SASL_PLAINTEXT or SASL_SSL"
+                                      : "PLAINTEXT or SSL");
+  else
+    dc_log(DC_LOG_WARN, "no PLAINTEXT or SSL listener: alters reaching "
+           "this replica while another writes are refused, not forwarded "
+           "(to forward over a SASL listener, give this replica's "
+           "credentials with --forward-config FILE)");
+  return why || use;
+}
+
+/* Fills fp from the settings. Non-zero: a usage error, printed. */
+static int forwarding(const settings_t *st, const reload_ctx_t *rc,
+                      forward_plan_t *fp) {
+  if (!st->store || strcmp(st->store, "kafka") || st->store_read_only)
+    return 0;
+  if (st->forward_config && load_forward_config(st, &fp->props))
+    return -1;
+  const dc_client_props_t *use = st->forward_config ? &fp->props : NULL;
+  int proto = -1;
+  char why = 0;
+  int pick = pick_forward_listener(st, rc, use, &proto, &why);
+  if (pick < 0)
+    return no_forward_listener(st, use, proto, why);
+  fp->listener = rc->names[pick];
+  if (use || rc->is_tls[pick]) {
+    forward_security(st, use, proto, &fp->sec);
+    fp->security = &fp->sec;
+  }
+  return use ? check_forward_security(st, &fp->sec) : 0;
+}
+
+/* The plan into the broker's options. */
+static void apply_forwarding(const settings_t *st, const forward_plan_t *fp,
+                             dc_broker_opts_t *bo) {
+  if (!fp->listener)
+    return;
+  bo->forward = true;
+  bo->forward_listener = fp->listener;
+  bo->forward_timeout_ms = (int)(2 * st->store_timeout_ms + 2000);
+  bo->forward_security = fp->security;
 }
 
 /* Under systemd (Type=notify): ready once the listeners are open; the
@@ -1032,7 +1180,7 @@ typedef struct serve_ctx {
   dc_store_t *store;
   dc_broker_t *broker;
   dc_broker_opts_t bo;
-  dc_kclient_security_t fsec;
+  forward_plan_t fwd;
   broker_values_t values;
   char bound[MAX_LISTEN][300];
   char err[512];
@@ -1214,14 +1362,16 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->reload_opaque = &s->rctx;
 }
 
-/* The broker over the open store: 1 if it cannot start, EXIT_USAGE for
- * a forwarding setting that cannot work. */
+/* The broker over the open store: 1 if it cannot start. */
 static int start_broker(serve_ctx_t *s) {
   format_broker_values(&s->values, s->st, &s->rctx);
   init_broker_opts(s);
-  if (forwarding(s->st, &s->rctx, &s->bo, &s->fsec))
-    return EXIT_USAGE;
+  apply_forwarding(s->st, &s->fwd, &s->bo);
   s->broker = dc_broker_new(&s->bo, s->store, s->err, sizeof(s->err));
+  /* The forwarder has its own copy of the credentials: wiped here. */
+  s->bo.forward_security = s->fwd.security = NULL;
+  s->fwd.sec = (dc_kclient_security_t){0};
+  dc_client_props_free(&s->fwd.props);
   if (!s->broker) {
     dc_log(DC_LOG_ERR, "cannot start: %s", s->err);
     return 1;
@@ -1323,6 +1473,8 @@ static int start_server(serve_ctx_t *s) {
   int rc = prepare_listeners(s);
   if (rc)
     return rc;
+  if (forwarding(s->st, &s->rctx, &s->fwd))
+    return EXIT_USAGE;
   if (open_store(s->st, &s->store, s->err, sizeof(s->err))) {
     dc_log(DC_LOG_ERR, "cannot open the store: %s", s->err);
     return 1;
@@ -1357,6 +1509,7 @@ static void stop_server(serve_ctx_t *s) {
   dc_server_destroy(g_server);
   g_server = NULL;
   dc_broker_destroy(s->broker);
+  dc_client_props_free(&s->fwd.props);
   dc_tls_ctx_destroy(s->rctx.tls);
   if (s->store)
     dc_store_close(s->store);
@@ -1416,7 +1569,8 @@ enum long_option {
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
   O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION,
   O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP,
-  O_METRICS_MAXCONN, O_METRICS_PER_IP, O_METRICS_IDLE, O_METRICS_HEADER
+  O_METRICS_MAXCONN, O_METRICS_PER_IP, O_METRICS_IDLE, O_METRICS_HEADER,
+  O_FORWARD_CONFIG
 };
 
 static const struct option longopts[] = {
@@ -1443,6 +1597,7 @@ static const struct option longopts[] = {
     {"store-read-only", no_argument, NULL, O_STORE_RO},
     {"store-session-timeout-ms", required_argument, NULL, O_STORE_SESSION},
     {"forward-listener", required_argument, NULL, O_FORWARD},
+    {"forward-config", required_argument, NULL, O_FORWARD_CONFIG},
     {"store-history-topic", required_argument, NULL, O_STORE_HISTORY},
     {"metrics-listen", required_argument, NULL, O_METRICS},
     {"metrics-max-connections", required_argument, NULL, O_METRICS_MAXCONN},
@@ -1535,6 +1690,7 @@ static const char *const option_keys[] = {
     [O_STORE_TIMEOUT - 256] = "store.timeout.ms",
     [O_STORE_SESSION - 256] = "store.session.timeout.ms",
     [O_FORWARD - 256] = "forward.listener",
+    [O_FORWARD_CONFIG - 256] = "forward.config",
     [O_STORE_HISTORY - 256] = "store.history.topic",
     [O_METRICS - 256] = "metrics.listen",
     [O_METRICS_MAXCONN - 256] = "metrics.max.connections",

@@ -17,6 +17,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* A SASL session ending within this is renewed before a request. */
+#define SESSION_MARGIN_MS 5000
+
 struct dc_forwarder {
   pthread_t thread;
   pthread_mutex_t lock;
@@ -46,23 +49,41 @@ void dc_fwd_job_free(dc_fwd_job_t *job) {
   free(job);
 }
 
+/* Did the writer refuse this replica's credentials (rather than not
+ * answer)? */
+static bool credentials_refused(dc_err_t err) {
+  return err == DC_ERR_SASL_AUTHENTICATION_FAILED ||
+         err == DC_ERR_UNSUPPORTED_SASL_MECHANISM ||
+         err == DC_ERR_ILLEGAL_SASL_STATE;
+}
+
 /* The thread's connection to addr, (re)made when needed. */
 static int connect_to(dc_forwarder_t *f, dc_fwd_job_t *job) {
   /* A kept connection the writer closed meanwhile (its idle sweep, a
-   * restart) is replaced before the request, not found broken after it:
-   * then a failure means the writer may have read the request. */
-  if (dc_kclient_idle_broken(f->kc))
+   * restart), or whose SASL session ends before the request would be
+   * read (past it the writer closes the connection without reading), is
+   * replaced before the request, not found broken after it: then a
+   * failure means the writer may have read the request. */
+  int64_t left = dc_kclient_session_left_ms(f->kc);
+  if (dc_kclient_idle_broken(f->kc) || (left >= 0 && left < SESSION_MARGIN_MS))
     dc_kclient_close(f->kc);
   if (dc_kclient_connected(f->kc) && !strcmp(f->addr, job->addr))
     return 0;
   f->addr[0] = '\0';
   char err[400];
-  if (dc_kclient_connect(f->kc, job->addr, f->timeout_ms, err, sizeof(err)) ||
-      dc_kclient_api_versions(f->kc, f->timeout_ms, err, sizeof(err))) {
+  dc_err_t e = dc_kclient_connect(f->kc, job->addr, f->timeout_ms, err,
+                                  sizeof(err));
+  if (!e)
+    e = dc_kclient_api_versions(f->kc, f->timeout_ms, err, sizeof(err));
+  if (e && credentials_refused(e))
+    snprintf(job->error, sizeof(job->error), "node %d at %s, which writes, "
+             "refused this replica's credentials (--forward-config): %s",
+             (int)job->node, job->addr, err);
+  else if (e)
     snprintf(job->error, sizeof(job->error), "cannot reach node %d at %s, "
              "which writes: %s", (int)job->node, job->addr, err);
+  if (e)
     return -1;
-  }
   snprintf(f->addr, sizeof(f->addr), "%s", job->addr);
   return 0;
 }

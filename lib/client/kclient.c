@@ -62,6 +62,8 @@ struct dc_kclient {
   char *sasl_mech, *sasl_user;  /* owned */
   char *sasl_pass;              /* owned; wiped when freed */
   char *oauth_token_file;       /* owned; read at each connection */
+  int64_t session_end_ms; /* KIP-368: when the server ends the SASL
+                             session (monotonic); 0 = never or no SASL */
   /* GSSAPI only, all owned: the credentials are taken at the first
    * connection (a keytab's tickets mean a trip to the KDC) and kept. */
   dc_gssapi_creds_t *gss_creds;
@@ -116,6 +118,7 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
 void dc_kclient_close(dc_kclient_t *kc) {
   kc->n_inflight = 0; /* their answers went with the connection */
   kc->have_versions = false; /* the next server may speak others */
+  kc->session_end_ms = 0;
   dc_tls_conn_destroy(kc->tls);
   kc->tls = NULL;
   if (kc->fd >= 0)
@@ -154,6 +157,13 @@ void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes) {
 }
 
 bool dc_kclient_connected(const dc_kclient_t *kc) { return kc->fd >= 0; }
+
+int64_t dc_kclient_session_left_ms(const dc_kclient_t *kc) {
+  if (kc->fd < 0 || !kc->session_end_ms)
+    return -1;
+  int64_t left = kc->session_end_ms - dc_mono_ms();
+  return left > 0 ? left : 0;
+}
 
 bool dc_kclient_idle_broken(const dc_kclient_t *kc) {
   if (kc->fd < 0)
@@ -1027,6 +1037,8 @@ static dc_err_t sasl_round(dc_kclient_t *kc, int16_t v,
       *outlen = (size_t)resp.n_auth_bytes;
     }
   }
+  if (!err && v >= 1 && resp.session_lifetime_ms > 0)
+    kc->session_end_ms = dc_mono_ms() + resp.session_lifetime_ms;
   dc_arena_free(&arena);
   return err;
 }

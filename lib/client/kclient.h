@@ -138,6 +138,12 @@ void dc_kclient_set_max_frame(dc_kclient_t *kc, int32_t max_bytes);
 /* True when the handle has a connection (it may still have been closed by
  * the peer since: the next request will say so). */
 bool dc_kclient_connected(const dc_kclient_t *kc);
+/* KIP-368: the ms left of the SASL session the server granted this
+ * connection (SaslAuthenticate v1's session lifetime), 0 once it is
+ * over (the server then closes the connection at the next request other
+ * than ApiVersions or SaslHandshake, unread), or -1 when it has no end
+ * (no SASL, a server that set none, not connected). */
+int64_t dc_kclient_session_left_ms(const dc_kclient_t *kc);
 /* True when an idle connection has something to read (the peer closed it,
  * or sent what no request asked for): a request sent on it would likely
  * fail, not knowing whether the peer read it. False when not connected. */
