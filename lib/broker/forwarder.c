@@ -17,9 +17,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* A SASL session ending within this is renewed before a request. */
-#define SESSION_MARGIN_MS 5000
-
 struct dc_forwarder {
   pthread_t thread;
   pthread_mutex_t lock;
@@ -60,12 +57,13 @@ static bool credentials_refused(dc_err_t err) {
 /* The thread's connection to addr, (re)made when needed. */
 static int connect_to(dc_forwarder_t *f, dc_fwd_job_t *job) {
   /* A kept connection the writer closed meanwhile (its idle sweep, a
-   * restart), or whose SASL session ends before the request would be
-   * read (past it the writer closes the connection without reading), is
-   * replaced before the request, not found broken after it: then a
-   * failure means the writer may have read the request. */
+   * restart), or whose SASL session may end before the writer reads the
+   * request (past its end the writer closes the connection unread; a
+   * writer inside a commit reads late), is replaced before the request,
+   * not found broken after it: then a failure means the writer may have
+   * read the request. */
   int64_t left = dc_kclient_session_left_ms(f->kc);
-  if (dc_kclient_idle_broken(f->kc) || (left >= 0 && left < SESSION_MARGIN_MS))
+  if (dc_kclient_idle_broken(f->kc) || (left >= 0 && left < f->timeout_ms))
     dc_kclient_close(f->kc);
   if (dc_kclient_connected(f->kc) && !strcmp(f->addr, job->addr))
     return 0;
