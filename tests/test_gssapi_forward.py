@@ -132,10 +132,10 @@ def cases(tmp, writer, follower, stale):
          "  the writer stored it as User:carol")
     t.ok("User:replica" not in hist, "  not as the replica")
     rc, out = alter(tmp, stale.port, "1", 3000)
-    t.ok(rc == 1 and re.search(r"NOT_CONTROLLER: node 1 at 127\.0\.0\.1:\d+, "
-                               r"which writes, refused this replica's "
-                               r"credentials \(--forward-config\): SASL GSSAPI "
-                               r"authentication with .* failed", out),
+    t.ok(rc == 1 and re.search(r"NOT_CONTROLLER: cannot authenticate to node 1 "
+                               r"at 127\.0\.0\.1:\d+, which writes, with this "
+                               r"replica's credentials \(--forward-config\): "
+                               r"SASL GSSAPI authentication with .* failed", out),
          "a follower with a stale keytab: NOT_CONTROLLER, saying why: %s"
          % out[-300:])
     t.ok(wait_log(stale.log_path, r"not forwarded: .*SASL GSSAPI "

@@ -165,9 +165,9 @@ dc_expect 0 "Completed updating config" "$DC_TMP/out" \
 put_token replica -60
 mark=$(wc -l <"$DC_DAEMON_LOG")
 alter 12 alice-oauth 3000 app linger.ms=13
-dc_expect 1 "NOT_CONTROLLER: node 11 at 127\\.0\\.0\\.1:[0-9]+, which writes, refused this replica's credentials \\(--forward-config\\): SASL authentication failed" \
+dc_expect 1 "NOT_CONTROLLER: cannot authenticate to node 11 at 127\\.0\\.0\\.1:[0-9]+, which writes, with this replica's credentials \\(--forward-config\\): SASL authentication failed" \
   "$DC_TMP/err" "an expired token in the file: the writer refuses the replica, the client is told NOT_CONTROLLER"
-tap_like "$(tail -n "+$((mark + 1))" "$DC_DAEMON_LOG")" "not forwarded: node 11 .*refused this replica's credentials .*SASL authentication failed" \
+tap_like "$(tail -n "+$((mark + 1))" "$DC_DAEMON_LOG")" "not forwarded: cannot authenticate to node 11 .*SASL authentication failed" \
   "  the follower logs the SASL failure"
 put_token replica 3600
 alter 12 alice-oauth 30000 app linger.ms=14

@@ -133,11 +133,11 @@ dc_await_grep "$DC_DAEMON_LOG" "node 4 is a replica" ||
 cli 4 alice 4000 --entity-type clients --entity-name app --alter \
   --add-config linger.ms=99 >"$DC_TMP/out" 2>"$DC_TMP/err"
 rc=$?
-dc_expect 1 "NOT_CONTROLLER: node 1 at 127\\.0\\.0\\.1:[0-9]+, which writes, refused this replica's credentials \\(--forward-config\\): SASL authentication failed" \
+dc_expect 1 "NOT_CONTROLLER: cannot authenticate to node 1 at 127\\.0\\.0\\.1:[0-9]+, which writes, with this replica's credentials \\(--forward-config\\): SASL authentication failed" \
   "$DC_TMP/err" \
   "a follower with a wrong forward password answers NOT_CONTROLLER (retried until --timeout-ms), saying why"
 log=$(tail -n "+$((mark + 1))" "$DC_DAEMON_LOG")
-tap_like "$log" "alter from 127\\.0\\.0\\.1:[0-9]+ not forwarded: node 1 .*refused this replica's credentials.*SASL authentication failed" \
+tap_like "$log" "alter from 127\\.0\\.0\\.1:[0-9]+ not forwarded: cannot authenticate to node 1 .*SASL authentication failed" \
   "  it logs the SASL failure"
 tap_is "$(value_of 1 app linger.ms)" 7 "  and nothing was stored"
 

@@ -74,9 +74,9 @@ static int connect_to(dc_forwarder_t *f, dc_fwd_job_t *job) {
   if (!e)
     e = dc_kclient_api_versions(f->kc, f->timeout_ms, err, sizeof(err));
   if (e && credentials_refused(e))
-    snprintf(job->error, sizeof(job->error), "node %d at %s, which writes, "
-             "refused this replica's credentials (--forward-config): %s",
-             (int)job->node, job->addr, err);
+    snprintf(job->error, sizeof(job->error), "cannot authenticate to node %d "
+             "at %s, which writes, with this replica's credentials "
+             "(--forward-config): %s", (int)job->node, job->addr, err);
   else if (e)
     snprintf(job->error, sizeof(job->error), "cannot reach node %d at %s, "
              "which writes: %s", (int)job->node, job->addr, err);
