@@ -162,9 +162,10 @@ def run(tmp):
                  for n in (2, 3)), "nodes 2 and 3 follow it")
         cases(tmp, *daemons)
     finally:
-        for d in daemons:
+        for i, d in enumerate(daemons):
             rc = d.stop()
-            if rc not in (0, None):
+            t.ok(rc == 0, "replica %d stops cleanly (exit %s)" % (i + 1, rc))
+            if rc != 0:
                 d.log_tail()
         mock.stdin.close()
         mock.wait(10)

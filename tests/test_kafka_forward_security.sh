@@ -90,11 +90,13 @@ start() { # start NODE ARGS...
   PID[$n]=$DC_PID PORT[$n]=$DC_PORT
   DC_MORE_PIDS="${PID[*]}"
 }
-stop() { # stop NODE...
-  local n
+stop() { # stop NODE...: each stops cleanly (exit 0, sanitizers quiet)
+  local n rc
   for n in "$@"; do
     kill -TERM "${PID[$n]}"
-    { wait "${PID[$n]}"; } 2>/dev/null
+    wait "${PID[$n]}" 2>/dev/null
+    rc=$?
+    tap_is "$rc" 0 "replica $n stops cleanly"
   done
 }
 alter() { # alter NODE PROPS TIMEOUT_MS ENTITY CONFIG: $rc, out, err

@@ -143,6 +143,7 @@ tap_is "$(value_of 1 app linger.ms)" 7 "  and nothing was stored"
 
 for n in 1 2 3 4; do
   kill -TERM "${PID[$n]}"
-  { wait "${PID[$n]}"; } 2>/dev/null
+  wait "${PID[$n]}" 2>/dev/null
+  tap_is $? 0 "replica $n stops cleanly"
 done
 tap_done
