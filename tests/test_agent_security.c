@@ -5,12 +5,14 @@
  * rd_kafka_conf_t (or its dynconf.* override) reaches a real dynconfd, and
  * every refusal is reported at once and in words.
  *
- * Two daemons run: A (SSL, SASL_PLAINTEXT, SASL_SSL on 127.0.0.1 and an
+ * Three daemons run: A (SSL, SASL_PLAINTEXT, SASL_SSL on 127.0.0.1 and an
  * SSL listener on 127.0.0.2, which the server certificate does not name;
- * client certificates requested; all three SASL mechanisms; an ACL file)
- * and B (SSL with client certificates required; SASL_PLAINTEXT with only
- * SCRAM-SHA-256 and PLAIN enabled). Both also have their PLAINTEXT
- * listener, through which the operator's values are set.
+ * client certificates requested; all three SASL mechanisms; an ACL file),
+ * B (SSL with client certificates required; SASL_PLAINTEXT with only
+ * SCRAM-SHA-256 and PLAIN enabled) and C (SASL_PLAINTEXT with unsigned
+ * OAUTHBEARER tokens and 2.5 s SASL sessions: KIP-368's
+ * connections.max.reauth.ms). All have their PLAINTEXT listener, through
+ * which the operator's values are set.
  *
  * Failures run fail-closed (dynconf.startup.required=true) with a 30 s
  * start-up timeout: dynconf_new() must return NULL well before it (within
@@ -38,11 +40,16 @@
 #define WAIT_MS 20000
 
 static char g_dir[PATH_MAX - 64], g_certs[PATH_MAX - 32];
-static dc_tu_daemon_t g_a, g_b;
+static dc_tu_daemon_t g_a, g_b, g_c;
 /* Listener ports: daemon A's SSL, SASL_PLAINTEXT, SASL_SSL and its SSL on
  * 127.0.0.2; daemon B's SSL (client certificate required) and
  * SASL_PLAINTEXT (SCRAM-SHA-512 disabled). */
 static int g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl;
+/* Daemon C's SASL_PLAINTEXT listener, where a SASL session lasts
+ * C_SESSION_MS (--connections-max-reauth-ms). */
+static int g_c_sasl;
+#define C_SESSION_MS 2500
+#define C_SESSION_MS_STR "2500"
 /* A loopback port bound but not listening: connecting is refused. */
 static int g_closed_fd = -1, g_closed_port;
 /* dynconf_conf_set() refusals of the test's own properties. */
@@ -449,6 +456,105 @@ static void test_oauth_callback(void) {
   dynconf_destroy(dc);
 }
 
+/* Whether dc's effective key is want, silently (polled). */
+static bool eff_value_is(dynconf_t *dc, const char *key, const char *want) {
+  char v[128] = "";
+  return dynconf_effective_get(dc, key, v, sizeof(v), NULL) >= 0 &&
+         !strcmp(v, want);
+}
+
+/* A number of the agent's "watch" statistics (stats.c), or -1. */
+static long long watch_stat(dynconf_t *dc, const char *key) {
+  char *s = dynconf_stats_json(dc); /* ours, freed below */
+  const char *w = s ? strstr(s, "\"watch\":{") : NULL;
+  long long v = w ? au_json_ll(w, key) : -1;
+  free(s);
+  return v;
+}
+
+/* KIP-368 and the Watch: on C a SASL session lasts C_SESSION_MS, and
+ * dynconfd closes a connection when its session ends, a parked Watch
+ * included. A watching agent must end each Watch before its session does
+ * and connect again (a new session), never park past the end: a Watch
+ * that loses its connection is a strike, and DC_AGENT_WATCH_STRIKES (3)
+ * of them make the agent poll until its next fetch, here 600 s away. So
+ * after several session ends a change must still come within moments. */
+static void test_watch_across_sessions(void) {
+  char err[1024];
+  int64_t ms;
+  agent_opts_t o = {
+      .bootstrap = local(g_c_sasl),
+      .client_id = "as-watch-sessions",
+      .app = (const char *const[]){"security.protocol", "SASL_PLAINTEXT",
+                                   "sasl.mechanisms", "OAUTHBEARER",
+                                   "sasl.oauthbearer.config",
+                                   "principal=wendy",
+                                   "enable.sasl.oauthbearer.unsecure.jwt",
+                                   "true", NULL},
+      /* Only the Watch (or a fetch on a new session) brings a change
+       * before the next periodic fetch, 600 s away (no jitter). */
+      .agent = (const char *const[]){"dynconf.watch", "true",
+                                     "dynconf.refresh.interval.ms", "600000",
+                                     "dynconf.refresh.jitter.pct", "0",
+                                     NULL}};
+  is_int(au_alter(g_c.port, o.client_id, "acks=1"), 0,
+         "sessions of " C_SESSION_MS_STR " ms: the operator sets acks=1 for "
+         "'%s'", o.client_id);
+  dynconf_t *dc = start(&o, err, sizeof(err), &ms);
+  if (!ok(dc != NULL, "... an OAUTHBEARER agent with dynconf.watch=true "
+                      "starts")) {
+    diag("  errstr: %s", err);
+    return;
+  }
+  int64_t t0 = dc_tu_now_ms();
+  ok(au_eff_is(dc, "acks", "1", DYNCONF_SOURCE_CLIENT),
+     "... with the operator's acks=1");
+  long long ok0 = au_fetches(dc);
+  /* A time precondition, not a condition: four session lengths pass
+   * (its first session began before dynconf_new() returned), so at least
+   * three of the agent's sessions end meanwhile, as many as the strikes
+   * that would make it poll. */
+  int64_t until = t0 + 4 * C_SESSION_MS;
+  while (dc_tu_now_ms() < until)
+    dynconf_poll(dc, 100);
+  long long renewed = au_fetches(dc) - ok0;
+  /* With a 600 s refresh interval a fetch comes only with a new
+   * connection: one per session that ended. */
+  ok(renewed >= 3, "... in %d ms the agent connected again for new "
+     "sessions (%lld fetches since the first)", 4 * C_SESSION_MS, renewed);
+  is_str(dynconf_state_name(dynconf_state(dc)), "up", "... state UP");
+
+  int64_t t_alter = dc_tu_now_ms();
+  is_int(au_alter(g_c.port, o.client_id, "acks=0"), 0,
+         "the operator sets acks=0 for '%s'", o.client_id);
+  int64_t deadline = t_alter + 15000;
+  bool applied = false;
+  while (!(applied = eff_value_is(dc, "acks", "0")) &&
+         dc_tu_now_ms() < deadline)
+    dynconf_poll(dc, 20);
+  int64_t took = dc_tu_now_ms() - t_alter;
+  ok(au_eff_is(dc, "acks", "0", DYNCONF_SOURCE_CLIENT),
+     "... the agent applies it long before its next fetch (600 s): the "
+     "Watch, or a new session's fetch, brought it");
+  if (applied)
+    diag("  applied %lld ms after the alter", (long long)took);
+  else
+    diag("  not applied %lld ms after the alter", (long long)took);
+  /* Every Watch ended before its session, normally: a failed one (the
+   * connection closed under it) is what the session limit must not
+   * cause. Not even one is legitimate here: the agent ends each Watch
+   * SESSION_MARGIN_MS (1 s) before the session does. */
+  is_int(watch_stat(dc, "failures"), 0,
+         "... no Watch failed (none outlived its SASL session)");
+  is_int(watch_stat(dc, "refusals"), 0, "... none was refused");
+  long long answers = watch_stat(dc, "changes") + watch_stat(dc, "unchanged");
+  ok(answers >= 3, "... and the Watch was in use across the sessions (%lld "
+     "answers: %lld changes, %lld unchanged)", answers,
+     watch_stat(dc, "changes"), watch_stat(dc, "unchanged"));
+  is_str(dynconf_state_name(dynconf_state(dc)), "up", "... state UP");
+  dynconf_destroy(dc);
+}
+
 static void test_trust_sources(void) {
   agent_opts_t o = {.bootstrap = local(g_a_ssl), .client_id = "as-ca-file",
                     .app = (const char *const[]){"security.protocol", "SSL",
@@ -689,11 +795,25 @@ static int setup(void) {
   }
   g_b_ssl = dc_tu_daemon_port_of(&g_b, "SSL");
   g_b_sasl = dc_tu_daemon_port_of(&g_b, "SASL_PLAINTEXT");
+
+  snprintf(data, sizeof(data), "%s/data-c", g_dir);
+  snprintf(log, sizeof(log), "%s/dynconfd-c.log", g_dir);
+  const char *extra_c[] = {
+      "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
+      "--sasl-oauthbearer-unsecured",
+      /* KIP-368: every SASL session ends after this long */
+      "--connections-max-reauth-ms", C_SESSION_MS_STR, NULL};
+  if (dc_tu_daemon_start(&g_c, data, log, extra_c, err, sizeof(err))) {
+    printf("Bail out! dynconfd C: %s\n", err);
+    return -1;
+  }
+  g_c_sasl = dc_tu_daemon_port_of(&g_c, "SASL_PLAINTEXT");
   ok(g_a_ssl > 0 && g_a_sasl > 0 && g_a_sasl_ssl > 0 && g_a_alt > 0 &&
-         g_b_ssl > 0 && g_b_sasl > 0,
-     "both dynconfd report their listeners (A: SSL %d, SASL_PLAINTEXT %d, "
-     "SASL_SSL %d, 127.0.0.2 SSL %d; B: SSL %d, SASL_PLAINTEXT %d)",
-     g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl);
+         g_b_ssl > 0 && g_b_sasl > 0 && g_c_sasl > 0,
+     "the dynconfd report their listeners (A: SSL %d, SASL_PLAINTEXT %d, "
+     "SASL_SSL %d, 127.0.0.2 SSL %d; B: SSL %d, SASL_PLAINTEXT %d; "
+     "C: SASL_PLAINTEXT %d)",
+     g_a_ssl, g_a_sasl, g_a_sasl_ssl, g_a_alt, g_b_ssl, g_b_sasl, g_c_sasl);
 
   /* Bound, never listening: the kernel refuses connections to it. */
   g_closed_fd = dc_tu_loopback_socket(0, -1, &g_closed_port);
@@ -712,6 +832,7 @@ int main(void) {
   if (setup()) {
     dc_tu_daemon_stop(&g_a);
     dc_tu_daemon_stop(&g_b);
+    dc_tu_daemon_stop(&g_c);
     dc_tu_rmrf(g_dir);
     return 1;
   }
@@ -724,6 +845,7 @@ int main(void) {
   test_unspeakable_mechanism();
   test_oauthbearer();
   test_oauth_callback();
+  test_watch_across_sessions();
   test_trust_sources();
   test_client_certificates();
   test_sasl_ssl();
@@ -733,14 +855,17 @@ int main(void) {
   is_int(g_conf_errors, 0, "every dynconf.* property the test set was "
                            "accepted");
   diag("cases ran in %lld ms", (long long)(dc_tu_now_ms() - t0));
-  ok(dc_tu_daemon_alive(&g_a) && dc_tu_daemon_alive(&g_b),
-     "both dynconfd are still running");
+  ok(dc_tu_daemon_alive(&g_a) && dc_tu_daemon_alive(&g_b) &&
+         dc_tu_daemon_alive(&g_c),
+     "the three dynconfd are still running");
   if (tap_failed) {
     dc_tu_daemon_log_tail(&g_a, 30);
     dc_tu_daemon_log_tail(&g_b, 30);
+    dc_tu_daemon_log_tail(&g_c, 30);
   }
   is_int(dc_tu_daemon_stop(&g_a), 0, "dynconfd A stops cleanly");
   is_int(dc_tu_daemon_stop(&g_b), 0, "dynconfd B stops cleanly");
+  is_int(dc_tu_daemon_stop(&g_c), 0, "dynconfd C stops cleanly");
   if (g_closed_fd >= 0)
     close(g_closed_fd);
   dc_tu_file_texts_free();
