@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fleet: the client side of bench/run-fleet.sh. Every command runs a
- * probe beside its work: one connection sending a DescribeConfigs every
- * 5 ms, whose latencies while the work runs are its p50/p99 (what a
- * client of the same dynconfd saw meanwhile).
+ * fleet: the client side of bench/run-fleet.sh (and of steps 1-3 and 7 of
+ * bench/run-attacks.sh). Every command runs a probe beside its work
+ * (bench/probe.h): one connection sending a DescribeConfigs every 5 ms,
+ * whose latencies while the work runs are its p50/p99 (what a client of
+ * the same dynconfd saw meanwhile), and dynconfd's RSS sampled with it.
  *
  *   fleet reports --target H:P --pid PID --n N [--extra M] [--colliding]
  *                 [--fat]
@@ -15,16 +16,22 @@
  *       long as dynconfd takes. Prints dynconfd's CPU for each, and its
  *       RSS after.
  *   fleet pages --target H:P --pid PID [--requests R] [--pipeline P]
+ *               [--seconds S]
  *       R DescribeFleet v1 pages of one client after random cursors, one
  *       at a time (latency p50/p99), then P of them at once on
  *       ceil(P / 8) connections (until the last answer, and dynconfd's
  *       CPU), then one v0 listing of the whole fleet (its answer, time,
- *       and dynconfd's RSS before and peak after).
+ *       and dynconfd's RSS before and peak after). With S, each of the
+ *       three goes on (pages after other cursors, rounds of P, v0 after
+ *       v0) until it has run S seconds: a sustained attack the probe
+ *       sees.
  *   fleet waits --target H:P --pid PID --metrics H:P [--waits W] [--max M]
  *       W connections park a DescribeFleet v1 (pages of M) at the fleet's
  *       seq; once dynconfd_fleet_waits and the refusals add up to W, one
  *       ClientReport moves the fleet: the time until every parked one is
- *       answered, and dynconfd's CPU for it.
+ *       answered, and dynconfd's CPU for it ("waits_answered"; the
+ *       probe and dynconfd's RSS over the whole command, but for the
+ *       reads of /metrics: "waits_all").
  *
  * Output: human lines, and one "RESULT key=value ..." line per figure for
  * the script. Exit status 0, 1 when something failed outright, 2 on a
@@ -35,18 +42,18 @@
 #include "common/arena.h"
 #include "common/clock.h"
 #include "fnv_collide.h"
+#include "probe.h"
 #include "proc.h"
 
 #include <getopt.h>
 #include <netdb.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <unistd.h>
 
 typedef struct cfg {
   const char *cmd, *target, *metrics;
   pid_t pid;
   int n, extra, requests, pipeline, waits, max;
+  double seconds;
   bool colliding, fat;
 } cfg_t;
 
@@ -55,9 +62,6 @@ static int enc_report(dc_buf_t *b, int16_t v, const void *q) {
 }
 static int enc_fleet(dc_buf_t *b, int16_t v, const void *q) {
   return dc_describe_fleet_req_encode(b, v, q);
-}
-static int enc_describe(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_describe_configs_req_encode(b, v, q);
 }
 
 static dc_kclient_t *connect_to(const char *target) {
@@ -68,116 +72,6 @@ static dc_kclient_t *connect_to(const char *target) {
   fprintf(stderr, "fleet: connect %s: %s\n", target, err);
   dc_kclient_destroy(kc);
   return NULL;
-}
-
-static double cpu_s(pid_t pid) {
-  return (double)bench_proc_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of n samples (sorted here). */
-static int64_t pct(int64_t *s, size_t n, double p) {
-  if (!n)
-    return -1;
-  qsort(s, n, sizeof(*s), cmp_i64);
-  size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
-  return s[(k < 1 ? 1 : k > n ? n : k) - 1];
-}
-
-/* ---- the probe ------------------------------------------------------------ */
-
-#define PROBE_MAX 200000
-static struct {
-  pthread_t th;
-  const char *target;
-  atomic_bool stop;
-  atomic_size_t n;
-  int64_t start_ms[PROBE_MAX], lat_us[PROBE_MAX];
-} g_probe;
-
-static void *probe_main(void *arg) {
-  (void)arg;
-  dc_kclient_t *kc = connect_to(g_probe.target);
-  dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, "probe", -1, NULL};
-  dc_describe_configs_req_t q = {1, &res, false, false, 0, false};
-  while (kc && !atomic_load(&g_probe.stop)) {
-    dc_arena_t a;
-    dc_arena_init(&a);
-    dc_rd_t rd;
-    char err[256];
-    int64_t t0 = dc_mono_us();
-    bool done = !dc_kclient_request(kc, DC_API_DESCRIBE_CONFIGS, 1,
-                                    enc_describe, &q, 600000, &rd, &a, err,
-                                    sizeof(err));
-    int64_t took = dc_mono_us() - t0;
-    dc_arena_free(&a);
-    size_t i = atomic_load(&g_probe.n);
-    if (!done || i >= PROBE_MAX)
-      break;
-    g_probe.start_ms[i] = t0 / 1000;
-    g_probe.lat_us[i] = took;
-    atomic_store(&g_probe.n, i + 1);
-    usleep(5000);
-  }
-  dc_kclient_destroy(kc);
-  return NULL;
-}
-
-/* The probes that ran at some time in [from_ms, to_ms] (one blocked
- * throughout counts): p50 and p99 in ms. */
-static void probe_pct(int64_t from_ms, int64_t to_ms, double *p50,
-                      double *p99) {
-  size_t n = atomic_load(&g_probe.n), k = 0;
-  int64_t *v = malloc((n ? n : 1) * sizeof(*v));
-  for (size_t i = 0; v && i < n; i++)
-    if (g_probe.start_ms[i] <= to_ms &&
-        g_probe.start_ms[i] + g_probe.lat_us[i] / 1000 >= from_ms)
-      v[k++] = g_probe.lat_us[i];
-  *p50 = v && k ? (double)pct(v, k, 50) / 1000 : -1;
-  *p99 = v && k ? (double)pct(v, k, 99) / 1000 : -1;
-  free(v);
-}
-
-/* A phase: wall time, dynconfd's CPU and the probe while it ran. */
-typedef struct phase {
-  int64_t t0_ms;
-  double cpu0;
-} phase_t;
-
-static phase_t phase_begin(const cfg_t *c) {
-  return (phase_t){dc_mono_ms(), cpu_s(c->pid)};
-}
-
-/* Waits (2 s at most) until the probe has a sample started at t_ms or
- * later: the one it had in flight is in. */
-static void probe_catch_up(int64_t t_ms) {
-  for (int64_t until = dc_mono_ms() + 2000; dc_mono_ms() < until;) {
-    size_t n = atomic_load(&g_probe.n);
-    if (n && g_probe.start_ms[n - 1] >= t_ms)
-      return;
-    usleep(1000);
-  }
-}
-
-static void phase_end(const cfg_t *c, const phase_t *p, const char *name,
-                      long count) {
-  int64_t t1 = dc_mono_ms();
-  double cpu = cpu_s(c->pid) - p->cpu0, p50, p99;
-  probe_catch_up(t1);
-  probe_pct(p->t0_ms, t1, &p50, &p99);
-  printf("%-34s %8ld  wall %9.3f s  dynconfd CPU %8.3f s (%.3f ms each)  "
-         "probe p50 %.1f ms p99 %.1f ms\n", name, count,
-         (double)(t1 - p->t0_ms) / 1000, cpu,
-         count ? cpu * 1000 / (double)count : 0.0, p50, p99);
-  printf("RESULT phase=%s count=%ld wall_s=%.3f cpu_s=%.3f cpu_ms_each=%.4f "
-         "probe_p50_ms=%.2f probe_p99_ms=%.2f\n", name, count,
-         (double)(t1 - p->t0_ms) / 1000, cpu,
-         count ? cpu * 1000 / (double)count : 0.0, p50, p99);
-  fflush(stdout);
 }
 
 /* ---- reports ---------------------------------------------------------------- */
@@ -252,15 +146,15 @@ static int cmd_reports(const cfg_t *c) {
   char name[64];
   fat_init();
   long rss0 = bench_proc_status(c->pid, "VmRSS");
-  phase_t p = phase_begin(c);
+  bench_phase_t p = bench_phase_begin(c->pid);
   long refused = send_reports(c, kc, 0, (unsigned)c->n);
   snprintf(name, sizeof(name), "reports_%s", kind);
-  phase_end(c, &p, name, c->n);
+  bench_phase_end(&p, name, c->n);
   if (refused == 0 && c->extra) {
-    p = phase_begin(c);
+    p = bench_phase_begin(c->pid);
     refused = send_reports(c, kc, (unsigned)c->n, (unsigned)(c->n + c->extra));
     snprintf(name, sizeof(name), "reports_%s_full", kind);
-    phase_end(c, &p, name, c->extra);
+    bench_phase_end(&p, name, c->extra);
   }
   long rss = bench_proc_status(c->pid, "VmRSS");
   printf("  dynconfd RSS %.1f MB before, %.1f MB after\nRESULT "
@@ -295,28 +189,48 @@ static bool page_answered(dc_kclient_t *kc) {
   return ok;
 }
 
+/* Whether a part of `pages` that began at t0_ms and has run `done` times
+ * goes on: until `want` times, and then until --seconds have passed. */
+static bool again(const cfg_t *c, int64_t t0_ms, long done, long want) {
+  return done < want || dc_mono_ms() - t0_ms < (int64_t)(c->seconds * 1000);
+}
+
+/* Appends v to *s (of *n, room for *cap); false when out of memory. */
+static bool push(int64_t **s, size_t *n, size_t *cap, int64_t v) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 1024;
+    int64_t *ns = realloc(*s, nc * sizeof(*ns));
+    if (!ns)
+      return false;
+    *s = ns;
+    *cap = nc;
+  }
+  (*s)[(*n)++] = v;
+  return true;
+}
+
 static int pages_one_by_one(const cfg_t *c, dc_kclient_t *kc) {
-  int64_t *lat = calloc((size_t)c->requests, sizeof(*lat));
+  int64_t *lat = NULL; /* owned here */
+  size_t n = 0, cap = 0;
   int bad = 0;
-  phase_t p = phase_begin(c);
-  for (int i = 0; lat && i < c->requests; i++) {
+  bench_phase_t p = bench_phase_begin(c->pid);
+  for (unsigned i = 0; !bad && again(c, p.t0_ms, (long)n, c->requests); i++) {
     char ac[32], ai[32], err[256];
     dc_describe_fleet_req_t q;
-    page_req((unsigned)i, &q, ac, ai);
+    page_req(i, &q, ac, ai);
     int64_t t0 = dc_mono_us();
     bad += dc_kclient_send(kc, DC_API_DESCRIBE_FLEET, 1, enc_fleet, &q, 600000,
                            NULL, err, sizeof(err)) ||
            !page_answered(kc);
-    lat[i] = dc_mono_us() - t0;
+    bad += !push(&lat, &n, &cap, dc_mono_us() - t0);
   }
-  phase_end(c, &p, "page_of_1", c->requests);
-  if (lat)
+  bench_phase_end(&p, "page_of_1", (long)n);
+  if (lat) {
+    double p50 = (double)bench_pct(lat, n, 50) / 1000;
+    double p99 = (double)bench_pct(lat, n, 99) / 1000;
     printf("  page of 1: p50 %.3f ms, p99 %.3f ms\nRESULT phase=page_latency "
-           "p50_ms=%.3f p99_ms=%.3f\n",
-           (double)pct(lat, (size_t)c->requests, 50) / 1000,
-           (double)pct(lat, (size_t)c->requests, 99) / 1000,
-           (double)pct(lat, (size_t)c->requests, 50) / 1000,
-           (double)pct(lat, (size_t)c->requests, 99) / 1000);
+           "p50_ms=%.3f p99_ms=%.3f\n", p50, p99, p50, p99);
+  }
   free(lat);
   return bad;
 }
@@ -324,24 +238,39 @@ static int pages_one_by_one(const cfg_t *c, dc_kclient_t *kc) {
 static int pages_at_once(const cfg_t *c) {
   int nc = (c->pipeline + DC_KCLIENT_MAX_INFLIGHT - 1) / DC_KCLIENT_MAX_INFLIGHT;
   dc_kclient_t **kcs = calloc((size_t)nc, sizeof(*kcs));
-  int bad = 0, sent = 0;
+  int64_t *round_us = NULL; /* owned here: each round's time */
+  size_t rounds = 0, cap = 0;
+  int bad = 0;
   for (int i = 0; kcs && i < nc; i++)
     bad += !(kcs[i] = connect_to(c->target));
-  phase_t p = phase_begin(c);
-  for (int i = 0; !bad && i < c->pipeline; i++, sent++) {
-    char ac[32], ai[32], err[256];
-    dc_describe_fleet_req_t q;
-    page_req((unsigned)i + 7, &q, ac, ai);
-    bad += dc_kclient_send(kcs[i / DC_KCLIENT_MAX_INFLIGHT],
-                           DC_API_DESCRIBE_FLEET, 1, enc_fleet, &q, 600000,
-                           NULL, err, sizeof(err)) != 0;
+  bench_phase_t p = bench_phase_begin(c->pid);
+  while (!bad && again(c, p.t0_ms, (long)rounds, 1)) {
+    int64_t t0 = dc_mono_us();
+    int sent = 0;
+    for (int i = 0; !bad && i < c->pipeline; i++, sent++) {
+      char ac[32], ai[32], err[256];
+      dc_describe_fleet_req_t q;
+      page_req((unsigned)(i + 7 + (int)rounds * c->pipeline), &q, ac, ai);
+      bad += dc_kclient_send(kcs[i / DC_KCLIENT_MAX_INFLIGHT],
+                             DC_API_DESCRIBE_FLEET, 1, enc_fleet, &q, 600000,
+                             NULL, err, sizeof(err)) != 0;
+    }
+    for (int i = 0; !bad && i < sent; i++)
+      bad += !page_answered(kcs[i / DC_KCLIENT_MAX_INFLIGHT]);
+    bad += !push(&round_us, &rounds, &cap, dc_mono_us() - t0);
   }
-  for (int i = 0; !bad && i < sent; i++)
-    bad += !page_answered(kcs[i / DC_KCLIENT_MAX_INFLIGHT]);
-  phase_end(c, &p, "pages_at_once", c->pipeline);
+  bench_phase_end(&p, "pages_at_once", c->pipeline * (long)rounds);
+  if (round_us && rounds > 1) {
+    double p50 = (double)bench_pct(round_us, rounds, 50) / 1000;
+    double mx = (double)bench_pct(round_us, rounds, 100) / 1000;
+    printf("  %zu rounds of %d at once: until the last answer p50 %.3f ms, "
+           "max %.3f ms\nRESULT phase=pages_rounds rounds=%zu p50_ms=%.3f "
+           "max_ms=%.3f\n", rounds, c->pipeline, p50, mx, rounds, p50, mx);
+  }
   for (int i = 0; kcs && i < nc; i++)
     dc_kclient_destroy(kcs[i]);
   free(kcs);
+  free(round_us);
   return bad;
 }
 
@@ -353,18 +282,36 @@ static int whole_v0(const cfg_t *c, dc_kclient_t *kc) {
   dc_rd_t rd;
   char err[256];
   dc_describe_fleet_resp_t r;
-  phase_t p = phase_begin(c);
-  bool ok = !dc_kclient_request(kc, DC_API_DESCRIBE_FLEET, 0, enc_fleet, &q,
-                                600000, &rd, &a, err, sizeof(err)) &&
-            !dc_describe_fleet_resp_decode(&rd, 0, &r);
-  phase_end(c, &p, "v0_whole_fleet", 1);
+  bool ok = true;
+  snprintf(err, sizeof(err), "out of memory");
+  int64_t *lat = NULL; /* owned here */
+  size_t n = 0, cap = 0;
+  bench_phase_t p = bench_phase_begin(c->pid);
+  while (ok && again(c, p.t0_ms, (long)n, 1)) {
+    dc_arena_reset(&a);
+    int64_t t0 = dc_mono_us();
+    ok = !dc_kclient_request(kc, DC_API_DESCRIBE_FLEET, 0, enc_fleet, &q,
+                             600000, &rd, &a, err, sizeof(err)) &&
+         !dc_describe_fleet_resp_decode(&rd, 0, &r);
+    ok &= push(&lat, &n, &cap, dc_mono_us() - t0);
+  }
+  bench_phase_end(&p, "v0_whole_fleet", (long)n);
   long hwm = bench_proc_status(c->pid, "VmHWM");
   printf("  v0 of the whole fleet: %s (%s); dynconfd RSS %.1f MB before, "
          "peak %.1f MB after\nRESULT phase=v0_memory rss0_mb=%.1f "
-         "hwm_mb=%.1f\n", ok ? "answered" : "failed",
+         "hwm_mb=%.1f error=%s\n", ok ? "answered" : "failed",
          ok && r.error_message ? r.error_message : ok ? "listed" : err,
          (double)rss0 / 1024, (double)hwm / 1024, (double)rss0 / 1024,
-         (double)hwm / 1024);
+         (double)hwm / 1024,
+         !ok ? "failed" : r.error_code ? dc_err_name(r.error_code) : "NONE");
+  if (ok && n > 1) {
+    double p50 = (double)bench_pct(lat, n, 50) / 1000;
+    double mx = (double)bench_pct(lat, n, 100) / 1000;
+    printf("  %zu of them, one after another: p50 %.3f ms, max %.3f ms\n"
+           "RESULT phase=v0_latency n=%zu p50_ms=%.3f max_ms=%.3f\n", n, p50,
+           mx, n, p50, mx);
+  }
+  free(lat);
   dc_arena_free(&a);
   return !ok;
 }
@@ -457,8 +404,12 @@ static int64_t fleet_seq(dc_kclient_t *kc) {
 }
 
 /* W connections park; returns how many dynconfd refused (-1 on failure),
- * once the parked and the refused add up to W. */
-static int park_all(const cfg_t *c, dc_kclient_t **kcs, int *n, int64_t seq) {
+ * once the parked and the refused add up to W. The refusals are taken
+ * until none came for 100 ms; the reads of /metrics that then confirm
+ * the count (each costs dynconfd a pass over the fleet) are left out of
+ * the phase's probes. */
+static int park_all(const cfg_t *c, dc_kclient_t **kcs, int *n, int64_t seq,
+                    bench_phase_t *phase) {
   char err[256];
   for (int i = 0; i < c->waits; i++) {
     dc_describe_fleet_req_t q = {NULL, NULL, seq, 600000, NULL, NULL, c->max};
@@ -468,24 +419,35 @@ static int park_all(const cfg_t *c, dc_kclient_t **kcs, int *n, int64_t seq) {
       return -1;
     (*n)++;
   }
-  int refused = 0;
+  int refused = 0, before;
+  do {
+    before = *n;
+    refused += take_answers(kcs, n, 100);
+  } while (*n < before);
+  int64_t skip_from = dc_mono_ms();
   for (int64_t until = dc_mono_ms() + 600000; dc_mono_ms() < until;) {
-    refused += take_answers(kcs, n, 50);
-    if (gauge(c->metrics, "dynconfd_fleet_waits") + refused >= c->waits)
+    if (gauge(c->metrics, "dynconfd_fleet_waits") + refused >= c->waits) {
+      bench_phase_skip(phase, skip_from, dc_mono_ms());
       return refused;
+    }
+    refused += take_answers(kcs, n, 50);
   }
   return -1;
 }
 
 static int cmd_waits(const cfg_t *c) {
+  bench_phase_t all = bench_phase_begin(c->pid); /* parking included */
   dc_kclient_t *ctl = connect_to(c->target);
   dc_kclient_t **kcs = calloc((size_t)c->waits, sizeof(*kcs));
   int64_t seq = ctl ? fleet_seq(ctl) : -1;
-  int n = 0, refused = kcs && seq >= 0 ? park_all(c, kcs, &n, seq) : -1;
+  int n = 0,
+      refused = kcs && seq >= 0 ? park_all(c, kcs, &n, seq, &all) : -1;
   int bad = refused < 0;
   if (!bad) {
     int parked = n;
-    phase_t p = phase_begin(c);
+    bench_phase_t p = bench_phase_begin(c->pid);
+    /* A probe held up by the last read of /metrics may end in here. */
+    bench_phase_skip(&p, all.skip_from_ms, all.skip_to_ms);
     dc_client_report_req_t q = {"bench-app-000", "waker", "producer",
                                 "dynconf-bench", "1.0", "librdkafka/2.0.2",
                                 1, 1, DC_OUTCOME_APPLIED, NULL};
@@ -498,7 +460,8 @@ static int cmd_waits(const cfg_t *c) {
     dc_arena_free(&a);
     while (!bad && n)
       bad += take_answers(kcs, &n, 600000);
-    phase_end(c, &p, "waits_answered", parked);
+    bench_phase_end(&p, "waits_answered", parked);
+    bench_phase_end(&all, "waits_all", c->waits);
     printf("  %d parked DescribeFleet (pages of %d), %d refused at once\n"
            "RESULT phase=waits parked=%d refused=%d\n", parked, c->max,
            refused, parked, refused);
@@ -515,7 +478,8 @@ static int cmd_waits(const cfg_t *c) {
 static void usage(FILE *f) {
   fputs("usage: fleet reports|pages|waits --target H:P --pid PID\n"
         "         [--n N] [--extra M] [--colliding] [--fat] [--requests R]\n"
-        "         [--pipeline P] [--metrics H:P] [--waits W] [--max M]\n",
+        "         [--pipeline P] [--seconds S] [--metrics H:P] [--waits W]\n"
+        "         [--max M]\n",
         f);
 }
 
@@ -527,7 +491,7 @@ static int parse(int argc, char **argv, cfg_t *c) {
       {"fat", 0, NULL, 'f'},
       {"pipeline", 1, NULL, 'P'}, {"metrics", 1, NULL, 'm'},
       {"waits", 1, NULL, 'w'},    {"max", 1, NULL, 'x'},
-      {NULL, 0, NULL, 0}};
+      {"seconds", 1, NULL, 's'},  {NULL, 0, NULL, 0}};
   *c = (cfg_t){.n = 100000, .requests = 50, .pipeline = 100, .waits = 100,
                .max = 100};
   if (argc < 2)
@@ -547,11 +511,12 @@ static int parse(int argc, char **argv, cfg_t *c) {
     case 'm': c->metrics = optarg; break;
     case 'w': c->waits = atoi(optarg); break;
     case 'x': c->max = atoi(optarg); break;
+    case 's': c->seconds = atof(optarg); break;
     default: return -1;
     }
   }
   return c->target && c->pid > 0 && c->n > 0 && c->requests > 0 &&
-                 c->pipeline > 0 && c->waits > 0
+                 c->pipeline > 0 && c->waits > 0 && c->seconds >= 0
              ? 0
              : -1;
 }
@@ -562,8 +527,7 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  g_probe.target = c.target;
-  if (pthread_create(&g_probe.th, NULL, probe_main, NULL))
+  if (bench_probe_start(c.target, c.pid))
     return 1;
   int rc = 2;
   if (!strcmp(c.cmd, "reports"))
@@ -574,7 +538,6 @@ int main(int argc, char **argv) {
     rc = cmd_waits(&c);
   else
     usage(stderr);
-  atomic_store(&g_probe.stop, true);
-  pthread_join(g_probe.th, NULL);
+  bench_probe_stop();
   return rc;
 }

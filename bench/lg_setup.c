@@ -33,6 +33,7 @@ typedef struct io {
   dc_buf_t out, in; /* owned by the caller of io_init, freed by io_free */
   dc_arena_t arena; /* response decoding */
   uint64_t deadline_ns;
+  int16_t server_error; /* the error code the server answered, or 0 */
 } io_t;
 
 static void io_init(io_t *io, int fd, SSL *ssl, uint64_t deadline_ns) {
@@ -240,6 +241,7 @@ static int sasl_round(io_t *io, const void *tok, size_t n,
     return -1;
   }
   if (resp.error_code) {
+    io->server_error = resp.error_code;
     snprintf(errstr, errstr_size, "SASL authentication failed: %s (%s)",
              resp.error_message ? resp.error_message : "no message",
              dc_err_name((dc_err_t)resp.error_code));
@@ -271,6 +273,27 @@ static int sasl_plain(io_t *io, const lg_sasl_conf_t *c, char *errstr,
   return rc;
 }
 
+/* client-final "c=biws,r=NONCE,p=PROOF" answering server-first with a
+ * proof of zeros; malloc'd (caller frees), NULL with why. */
+static char *forged_final(dc_scram_hash_t h, const uint8_t *server_first,
+                          size_t n, size_t *len, char *why, size_t why_size) {
+  size_t nl = 0;
+  const char *nonce = dc_scram_attr((const char *)server_first, n, 'r', &nl);
+  uint8_t proof[DC_SCRAM_MAX_DIGEST] = {0};
+  char *p64 = nonce ? dc_b64_encode(proof, dc_scram_digest_len(h)) : NULL;
+  size_t size = nl + (p64 ? strlen(p64) : 0) + 16;
+  char *msg = p64 ? malloc(size) : NULL;
+  if (msg) {
+    int w = snprintf(msg, size, "c=biws,r=%.*s,p=%s", (int)nl, nonce, p64);
+    *len = w > 0 ? (size_t)w : 0;
+  } else {
+    snprintf(why, why_size, "%s", nonce ? "out of memory"
+                                        : "server-first has no nonce");
+  }
+  free(p64);
+  return msg;
+}
+
 static int sasl_scram(io_t *io, dc_scram_hash_t h, const lg_sasl_conf_t *c,
                       char *errstr, size_t errstr_size) {
   dc_scram_client_t *sc = dc_scram_client_new(h, c->user, c->password, NULL);
@@ -290,8 +313,13 @@ static int sasl_scram(io_t *io, dc_scram_hash_t h, const lg_sasl_conf_t *c,
     goto out;
   free(msg);
   msg = NULL;
-  if (dc_scram_client_final(sc, in, inl, &msg, &ml, why, sizeof(why)))
+  if (c->scram_forged_proof) {
+    if (!(msg = forged_final(h, in, inl, &ml, why, sizeof(why))))
+      goto client_error;
+  } else if (dc_scram_client_final(sc, in, inl, &msg, &ml, why,
+                                   sizeof(why))) {
     goto client_error;
+  }
   if (sasl_round(io, msg, ml, &in, &inl, errstr, errstr_size))
     goto out;
   if (dc_scram_client_verify(sc, in, inl, why, sizeof(why)))
@@ -348,8 +376,8 @@ static int sasl_gssapi(io_t *io, const lg_sasl_conf_t *c, char *errstr,
 }
 
 int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
-                         uint64_t deadline_ns, char *errstr,
-                         size_t errstr_size) {
+                         uint64_t deadline_ns, int16_t *server_error,
+                         char *errstr, size_t errstr_size) {
   io_t io;
   io_init(&io, fd, ssl, deadline_ns);
   int rc = -1;
@@ -364,6 +392,7 @@ int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
     goto out;
   }
   if (resp.error_code) {
+    io.server_error = resp.error_code;
     snprintf(errstr, errstr_size, "SaslHandshake for %s failed: %s%s",
              c->mechanism, dc_err_name((dc_err_t)resp.error_code),
              resp.error_code == DC_ERR_ILLEGAL_SASL_STATE
@@ -379,6 +408,8 @@ int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
   else
     rc = sasl_plain(&io, c, errstr, errstr_size);
 out:
+  if (server_error)
+    *server_error = io.server_error;
   io_free(&io);
   return rc;
 }

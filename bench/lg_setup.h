@@ -16,6 +16,7 @@
 
 #include <openssl/ssl.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,10 @@ typedef struct lg_sasl_conf {
    * once (lg_sasl_gssapi_creds) and shared by every connection. */
   const char *krb_service, *krb_host;
   struct dc_gssapi_creds *krb_creds;
+  /* SCRAM: the client-final message carries a made-up proof instead of
+   * one derived from the password (no PBKDF2 on this side): a log-in
+   * attempt as cheap as an attacker's, which the server must refuse. */
+  bool scram_forged_proof;
 } lg_sasl_conf_t;
 
 /* GSSAPI: c->krb_creds from the keytab c->password for principal c->user
@@ -41,10 +46,11 @@ int lg_sasl_conf_check(const lg_sasl_conf_t *c, char *errstr,
 
 /* Authenticates the connection (fd, and ssl when not NULL; both borrowed)
  * before deadline_ns (CLOCK_MONOTONIC). Fails on any error code, a bad
- * server signature (SCRAM) or a broken connection. */
+ * server signature (SCRAM) or a broken connection; when the server
+ * answered with an error code, *server_error (nullable) gets it, else 0. */
 int lg_sasl_authenticate(int fd, SSL *ssl, const lg_sasl_conf_t *c,
-                         uint64_t deadline_ns, char *errstr,
-                         size_t errstr_size);
+                         uint64_t deadline_ns, int16_t *server_error,
+                         char *errstr, size_t errstr_size);
 
 /* One ApiVersions v3 round trip; fails unless the answer has error 0 and
  * lists DescribeConfigs. */

@@ -673,7 +673,7 @@ static int secure_conn(run_t *r, int fd, const char *host, bool apiversions,
       return -1;
   }
   if ((r->cfg.sasl.mechanism &&
-       lg_sasl_authenticate(fd, *ssl, &r->cfg.sasl, deadline, errstr,
+       lg_sasl_authenticate(fd, *ssl, &r->cfg.sasl, deadline, NULL, errstr,
                             errstr_size)) ||
       (apiversions && lg_apiversions(fd, *ssl, deadline, errstr,
                                      errstr_size))) {
