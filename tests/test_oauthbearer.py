@@ -462,6 +462,52 @@ def sessions(d):
         raw.close()
 
 
+def watch_frame(corr, client, known, timeout_ms):
+    """Watch v1 (flexible header) for client."""
+    c = client.encode()
+    body = (bytes([len(c) + 1]) + c + struct.pack(">qiq", known, timeout_ms, -1)
+            + b"\x00")
+    payload = (struct.pack(">hhi", 20001, 1, corr) + kstr("raw-oauth") +
+               b"\x00" + body)
+    return struct.pack(">i", len(payload)) + payload
+
+
+def watch_version(answer):
+    """The version in a Watch v1 answer (after corr, tags, throttle, error,
+    message, changed)."""
+    off = 4 + 1 + 4 + 2
+    n = answer[off]  # a short message's compact length (0 = null)
+    off += 1 + max(n - 1, 0) + 1
+    return struct.unpack(">q", answer[off:off + 8])[0]
+
+
+def parked_watch_ends(d, tmp):
+    """A parked Watch does not outlive its session: the connection closes
+    when the session ends, and a change made after that is never sent."""
+    raw = dcpy.Raw("127.0.0.1", d.port)
+    try:
+        err, _, life = login(raw, unsigned("erin", 2), 90)
+        raw.send(watch_frame(91, "sess-watched", -1, 0))
+        version = watch_version(raw.recv_frame())
+        raw.send(watch_frame(92, "sess-watched", version, 60000))
+        time.sleep(life / 1000.0 + 0.5)  # the session's end has passed
+        rc, out = cli(tmp, d.port, {
+            "sasl.oauthbearer.config": "principal=frank lifeSeconds=60",
+            "enable.sasl.oauthbearer.unsecure.jwt": "true"},
+            "--entity-name", "sess-watched", "--alter", "--add-config",
+            "acks=0")
+        t.ok(err == 0 and rc == 0, "a change to a watched client-id made "
+             "after the watching session ended (alter exit %d)" % rc)
+        data, closed = raw.drain()
+        t.ok(closed and data == b"", "  never reaches the parked Watch: the "
+             "connection was closed at the session's end (%d bytes came)"
+             % len(data))
+        t.ok(wait_log(d, "its parked request is dropped"),
+             "  and the log says the parked request was dropped")
+    finally:
+        raw.close()
+
+
 def unsecured(tmp):
     d = dcpy.Daemon(tmp, [
         "--listeners", "SASL_PLAINTEXT://127.0.0.1:0",
@@ -471,6 +517,7 @@ def unsecured(tmp):
         "--connections-max-reauth-ms", "60000"])
     try:
         sessions(d)
+        parked_watch_ends(d, tmp)
         rc, out = cli(tmp, d.port, {"sasl.oauthbearer.config":
                                     "principal=frank lifeSeconds=60",
                                     "enable.sasl.oauthbearer.unsecure.jwt":

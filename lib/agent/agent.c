@@ -399,6 +399,35 @@ static bool watch_wanted(dynconf_t *dc) {
          !dc->conn.watch_off && dc_agent_watch_offered(dc);
 }
 
+/* KIP-368: dynconfd closes a connection when its SASL session ends, a
+ * parked Watch with it. A Watch ends SESSION_MARGIN_MS before the session
+ * does, so its answer is back in time; the fetch that follows the end
+ * waits SESSION_GRACE_MS more, for dynconfd to have closed the connection. */
+#define SESSION_MARGIN_MS 1000
+#define SESSION_GRACE_MS 100
+
+/* The wait of the next Watch within the connection's session, or 0: the
+ * session is too close to its end to park one, so the next fetch (on a
+ * new connection, with a new session; it reads what a Watch would have)
+ * is moved to just after the end. One new connection per session, however
+ * short the next one is (a token not renewed in time gives a short one).
+ * Agent thread, lock held. */
+static int64_t watch_within_session(dynconf_t *dc, int64_t wait) {
+  int64_t left = dc_kclient_session_left_ms(dc->conn.kc);
+  if (left < 0 || left - SESSION_MARGIN_MS >= wait)
+    return wait;
+  if (left - SESSION_MARGIN_MS >= DC_AGENT_WATCH_MIN_MS)
+    return left - SESSION_MARGIN_MS;
+  int64_t after_end = dc_mono_ms() + left + SESSION_GRACE_MS;
+  if (dc->next_fetch_ms > after_end) {
+    dc_agent_log_locked(dc, 7, "WATCH", "the SASL session with %s ends in "
+                        "%lld ms: fetching on a new connection then",
+                        dc_kclient_peer(dc->conn.kc), (long long)left);
+    dc->next_fetch_ms = after_end;
+  }
+  return 0;
+}
+
 static void *agent_thread(void *arg) {
   dynconf_t *dc = arg;
   pthread_setname_np(pthread_self(), "dynconf:agent");
@@ -422,10 +451,13 @@ static void *agent_thread(void *arg) {
     if (!dc->refresh_requested && now < dc->next_fetch_ms) {
       struct timespec ts;
       int64_t at = dc->next_fetch_ms < cw_at ? dc->next_fetch_ms : cw_at;
-      if (at - now >= DC_AGENT_WATCH_MIN_MS && watch_wanted(dc)) {
+      int64_t wait = at - now >= DC_AGENT_WATCH_MIN_MS && watch_wanted(dc)
+                         ? watch_within_session(dc, at - now)
+                         : 0;
+      if (wait) {
         dc->watching = true;
         pthread_mutex_unlock(&dc->lock);
-        if (watch_and_record(dc, (int)(at - now)) == WATCH_CHANGED)
+        if (watch_and_record(dc, (int)wait) == WATCH_CHANGED)
           report(dc, dc->conn.watch_version); /* exact: from the answer */
         pthread_mutex_lock(&dc->lock);
         dc->watching = false;
@@ -433,6 +465,8 @@ static void *agent_thread(void *arg) {
           dc_agent_conn_drain(&dc->conn); /* a refresh's byte, if any */
         continue;
       }
+      if (dc->next_fetch_ms < at) /* moved to a session's end */
+        at = dc->next_fetch_ms;
       ts.tv_sec = (time_t)(at / 1000);
       ts.tv_nsec = (long)(at % 1000) * 1000000;
       pthread_cond_timedwait(&dc->wake, &dc->lock, &ts);

@@ -101,6 +101,8 @@ struct dc_server {
   conn_t *conns;
   size_t n_conns;
   conn_t *dead;     /* closed during this batch; freed after it */
+  int64_t next_session_end; /* earliest SASL session end of a connection
+                               (monotonic ms), or later; 0 = none */
   size_t buffered;  /* sum of every connection's buffered bytes */
   volatile sig_atomic_t stop;
   volatile sig_atomic_t reload;
@@ -646,6 +648,45 @@ static void conn_process(dc_server_t *s, conn_t *c) {
     c->in.len = 0; /* discard whatever else it sent */
 }
 
+/* KIP-368: a connection whose SASL session ended without a completed
+ * re-authentication closes then, whatever it waits for: a parked Watch or
+ * DescribeFleet must not outlive its session. */
+static bool session_ended(const conn_t *c, int64_t now) {
+  return c->auth.session_end_ms && now > c->auth.session_end_ms;
+}
+
+static void close_ended_session(dc_server_t *s, conn_t *c) {
+  dc_log(DC_LOG_INFO, "closing connection from %s: the SASL session of %s "
+         "ended (token expiry or connections.max.reauth.ms) without "
+         "re-authentication%s", c->peer,
+         c->auth.principal ? c->auth.principal : "?",
+         c->pending ? "; its parked request is dropped" : "");
+  conn_close(s, c);
+}
+
+/* Keeps the earliest session end known so the loop wakes for it. */
+static void note_session(dc_server_t *s, const conn_t *c) {
+  int64_t end = c->auth.session_end_ms;
+  if (end && (!s->next_session_end || end < s->next_session_end))
+    s->next_session_end = end;
+}
+
+/* Closes the connections whose session ended; the next check is at the
+ * earliest end left, at most every 50 ms (one pass costs O(connections)). */
+static void end_sessions(dc_server_t *s, int64_t now) {
+  conn_t *next;
+  int64_t earliest = 0;
+  for (conn_t *c = s->conns; c; c = next) {
+    next = c->next;
+    if (session_ended(c, now))
+      close_ended_session(s, c);
+    else if (c->auth.session_end_ms &&
+             (!earliest || c->auth.session_end_ms < earliest))
+      earliest = c->auth.session_end_ms;
+  }
+  s->next_session_end = earliest && earliest < now + 50 ? now + 50 : earliest;
+}
+
 static void conn_readable(dc_server_t *s, conn_t *c) {
   c->tls_write_wants_read = false; /* input arrived: writes may go on */
   /* Bounded: never hold more than one maximal frame plus a chunk. */
@@ -680,6 +721,7 @@ static void conn_readable(dc_server_t *s, conn_t *c) {
   bool peer_closed = c->closing;
   c->closing = false;
   conn_process(s, c);
+  note_session(s, c);
   if (peer_closed)
     c->closing = true;
   if (conn_flush(s, c))
@@ -711,6 +753,10 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
   dc_server_t *s = opaque;
   conn_t *c = token;
   c->pending = NULL;
+  if (session_ended(c, dc_mono_ms())) {
+    close_ended_session(s, c);
+    return;
+  }
   if (c->frame_start) /* what it sent behind the parked request waited */
     c->frame_start = dc_mono_ms();
   if (!frame) {
@@ -721,6 +767,7 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
     dc_buf_append(&c->out, frame, len);
   }
   conn_process(s, c);
+  note_session(s, c);
   if (conn_flush(s, c))
     set_events(s, c);
   if (c->kind == EP_CONN)
@@ -839,10 +886,13 @@ int dc_server_add_metrics(dc_server_t *s, const char *host, int port,
 }
 
 /* How long the loop may wait for events: until the next once-a-second
- * sweep, or less when the metrics endpoint holds work or has a
- * connection's timeout due before then. */
+ * sweep, or less when a SASL session ends sooner, or the metrics endpoint
+ * holds work or has a connection's timeout due before then. */
 static int wait_ms(dc_server_t *s, int64_t last_sweep) {
-  int64_t left = last_sweep + 1000 - dc_mono_ms();
+  int64_t now = dc_mono_ms();
+  int64_t left = last_sweep + 1000 - now;
+  if (s->next_session_end && s->next_session_end + 1 - now < left)
+    left = s->next_session_end + 1 - now;
   int ms = left < 0 ? 0 : (int)left;
   int http = s->metrics ? dc_http_timeout_ms(s->metrics) : -1;
   return http >= 0 && http < ms ? http : ms;
@@ -905,6 +955,10 @@ int dc_server_run(dc_server_t *s) {
     if (s->metrics && (http_ready || !dc_http_timeout_ms(s->metrics)))
       dc_http_run(s->metrics);
     int64_t now = dc_mono_ms();
+    if (s->next_session_end && now > s->next_session_end) {
+      end_sessions(s, now);
+      free_dead(s);
+    }
     if (now - last_sweep >= 1000) {
       if (s->opts.on_tick)
         s->opts.on_tick(s->opts.tick_opaque);
