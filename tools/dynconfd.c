@@ -62,6 +62,7 @@ typedef struct settings {
   int64_t fleet_retention_ms; /* fleet.retention.ms */
   /* fleet.max.bytes, fleet.max.waits, fleet.max.waits.per.principal */
   int64_t fleet_max_bytes, fleet_max_waits, fleet_max_waits_pp;
+  int64_t failed_auth_delay_ms; /* connection.failed.authentication.delay.ms */
   dc_server_opts_t srv;
   bool verbose;
   /* The store: "sqlite" (default) or "kafka" and the latter's settings. */
@@ -189,6 +190,8 @@ static void usage_limits(FILE *f) {
 "  --allow-unknown-keys      relay config keys outside the schema\n"
 "  --max-request-size BYTES  largest request frame accepted (default 1048576)\n"
 "  --idle-timeout-ms N       close connections idle this long (default 600000)\n"
+"  --connection-failed-authentication-delay-ms N  a failed SASL log-in is\n"
+"                            answered N ms late, then closed (default 100)\n"
 "  --connections-max-reauth-ms N  a SASL session lasts at most N ms without\n"
 "                            re-authenticating (KIP-368; default 0 = until an\n"
 "                            OAUTHBEARER token expires, else unlimited)\n"
@@ -567,6 +570,8 @@ static bool apply_limit_setting(settings_t *st, const char *key,
     return parse_num(key, val, 1, 100000, &st->fleet_max_waits);
   if (!strcmp(key, "fleet.max.waits.per.principal"))
     return parse_num(key, val, 1, 100000, &st->fleet_max_waits_pp);
+  if (!strcmp(key, "connection.failed.authentication.delay.ms"))
+    return parse_num(key, val, 0, 60000, &st->failed_auth_delay_ms);
   if (!strcmp(key, "max.response.bytes"))
     return parse_num(key, val, 65536, 1024 * 1024 * 1024, &st->max_response);
   if (!strcmp(key, "max.buffered.bytes")) {
@@ -1340,6 +1345,7 @@ static void init_broker_opts(serve_ctx_t *s) {
   bo->fleet_max_bytes = (size_t)st->fleet_max_bytes;
   bo->fleet_max_waits = (int32_t)st->fleet_max_waits;
   bo->fleet_max_waits_per_principal = (int32_t)st->fleet_max_waits_pp;
+  bo->failed_auth_delay_ms = (int32_t)st->failed_auth_delay_ms;
   bo->n_static = N_BROKER_KEYS;
   bo->static_keys = broker_keys;
   bo->static_values = s->values.vals;
@@ -1568,7 +1574,7 @@ enum long_option {
   O_FORWARD, O_STORE_HISTORY, O_METRICS, O_LOG_FORMAT, O_OAUTH_JWKS,
   O_OAUTH_UNSECURED, O_OAUTH_ISS, O_OAUTH_AUD, O_OAUTH_CLAIM, O_OAUTH_SKEW,
   O_REAUTH, O_KRB_SERVICE, O_KRB_KEYTAB, O_KRB_RULES, O_FLEET_RETENTION,
-  O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP,
+  O_FLEET_BYTES, O_FLEET_WAITS, O_FLEET_WAITS_PP, O_AUTH_DELAY,
   O_METRICS_MAXCONN, O_METRICS_PER_IP, O_METRICS_IDLE, O_METRICS_HEADER,
   O_FORWARD_CONFIG
 };
@@ -1585,6 +1591,8 @@ static const struct option longopts[] = {
     {"max-request-size", required_argument, NULL, O_MAXREQ},
     {"idle-timeout-ms", required_argument, NULL, O_IDLE},
     {"connections-max-reauth-ms", required_argument, NULL, O_REAUTH},
+    {"connection-failed-authentication-delay-ms", required_argument, NULL,
+     O_AUTH_DELAY},
     {"max-connections", required_argument, NULL, O_MAXCONN},
     {"history", no_argument, NULL, O_HISTORY},
     {"export", required_argument, NULL, O_EXPORT},
@@ -1665,6 +1673,7 @@ static const char *const option_keys[] = {
     [O_FLEET_WAITS - 256] = "fleet.max.waits",
     [O_FLEET_WAITS_PP - 256] = "fleet.max.waits.per.principal",
     [O_REAUTH - 256] = "connections.max.reauth.ms",
+    [O_AUTH_DELAY - 256] = "connection.failed.authentication.delay.ms",
     [O_MAXCONN - 256] = "max.connections",
     [O_LISTENERS - 256] = "listeners",
     [O_PMAP - 256] = "listener.security.protocol.map",
@@ -1733,6 +1742,7 @@ static void cmdline_init(cmdline_t *cl) {
              .fleet_max_bytes = DC_DEFAULT_FLEET_MAX_BYTES,
              .fleet_max_waits = DC_DEFAULT_FLEET_MAX_WAITS,
              .fleet_max_waits_pp = DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL,
+             .failed_auth_delay_ms = DC_DEFAULT_FAILED_AUTH_DELAY_MS,
              .store_timeout_ms = 10000,
              .store_session_ms = DC_KAFKA_STORE_SESSION_MS,
              .oauth_skew_s = 30},

@@ -28,6 +28,10 @@ struct dc_broker {
   bool oauth;                   /* OAUTHBEARER configured */
   struct dc_gssapi_acceptor *gss; /* one reference; NULL = no GSSAPI */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
+  /* SASL steps on the log-in thread (login.h), owned; failed ones held
+   * for failed_auth_delay_ms before their answer, oldest first. */
+  struct dc_login *login;
+  struct dc_login_job *login_held, **login_held_tail;
   /* Parked Watch requests (watch.c), owned: a min-heap by deadline and
    * the woken (a doubly linked list), n_watches in all. */
   struct dc_watch **watch_heap;
@@ -131,7 +135,8 @@ bool dc_broker_authorized(const dc_req_t *r, int op, int8_t resource_type,
                           size_t why_size);
 /* What a connection waits for (dc_conn_info_t.pending) starts with one
  * of these, so the broker can tell a forwarded alter from a watch. */
-enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1, DC_PENDING_FLEET = 2 };
+enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1, DC_PENDING_FLEET = 2,
+       DC_PENDING_LOGIN = 3 };
 
 /* ---- fleet.c: the clients that report, and their rollout state -------- */
 
@@ -182,6 +187,13 @@ void dc_broker_fleet_waits_free(dc_broker_t *b);
 /* forward.c: when the next held forwarded answer is due (monotonic ms):
  * 0 now, -1 none held. */
 int64_t dc_broker_fwd_held_due(const dc_broker_t *b);
+/* sasl_apis.c: the log-in thread's answers; when the first held failure
+ * is due (0 = now, -1 = none held). */
+int dc_broker_login_init(dc_broker_t *b, char *errstr, size_t errstr_size);
+void dc_broker_login_free(dc_broker_t *b);
+void dc_broker_login_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
+                             void *opaque);
+int64_t dc_broker_login_held_due(const dc_broker_t *b);
 /* forward_auth.c: may the Envelope req (on r's connection) act for the
  * principal inside? 0, or the error to answer it with:
  * CLUSTER_AUTHORIZATION_FAILED, or NOT_CONTROLLER (retriable) when the

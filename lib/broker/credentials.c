@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ typedef struct entry {
 } entry_t;
 
 struct dc_credentials {
+  atomic_int refs; /* the broker's and each log-in in flight */
   entry_t *v; /* owned, sorted by (user, hash) */
   size_t n;
   int common_iterations[2]; /* by dc_scram_hash_t */
@@ -125,8 +127,14 @@ int dc_credentials_common_iterations(const dc_credentials_t *c,
   return c->common_iterations[h];
 }
 
+dc_credentials_t *dc_credentials_ref(dc_credentials_t *c) {
+  if (c)
+    atomic_fetch_add(&c->refs, 1);
+  return c;
+}
+
 void dc_credentials_destroy(dc_credentials_t *c) {
-  if (!c)
+  if (!c || atomic_fetch_sub(&c->refs, 1) > 1)
     return;
   for (size_t i = 0; i < c->n; i++) {
     free(c->v[i].user);
@@ -248,6 +256,8 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
     return NULL;
   }
   dc_credentials_t *c = calloc(1, sizeof(*c));
+  if (c)
+    atomic_init(&c->refs, 1);
   size_t cap = 0;
   char *line = NULL;
   size_t lcap = 0;

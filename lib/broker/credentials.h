@@ -10,7 +10,8 @@
  * password; SASL/PLAIN is checked by re-deriving the SCRAM keys.
  *
  * Threads: a loaded dc_credentials_t is immutable and may be read from any
- * thread; the broker swaps in a new one on reload.
+ * thread; the broker swaps in a new one on reload, and a log-in in flight
+ * on another thread keeps the one it started with by a reference.
  * Errors: sentences in errstr, e.g. "credentials file /x line 3: ...".
  */
 #ifndef DC_CREDENTIALS_H
@@ -26,6 +27,9 @@ typedef struct dc_credentials dc_credentials_t;
  * (an empty file is fine: no users). Caller owns the result. */
 dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
                                       size_t errstr_size);
+/* Another reference to c (NULL stays NULL); dc_credentials_destroy drops
+ * one, the last frees it. Any thread. */
+dc_credentials_t *dc_credentials_ref(dc_credentials_t *c);
 void dc_credentials_destroy(dc_credentials_t *c);
 
 /* The credential of user for mechanism ("SCRAM-SHA-256"/"SCRAM-SHA-512"),

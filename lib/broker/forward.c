@@ -18,6 +18,7 @@
  */
 #include "broker/broker_int.h"
 #include "broker/forwarder.h"
+#include "broker/login.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -72,6 +73,10 @@ int dc_broker_event_fd(const dc_broker_t *b) {
 }
 
 void dc_broker_abandon(dc_broker_t *b, void *pending) {
+  if (*(int *)pending == DC_PENDING_LOGIN) {
+    ((dc_login_job_t *)pending)->abandoned = true;
+    return;
+  }
   if (!dc_broker_watch_abandon(b, pending) &&
       !dc_broker_fleet_wait_abandon(b, pending))
     ((dc_fwd_job_t *)pending)->abandoned = true;
@@ -263,6 +268,7 @@ static void release_held(dc_broker_t *b, dc_broker_answer_cb *cb,
 }
 
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
+  dc_broker_login_answers(b, cb, opaque);
   dc_broker_fleet_waits_answer(b, cb, opaque);
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {

@@ -27,6 +27,7 @@ void dc_broker_opts_init(dc_broker_opts_t *o) {
   o->fleet_max_bytes = DC_DEFAULT_FLEET_MAX_BYTES;
   o->fleet_max_waits = DC_DEFAULT_FLEET_MAX_WAITS;
   o->fleet_max_waits_per_principal = DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL;
+  o->failed_auth_delay_ms = DC_DEFAULT_FAILED_AUTH_DELAY_MS;
 }
 
 static int load_cb(void *opaque, int8_t type, const char *entity,
@@ -99,7 +100,8 @@ dc_broker_t *dc_broker_new(const dc_broker_opts_t *opts, dc_store_t *store,
   }
   if (dc_broker_security_init(b, errstr, errstr_size) ||
       dc_broker_forward_init(b, errstr, errstr_size) ||
-      dc_broker_watch_init(b, errstr, errstr_size)) {
+      dc_broker_watch_init(b, errstr, errstr_size) ||
+      dc_broker_login_init(b, errstr, errstr_size)) {
     dc_broker_destroy(b);
     return NULL;
   }
@@ -206,6 +208,7 @@ void dc_broker_metrics(dc_broker_t *b, dc_buf_t *out) {
 void dc_broker_destroy(dc_broker_t *b) {
   if (!b)
     return;
+  dc_broker_login_free(b);
   dc_broker_forward_free(b);
   dc_broker_watch_free(b);
   dc_broker_fleet_waits_free(b);

@@ -63,6 +63,10 @@ typedef struct dc_broker_opts {
   size_t fleet_max_bytes;
   int32_t fleet_max_waits;
   int32_t fleet_max_waits_per_principal;
+  /* Kafka's connection.failed.authentication.delay.ms: a failed SASL
+   * authentication is answered this late, then the connection closes
+   * (0 = at once), so a client guessing passwords in a loop waits. */
+  int32_t failed_auth_delay_ms;
   /* The server's own settings, served read-only as the BROKER resource.
    * n_static pairs; borrowed, must outlive the broker. */
   size_t n_static;
@@ -129,6 +133,7 @@ typedef struct dc_broker_opts {
 #define DC_DEFAULT_FLEET_MAX_BYTES (64u * 1024 * 1024)
 #define DC_DEFAULT_FLEET_MAX_WAITS 64
 #define DC_DEFAULT_FLEET_MAX_WAITS_PER_PRINCIPAL 8
+#define DC_DEFAULT_FAILED_AUTH_DELAY_MS 100
 
 #define DC_SASL_DEFAULT_MECHANISMS "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 
@@ -152,6 +157,10 @@ int dc_broker_event_fd(const dc_broker_t *b);
 /* Parked Watch requests: an fd readable when answers are due (always
  * valid); the answers come through dc_broker_answers too. */
 int dc_broker_watch_fd(const dc_broker_t *b);
+/* SASL steps run on the log-in thread: an fd readable when their answers
+ * are waiting (-1 when there is no such thread); the answers come through
+ * dc_broker_answers too. */
+int dc_broker_login_fd(const dc_broker_t *b);
 typedef void(dc_broker_answer_cb)(void *opaque, void *token,
                                   const uint8_t *frame, size_t len);
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);
@@ -218,6 +227,7 @@ typedef struct dc_conn_auth {
   int64_t lifetime_ms;
   int64_t session_end_ms;
   bool reauth; /* a re-authentication is in progress */
+  bool failed; /* authentication failed: close once the answer is out */
 } dc_conn_auth_t;
 
 /* Longest principal ("User:" + name, bytes, without the NUL) dynconfd

@@ -25,6 +25,7 @@
 #include <openssl/err.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ typedef struct jwk {
 } jwk_t;
 
 struct dc_jwks {
+  atomic_int refs; /* the broker's and each log-in in flight */
   size_t n;
   jwk_t keys[DC_JWKS_MAX_KEYS];
 };
@@ -393,6 +395,8 @@ dc_jwks_t *dc_jwks_load(const char *path, char *errstr, size_t errstr_size) {
     return NULL;
   }
   dc_jwks_t *k = calloc(1, sizeof(*k));
+  if (k)
+    atomic_init(&k->refs, 1);
   int rc = -1;
   ERR_set_mark();
   if (!k)
@@ -409,8 +413,14 @@ dc_jwks_t *dc_jwks_load(const char *path, char *errstr, size_t errstr_size) {
   return k;
 }
 
+dc_jwks_t *dc_jwks_ref(dc_jwks_t *k) {
+  if (k)
+    atomic_fetch_add(&k->refs, 1);
+  return k;
+}
+
 void dc_jwks_free(dc_jwks_t *k) {
-  if (!k)
+  if (!k || atomic_fetch_sub(&k->refs, 1) > 1)
     return;
   for (size_t i = 0; i < k->n; i++) {
     free(k->keys[i].kid);

@@ -38,6 +38,9 @@ typedef struct dc_jwks dc_jwks_t;
  * not decode, an RSA key under 2048 bits, or two usable keys of one type
  * with the same "kid" is an error. NULL with errstr. */
 dc_jwks_t *dc_jwks_load(const char *path, char *errstr, size_t errstr_size);
+/* Another reference to k (NULL stays NULL); dc_jwks_free drops one, the
+ * last frees it. Any thread; a loaded JWKS is immutable. */
+dc_jwks_t *dc_jwks_ref(dc_jwks_t *k);
 void dc_jwks_free(dc_jwks_t *k);
 /* The number of usable keys. */
 size_t dc_jwks_count(const dc_jwks_t *k);

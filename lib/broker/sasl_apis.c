@@ -20,6 +20,9 @@
  */
 #include "broker/broker_int.h"
 #include "broker/acl.h"
+#include "broker/credentials.h"
+#include "broker/login.h"
+#include "broker/sasl_gssapi.h"
 #include "broker/sasl_server.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -167,16 +170,12 @@ static void start_session(const dc_broker_t *b, dc_conn_auth_t *a) {
   a->reauth = false;
 }
 
-/* Runs one step; on DONE records the principal. Returns the step result. */
-static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
-                     const uint8_t *in, size_t inlen, uint8_t **out,
-                     size_t *outlen, char *why, size_t why_size) {
-  dc_conn_auth_t *a = conn->auth;
-  dc_jwt_policy_t policy;
-  dc_sasl_server_set_oauth(a->sasl, dc_broker_oauth_policy(b, &policy));
-  dc_sasl_server_set_gssapi(a->sasl, b->gss);
-  int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
-                               why_size);
+/* A finished step's outcome on the connection: on DONE the principal and
+ * a new session, metrics, the log line. Returns the step's result, DONE
+ * turned FAILED when the principal cannot be taken. Loop thread. */
+static int auth_finish(dc_broker_t *b, dc_conn_auth_t *a, const char *peer,
+                       const char *listener, int rc, uint8_t **out,
+                       size_t *outlen, char *why, size_t why_size) {
   if (rc == DC_SASL_DONE && take_principal(a, why, why_size)) {
     free(*out); /* no server-final: the client must not think it is in */
     *out = NULL;
@@ -195,16 +194,71 @@ static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
     a->state = DC_AUTH_DONE;
     const char *krb = dc_sasl_server_kerberos_principal(a->sasl);
     dc_log(DC_LOG_DEBUG, "client %s on listener %s "
-           "authenticated as %s (%s%s%s)", conn->peer, conn->listener,
+           "authenticated as %s (%s%s%s)", peer, listener,
            a->principal, a->mechanism, krb ? " " : "", krb ? krb : "");
     dc_sasl_server_destroy(a->sasl); /* the exchange is over */
     a->sasl = NULL;
   } else if (rc == DC_SASL_FAILED) {
+    a->failed = true;
     dc_log(DC_LOG_WARN, "SASL %s authentication of client %s on listener %s "
-                        "failed: %s", a->mechanism, conn->peer, conn->listener,
-           why);
+                        "failed: %s", a->mechanism, peer, listener, why);
   }
   return rc;
+}
+
+/* Runs one step here; on DONE records the principal. Returns the step
+ * result. */
+static int auth_step(dc_broker_t *b, const dc_conn_info_t *conn,
+                     const uint8_t *in, size_t inlen, uint8_t **out,
+                     size_t *outlen, char *why, size_t why_size) {
+  dc_conn_auth_t *a = conn->auth;
+  dc_jwt_policy_t policy;
+  dc_sasl_server_set_oauth(a->sasl, dc_broker_oauth_policy(b, &policy));
+  dc_sasl_server_set_gssapi(a->sasl, b->gss);
+  int rc = dc_sasl_server_step(a->sasl, b->creds, in, inlen, out, outlen, why,
+                               why_size);
+  return auth_finish(b, a, conn->peer, conn->listener, rc, out, outlen, why,
+                     why_size);
+}
+
+/* Hands the step to the log-in thread when the connection can wait for
+ * its answer (DC_HANDLE_DEFER); the exchange and references to what it
+ * reads go with it. 1 = deferred, 0 = the caller runs it here, -1 = out
+ * of memory. */
+static int auth_defer(dc_broker_t *b, const dc_conn_info_t *conn,
+                      const uint8_t *in, size_t inlen, bool raw, int16_t v,
+                      int32_t correlation_id) {
+  if (!b->login || !conn->pending)
+    return 0;
+  dc_login_job_t *job = calloc(1, sizeof(*job));
+  if (!job || !(job->in = malloc(inlen ? inlen : 1))) {
+    free(job);
+    return -1;
+  }
+  dc_conn_auth_t *a = conn->auth;
+  if (inlen)
+    memcpy(job->in, in, inlen);
+  job->inlen = inlen;
+  job->kind = DC_PENDING_LOGIN;
+  job->sasl = a->sasl;
+  a->sasl = NULL; /* the job's until it comes back */
+  job->creds = dc_credentials_ref(b->creds);
+  if (dc_broker_oauth_policy(b, &job->policy)) {
+    job->oauth = true;
+    job->jwks = dc_jwks_ref(b->jwks);
+    job->policy.jwks = job->jwks;
+  }
+  job->gss = b->gss ? dc_gssapi_acceptor_ref(b->gss) : NULL;
+  job->token = conn->token;
+  job->auth = a;
+  job->raw = raw;
+  job->api_version = v;
+  job->correlation_id = correlation_id;
+  snprintf(job->peer, sizeof(job->peer), "%s", conn->peer);
+  snprintf(job->listener, sizeof(job->listener), "%s", conn->listener);
+  *conn->pending = job;
+  dc_login_submit(b->login, job);
+  return 1;
 }
 
 int dc_handle_sasl_authenticate(dc_req_t *r) {
@@ -220,6 +274,12 @@ int dc_handle_sasl_authenticate(dc_req_t *r) {
     r->close_after = true;
     snprintf(r->why, sizeof(r->why), "%s", resp.error_message);
     return dc_sasl_authenticate_resp_encode(r->out, v, &resp);
+  }
+  int d = auth_defer(r->b, r->conn, req.auth_bytes, (size_t)req.n_auth_bytes,
+                     false, v, r->hdr->correlation_id);
+  if (d) {
+    r->deferred = d > 0;
+    return d > 0 ? 0 : DC_ERR__NOMEM;
   }
   uint8_t *tok = NULL;
   size_t toklen = 0;
@@ -247,6 +307,11 @@ int dc_broker_handle_raw_token(dc_broker_t *b, const dc_conn_info_t *conn,
                                const uint8_t *payload, size_t len,
                                dc_buf_t *out, char *errstr,
                                size_t errstr_size) {
+  int d = auth_defer(b, conn, payload, len, true, 0, 0);
+  if (d) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    return d > 0 ? DC_HANDLE_DEFER : DC_HANDLE_CLOSE;
+  }
   uint8_t *tok = NULL;
   size_t toklen = 0;
   char why[256] = "";
@@ -364,4 +429,120 @@ int dc_handle_reload_security(dc_req_t *r) {
          "from %s: %d TLS listener(s)%s%s", r->conn->principal, r->conn->peer,
          n, nf ? "; " : "", line);
   return dc_reload_resp_encode(r->out, v, &resp);
+}
+
+/* ---- the log-in thread's answers ----------------------------------------- */
+
+int dc_broker_login_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
+  b->login_held_tail = &b->login_held;
+  b->login = dc_login_new(errstr, errstr_size);
+  return b->login ? 0 : -1;
+}
+
+void dc_broker_login_free(dc_broker_t *b) {
+  dc_login_destroy(b->login);
+  b->login = NULL;
+  while (b->login_held) {
+    dc_login_job_t *job = b->login_held;
+    b->login_held = job->next;
+    dc_login_job_free(job);
+  }
+  b->login_held_tail = &b->login_held;
+}
+
+int dc_broker_login_fd(const dc_broker_t *b) {
+  return b->login ? dc_login_fd(b->login) : -1;
+}
+
+int64_t dc_broker_login_held_due(const dc_broker_t *b) {
+  const dc_login_job_t *job = b->login_held;
+  if (!job)
+    return -1;
+  return job->abandoned || job->due_ms <= dc_mono_ms() ? 0 : job->due_ms;
+}
+
+/* SaslAuthenticate's answer to a step, as a whole frame into out. */
+static void encode_authenticate(dc_login_job_t *job,
+                                const dc_conn_auth_t *a, dc_buf_t *out) {
+  size_t frame = dc_wr_frame_begin(out);
+  dc_resp_header_encode(out, DC_API_SASL_AUTHENTICATE, job->api_version,
+                        job->correlation_id);
+  dc_sasl_authenticate_resp_t resp = {0};
+  if (job->rc == DC_SASL_FAILED) {
+    resp.error_code = DC_ERR_SASL_AUTHENTICATION_FAILED;
+    resp.error_message = job->why;
+  } else {
+    resp.auth_bytes = job->out;
+    resp.n_auth_bytes = (int32_t)job->outlen;
+    if (job->rc == DC_SASL_DONE)
+      resp.session_lifetime_ms = a->lifetime_ms;
+  }
+  if (dc_sasl_authenticate_resp_encode(out, job->api_version, &resp))
+    out->err = true;
+  dc_wr_frame_end(out, frame);
+}
+
+/* The answer to a finished step, to cb: a SaslAuthenticate response, a
+ * bare token frame (after SaslHandshake v0; none for a failure, nor for
+ * GSSAPI's last step, as dc_broker_handle_raw_token), or NULL when it
+ * cannot be encoded (the connection then closes). */
+static void login_answer(dc_login_job_t *job, dc_broker_answer_cb *cb,
+                         void *opaque) {
+  const dc_conn_auth_t *a = job->auth;
+  dc_buf_t out;
+  dc_buf_init(&out);
+  if (!job->raw) {
+    encode_authenticate(job, a, &out);
+  } else if (job->rc != DC_SASL_FAILED &&
+             !(job->rc == DC_SASL_DONE && !job->outlen &&
+               !strcmp(a->mechanism, "GSSAPI"))) {
+    size_t frame = dc_wr_frame_begin(&out);
+    if (job->outlen)
+      dc_buf_append(&out, job->out, job->outlen);
+    dc_wr_frame_end(&out, frame);
+  }
+  static const uint8_t nothing[1];
+  cb(opaque, job->token, out.err ? NULL : out.len ? out.data : nothing,
+     out.len);
+  dc_buf_free(&out);
+}
+
+/* Answers the held failures that are due, drops those whose client left. */
+static void release_held(dc_broker_t *b, dc_broker_answer_cb *cb,
+                         void *opaque) {
+  while (dc_broker_login_held_due(b) == 0) {
+    dc_login_job_t *job = b->login_held;
+    b->login_held = job->next;
+    if (!b->login_held)
+      b->login_held_tail = &b->login_held;
+    if (!job->abandoned)
+      login_answer(job, cb, opaque);
+    dc_login_job_free(job);
+  }
+}
+
+void dc_broker_login_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
+                             void *opaque) {
+  dc_login_job_t *job;
+  while (b->login && (job = dc_login_take_done(b->login))) {
+    if (job->abandoned) {
+      dc_login_job_free(job);
+      continue;
+    }
+    dc_conn_auth_t *a = job->auth;
+    a->sasl = job->sasl; /* back with the connection */
+    job->sasl = NULL;
+    job->rc = auth_finish(b, a, job->peer, job->listener, job->rc, &job->out,
+                          &job->outlen, job->why, sizeof(job->why));
+    if (job->rc == DC_SASL_FAILED && b->opts.failed_auth_delay_ms > 0) {
+      job->due_ms = dc_mono_ms() + b->opts.failed_auth_delay_ms;
+      job->next = NULL;
+      *b->login_held_tail = job;
+      b->login_held_tail = &job->next;
+      continue;
+    }
+    login_answer(job, cb, opaque);
+    dc_login_job_free(job);
+  }
+  release_held(b, cb, opaque);
 }

@@ -89,10 +89,11 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake, watch, answers, parked, http; /* watch: opts.watch_fd
-                                   (borrowed); answers, parked: the
-                                   broker's forwarded and watch answers
-                                   (borrowed); http: the metrics endpoint */
+  } wake, watch, answers, parked, logins, http; /* watch: opts.watch_fd
+                                   (borrowed); answers, parked, logins: the
+                                   broker's forwarded, watch and log-in
+                                   answers (borrowed); http: the metrics
+                                   endpoint */
   dc_http_t *metrics;  /* owned; NULL = no metrics endpoint */
   double start_time;   /* wall seconds, for process_start_time_seconds */
   int spare_fd; /* released to accept-and-close when out of descriptors */
@@ -175,11 +176,16 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   s->answers.fd = dc_broker_event_fd(broker);
   s->parked.kind = EP_ANSWERS;
   s->parked.fd = dc_broker_watch_fd(broker);
+  s->logins.kind = EP_ANSWERS;
+  s->logins.fd = dc_broker_login_fd(broker);
   struct epoll_event aev = {.events = EPOLLIN, .data.ptr = &s->answers};
   struct epoll_event pev = {.events = EPOLLIN, .data.ptr = &s->parked};
+  struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->logins};
   if ((s->answers.fd >= 0 &&
        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) ||
-      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->parked.fd, &pev)) {
+      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->parked.fd, &pev) ||
+      (s->logins.fd >= 0 &&
+       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->logins.fd, &lev))) {
     dc_seterr(errstr, errstr_size, "cannot watch forwarded answers: %s",
              strerror(errno));
     dc_server_destroy(s);
@@ -594,6 +600,12 @@ static bool conn_flush(dc_server_t *s, conn_t *c) {
   return true;
 }
 
+/* Authenticated (and TLS set up): no more deadline for it. */
+static void auth_progress(conn_t *c) {
+  if (c->auth.state == DC_AUTH_DONE && (!c->ssl || c->tls_ready))
+    c->auth_deadline = 0;
+}
+
 /* Handles every complete frame in c->in, in order, while output is below
  * the high-water mark. */
 static void conn_process(dc_server_t *s, conn_t *c) {
@@ -630,8 +642,7 @@ static void conn_process(dc_server_t *s, conn_t *c) {
                              sizeof(why));
     dc_arena_reset(&s->arena);
     off += 4 + (size_t)size;
-    if (c->auth.state == DC_AUTH_DONE && (!c->ssl || c->tls_ready))
-      c->auth_deadline = 0;
+    auth_progress(c);
     if (h == DC_HANDLE_CLOSE) {
       dc_log(DC_LOG_WARN, "closing connection from %s: %s", c->peer, why);
       c->closing = true;
@@ -766,6 +777,10 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
   } else {
     dc_buf_append(&c->out, frame, len);
   }
+  if (c->auth.failed) /* a log-in step's answer: the client is told, then
+                         the connection closes */
+    c->closing = true;
+  auth_progress(c);
   conn_process(s, c);
   note_session(s, c);
   if (conn_flush(s, c))

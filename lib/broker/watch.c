@@ -217,12 +217,13 @@ static void arm_at(dc_broker_t *b, int64_t due) {
 
 /* Arms the timer for the first thing due: a woken watch (or a held
  * forwarded answer whose server caught up) now, else the earliest
- * deadline, of a watch, a parked DescribeFleet or a held forwarded answer
- * (nothing parked: disarmed). */
+ * deadline, of a watch, a parked DescribeFleet, a held forwarded answer
+ * or a held log-in failure (nothing parked: disarmed). */
 static void arm(dc_broker_t *b) {
   int64_t fleet = dc_broker_fleet_waits_due(b);
   int64_t held = dc_broker_fwd_held_due(b);
-  if (b->watch_woken || fleet == 0 || held == 0) {
+  int64_t login = dc_broker_login_held_due(b);
+  if (b->watch_woken || fleet == 0 || held == 0 || login == 0) {
     arm_at(b, dc_mono_ms());
     return;
   }
@@ -231,6 +232,8 @@ static void arm(dc_broker_t *b) {
     due = fleet;
   if (held > 0 && (due < 0 || held < due))
     due = held;
+  if (login > 0 && (due < 0 || login < due))
+    due = login;
   arm_at(b, due);
 }
 
