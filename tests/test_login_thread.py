@@ -3,15 +3,21 @@
 """End-to-end: SASL log-ins run beside the requests of connections already
 in, and a failed one is answered late.
 
-One dynconfd with a PLAINTEXT and a SASL_PLAINTEXT listener; its users are
-stored with 16384 SCRAM iterations (Kafka's maximum), so checking one PLAIN
-password costs a few ms of PBKDF2.
+One dynconfd with a PLAINTEXT, a SASL_PLAINTEXT and an SSL listener (a
+self-signed RSA-4096 certificate made here, so each handshake's signature
+costs some ms); its users are stored with
+16384 SCRAM iterations (Kafka's maximum), so checking one PLAIN password
+costs a few ms of PBKDF2.
 
 Cases:
 - 200 connections send a good PLAIN password at once; once the first is
   answered, a DescribeConfigs on the PLAINTEXT connection is answered while
   most of the 200 still wait (it waited behind all of them when the checks
   ran on the event loop); then all 200 authenticate.
+- 200 TLS handshakes begun at once (each ClientHello sent, nothing more):
+  once the first server flight arrives, a DescribeConfigs on the PLAINTEXT
+  connection is answered while most still wait for theirs; then all 200
+  handshakes complete.
 - A wrong password on a server started with
   --connection-failed-authentication-delay-ms 1500: the failure
   (SASL_AUTHENTICATION_FAILED, saying why) comes no sooner than that, then
@@ -26,6 +32,7 @@ into a failure.
 """
 import os
 import select
+import ssl
 import shutil
 import signal
 import socket
@@ -150,6 +157,67 @@ def crowd(d, probe):
             r.close()
 
 
+def tls_started(port, ctx, n):
+    """n non-blocking TLS connections, connected first, then each
+    ClientHello sent in one quick pass."""
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.setblocking(False)
+        out.append(ctx.wrap_socket(s, server_hostname="localhost",
+                                   do_handshake_on_connect=False))
+    for tls in out:
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+    return out
+
+
+def tls_crowd(d, probe, tls_dir):
+    ctx = ssl.create_default_context(cafile=os.path.join(tls_dir, "cert.pem"))
+    ctx.check_hostname = False
+    socks = tls_started(d.addr("SSL")[1], ctx, N_LOGINS)
+    try:
+        answered = set()
+
+        def poll(timeout):
+            waiting = [s for s in socks if s not in answered]
+            ready, _, _ = select.select(waiting, [], [], timeout)
+            answered.update(ready)
+
+        deadline = time.monotonic() + 30
+        while not answered and time.monotonic() < deadline:
+            poll(0.2)
+        probe.send(describe_frame(10))
+        got = struct.unpack(">i", probe.recv_frame()[:4])[0]
+        poll(0)
+        before = len(answered)
+        t.ok(got == 10 and 0 < before < N_LOGINS // 2,
+             "%d TLS handshakes begun at once: a DescribeConfigs on a "
+             "connection already in is answered while most still wait for "
+             "the server (%d had its answer before it)" % (N_LOGINS, before))
+        done = 0
+        deadline = time.monotonic() + 60
+        pending = list(socks)
+        while pending and time.monotonic() < deadline:
+            still = []
+            for s in pending:
+                try:
+                    s.do_handshake()
+                    done += 1
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    still.append(s)
+            pending = still
+            if pending:
+                select.select(pending, [], [], 0.2)
+        t.ok(done == N_LOGINS, "  and all %d handshakes complete (%d did)"
+             % (N_LOGINS, done))
+    finally:
+        for s in socks:
+            s.close()
+
+
 def delayed_failure(d, probe):
     port = d.addr("SASL_PLAINTEXT")[1]
     (raw,) = handshaken(port, 1)
@@ -211,15 +279,27 @@ def hang_ups_and_reload(d, creds, probe):
 def run(tmp):
     creds = os.path.join(tmp, "creds")
     add_user(creds, "alice", "alice-secret")
+    # RSA-4096: each handshake's signature costs the server some ms.
+    tls_dir = os.path.join(tmp, "tls")
+    os.mkdir(tls_dir)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:4096", "-nodes",
+                    "-keyout", os.path.join(tls_dir, "key.pem"),
+                    "-out", os.path.join(tls_dir, "cert.pem"), "-days", "2",
+                    "-subj", "/CN=localhost"],
+                   check=True, timeout=120, capture_output=True)
     d = dcpy.Daemon(tmp, [
-        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+        "SSL://127.0.0.1:0",
         "--data-dir", os.path.join(tmp, "data"), "--credentials", creds,
         "--sasl-enabled-mechanisms", "PLAIN",
+        "--ssl-cert", os.path.join(tls_dir, "cert.pem"),
+        "--ssl-key", os.path.join(tls_dir, "key.pem"),
         "--connection-failed-authentication-delay-ms", "1500"],
-        n_listeners=2)
+        n_listeners=3)
     probe = dcpy.Raw("127.0.0.1", d.addr("PLAINTEXT")[1])
     try:
         crowd(d, probe)
+        tls_crowd(d, probe, tls_dir)
         delayed_failure(d, probe)
         hang_ups_and_reload(d, creds, probe)
         t.ok(d.proc.poll() is None, "dynconfd still runs")

@@ -28,10 +28,11 @@ struct dc_broker {
   bool oauth;                   /* OAUTHBEARER configured */
   struct dc_gssapi_acceptor *gss; /* one reference; NULL = no GSSAPI */
   struct dc_forwarder *fwd;     /* owned; NULL = no forwarding */
-  /* SASL steps on the log-in thread (login.h), owned; failed ones held
-   * for failed_auth_delay_ms before their answer, oldest first. */
+  /* The log-in thread (login.h), owned: SASL steps, and the server's TLS
+   * handshakes; failed SASL steps are held for failed_auth_delay_ms
+   * before their answer, oldest first. */
   struct dc_login *login;
-  struct dc_login_job *login_held, **login_held_tail;
+  struct dc_sasl_job *login_held, **login_held_tail;
   /* Parked Watch requests (watch.c), owned: a min-heap by deadline and
    * the woken (a doubly linked list), n_watches in all. */
   struct dc_watch **watch_heap;
@@ -194,6 +195,8 @@ void dc_broker_login_free(dc_broker_t *b);
 void dc_broker_login_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque);
 int64_t dc_broker_login_held_due(const dc_broker_t *b);
+/* The connection waiting for the SASL step pending closed. */
+void dc_broker_login_abandon(void *pending);
 /* forward_auth.c: may the Envelope req (on r's connection) act for the
  * principal inside? 0, or the error to answer it with:
  * CLUSTER_AUTHORIZATION_FAILED, or NOT_CONTROLLER (retriable) when the

@@ -18,7 +18,6 @@
  */
 #include "broker/broker_int.h"
 #include "broker/forwarder.h"
-#include "broker/login.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -74,7 +73,7 @@ int dc_broker_event_fd(const dc_broker_t *b) {
 
 void dc_broker_abandon(dc_broker_t *b, void *pending) {
   if (*(int *)pending == DC_PENDING_LOGIN) {
-    ((dc_login_job_t *)pending)->abandoned = true;
+    dc_broker_login_abandon(pending);
     return;
   }
   if (!dc_broker_watch_abandon(b, pending) &&

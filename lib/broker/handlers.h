@@ -161,6 +161,9 @@ int dc_broker_watch_fd(const dc_broker_t *b);
  * are waiting (-1 when there is no such thread); the answers come through
  * dc_broker_answers too. */
 int dc_broker_login_fd(const dc_broker_t *b);
+/* The log-in thread (login.h), for the server's TLS handshakes; NULL when
+ * there is none. */
+struct dc_login *dc_broker_login(dc_broker_t *b);
 typedef void(dc_broker_answer_cb)(void *opaque, void *token,
                                   const uint8_t *frame, size_t len);
 void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque);

@@ -1,51 +1,61 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The log-in thread (login.h): a FIFO of SASL steps in, a FIFO of results
- * out, an eventfd telling the loop that results wait.
+ * The log-in thread (login.h): a FIFO of work in, a FIFO of finished work
+ * out per sink, an eventfd per sink telling the loop that work waits.
  */
 #include "broker/login.h"
-#include "broker/credentials.h"
-#include "broker/sasl_gssapi.h"
-#include "broker/sasl_server.h"
 #include "common/text.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+typedef struct fifo {
+  dc_login_work_t *head, **tail;
+} fifo_t;
+
 struct dc_login {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  dc_login_job_t *todo, **todo_tail;
-  dc_login_job_t *done, **done_tail;
-  size_t queued; /* in todo, and the one running */
+  fifo_t todo;
+  fifo_t done[DC_LOGIN_SINKS];
+  int done_fd[DC_LOGIN_SINKS]; /* eventfd: finished work waiting */
+  size_t queued;               /* in todo, and the one running */
   bool stop;
-  int done_fd;   /* eventfd: results waiting */
 };
 
-void dc_login_job_free(dc_login_job_t *job) {
-  if (!job)
-    return;
-  dc_sasl_server_destroy(job->sasl);
-  dc_credentials_destroy(job->creds);
-  dc_jwks_free(job->jwks);
-  dc_gssapi_acceptor_unref(job->gss);
-  free(job->in);
-  free(job->out);
-  free(job);
+static void fifo_init(fifo_t *f) {
+  f->head = NULL;
+  f->tail = &f->head;
 }
 
-/* The step, with what it was queued with. */
-static void run(dc_login_job_t *job) {
-  dc_sasl_server_set_oauth(job->sasl, job->oauth ? &job->policy : NULL);
-  dc_sasl_server_set_gssapi(job->sasl, job->gss);
-  job->rc = dc_sasl_server_step(job->sasl, job->creds, job->in, job->inlen,
-                                &job->out, &job->outlen, job->why,
-                                sizeof(job->why));
+static void fifo_push(fifo_t *f, dc_login_work_t *w) {
+  w->next = NULL;
+  *f->tail = w;
+  f->tail = &w->next;
+}
+
+static dc_login_work_t *fifo_pop(fifo_t *f) {
+  dc_login_work_t *w = f->head;
+  if (w) {
+    f->head = w->next;
+    if (!f->head)
+      f->tail = &f->head;
+    w->next = NULL;
+  }
+  return w;
+}
+
+static void fifo_drop(fifo_t *f) {
+  dc_login_work_t *w;
+  while ((w = fifo_pop(f)))
+    w->drop(w);
 }
 
 static void *login_thread(void *arg) {
@@ -53,27 +63,31 @@ static void *login_thread(void *arg) {
   pthread_setname_np(pthread_self(), "dynconfd:login");
   pthread_mutex_lock(&l->lock);
   for (;;) {
-    while (!l->todo && !l->stop)
+    while (!l->todo.head && !l->stop)
       pthread_cond_wait(&l->cond, &l->lock);
     if (l->stop)
       break;
-    dc_login_job_t *job = l->todo;
-    l->todo = job->next;
-    if (!l->todo)
-      l->todo_tail = &l->todo;
-    job->next = NULL;
+    dc_login_work_t *w = fifo_pop(&l->todo);
     pthread_mutex_unlock(&l->lock);
-    run(job);
+    w->run(w);
     pthread_mutex_lock(&l->lock);
     l->queued--;
-    *l->done_tail = job;
-    l->done_tail = &job->next;
+    fifo_push(&l->done[w->sink], w);
     uint64_t one = 1;
-    ssize_t r = write(l->done_fd, &one, sizeof(one));
+    ssize_t r = write(l->done_fd[w->sink], &one, sizeof(one));
     (void)r;
   }
   pthread_mutex_unlock(&l->lock);
   return NULL;
+}
+
+static void free_login(dc_login_t *l) {
+  for (int i = 0; i < DC_LOGIN_SINKS; i++)
+    if (l->done_fd[i] >= 0)
+      close(l->done_fd[i]);
+  pthread_cond_destroy(&l->cond);
+  pthread_mutex_destroy(&l->lock);
+  free(l);
 }
 
 dc_login_t *dc_login_new(char *errstr, size_t errstr_size) {
@@ -82,32 +96,25 @@ dc_login_t *dc_login_new(char *errstr, size_t errstr_size) {
     dc_seterr(errstr, errstr_size, "out of memory");
     return NULL;
   }
-  l->todo_tail = &l->todo;
-  l->done_tail = &l->done;
-  l->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   pthread_mutex_init(&l->lock, NULL);
   pthread_cond_init(&l->cond, NULL);
-  int err = l->done_fd < 0 ? errno
-                           : pthread_create(&l->thread, NULL, login_thread, l);
+  fifo_init(&l->todo);
+  int err = 0;
+  for (int i = 0; i < DC_LOGIN_SINKS; i++) {
+    fifo_init(&l->done[i]);
+    l->done_fd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->done_fd[i] < 0)
+      err = errno;
+  }
+  if (!err)
+    err = pthread_create(&l->thread, NULL, login_thread, l);
   if (err) {
     dc_seterr(errstr, errstr_size, "cannot start the log-in thread: %s",
               strerror(err));
-    if (l->done_fd >= 0)
-      close(l->done_fd);
-    pthread_cond_destroy(&l->cond);
-    pthread_mutex_destroy(&l->lock);
-    free(l);
+    free_login(l);
     return NULL;
   }
   return l;
-}
-
-static void free_list(dc_login_job_t *job) {
-  while (job) {
-    dc_login_job_t *next = job->next;
-    dc_login_job_free(job);
-    job = next;
-  }
 }
 
 void dc_login_destroy(dc_login_t *l) {
@@ -118,41 +125,32 @@ void dc_login_destroy(dc_login_t *l) {
   pthread_cond_signal(&l->cond);
   pthread_mutex_unlock(&l->lock);
   pthread_join(l->thread, NULL);
-  free_list(l->todo);
-  free_list(l->done);
-  close(l->done_fd);
-  pthread_cond_destroy(&l->cond);
-  pthread_mutex_destroy(&l->lock);
-  free(l);
+  fifo_drop(&l->todo);
+  for (int i = 0; i < DC_LOGIN_SINKS; i++)
+    fifo_drop(&l->done[i]);
+  free_login(l);
 }
 
-int dc_login_fd(const dc_login_t *l) { return l->done_fd; }
+int dc_login_fd(const dc_login_t *l, int sink) { return l->done_fd[sink]; }
 
-void dc_login_submit(dc_login_t *l, dc_login_job_t *job) {
-  job->next = NULL;
+void dc_login_submit(dc_login_t *l, dc_login_work_t *w) {
   pthread_mutex_lock(&l->lock);
-  *l->todo_tail = job;
-  l->todo_tail = &job->next;
+  fifo_push(&l->todo, w);
   l->queued++;
   pthread_cond_signal(&l->cond);
   pthread_mutex_unlock(&l->lock);
 }
 
-dc_login_job_t *dc_login_take_done(dc_login_t *l) {
+dc_login_work_t *dc_login_take_done(dc_login_t *l, int sink) {
   pthread_mutex_lock(&l->lock);
-  dc_login_job_t *job = l->done;
-  if (job) {
-    l->done = job->next;
-    if (!l->done)
-      l->done_tail = &l->done;
-    job->next = NULL;
-  } else {
+  dc_login_work_t *w = fifo_pop(&l->done[sink]);
+  if (!w) {
     uint64_t n;
-    ssize_t r = read(l->done_fd, &n, sizeof(n)); /* drained: re-arm */
+    ssize_t r = read(l->done_fd[sink], &n, sizeof(n)); /* drained: re-arm */
     (void)r;
   }
   pthread_mutex_unlock(&l->lock);
-  return job;
+  return w;
 }
 
 size_t dc_login_queued(dc_login_t *l) {

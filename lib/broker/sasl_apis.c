@@ -28,9 +28,71 @@
 #include "common/log.h"
 #include "common/text.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A SASL step on the log-in thread (login.h). What the step reads is the
+ * job's while it is in flight: the exchange, references to the
+ * credentials, JWKS and Kerberos acceptor in force when it was queued (a
+ * reload meanwhile does not pull them away), and a copy of the token.
+ * Only the loop thread touches the connection's side. */
+typedef struct dc_sasl_job {
+  int kind; /* DC_PENDING_LOGIN: first, as in everything pending */
+  dc_login_work_t work;
+  struct dc_sasl_server *sasl;
+  dc_credentials_t *creds;    /* a reference, or NULL */
+  dc_jwks_t *jwks;            /* a reference, or NULL */
+  dc_jwt_policy_t policy;     /* .jwks is the reference above */
+  bool oauth;                 /* policy applies */
+  dc_gssapi_acceptor_t *gss;  /* a reference, or NULL */
+  uint8_t *in;                /* the client's token, owned */
+  size_t inlen;
+  int rc;                     /* the outcome (DC_SASL_*) */
+  uint8_t *out;               /* the reply token, owned */
+  size_t outlen;
+  char why[256];
+  /* The connection's side, loop thread only. */
+  void *token;                /* the connection's, for the answer */
+  dc_conn_auth_t *auth;       /* the connection's; unused once abandoned */
+  bool abandoned;             /* the connection closed: drop the answer */
+  bool raw;                   /* a bare token frame (SaslHandshake v0) */
+  int16_t api_version;        /* SaslAuthenticate's */
+  int32_t correlation_id;
+  char peer[64];
+  char listener[64];
+  int64_t due_ms;             /* a failure is answered at this time */
+  struct dc_sasl_job *next;   /* held failures */
+} sasl_job_t;
+
+static sasl_job_t *job_of(dc_login_work_t *w) {
+  return (sasl_job_t *)((char *)w - offsetof(sasl_job_t, work));
+}
+
+static void sasl_job_free(sasl_job_t *job) {
+  if (!job)
+    return;
+  dc_sasl_server_destroy(job->sasl);
+  dc_credentials_destroy(job->creds);
+  dc_jwks_free(job->jwks);
+  dc_gssapi_acceptor_unref(job->gss);
+  free(job->in);
+  free(job->out);
+  free(job);
+}
+
+/* The step, with what it was queued with. Log-in thread. */
+static void sasl_job_run(dc_login_work_t *w) {
+  sasl_job_t *job = job_of(w);
+  dc_sasl_server_set_oauth(job->sasl, job->oauth ? &job->policy : NULL);
+  dc_sasl_server_set_gssapi(job->sasl, job->gss);
+  job->rc = dc_sasl_server_step(job->sasl, job->creds, job->in, job->inlen,
+                                &job->out, &job->outlen, job->why,
+                                sizeof(job->why));
+}
+
+static void sasl_job_drop(dc_login_work_t *w) { sasl_job_free(job_of(w)); }
 
 void dc_conn_auth_clear(dc_conn_auth_t *a) {
   dc_sasl_server_destroy(a->sasl);
@@ -230,7 +292,7 @@ static int auth_defer(dc_broker_t *b, const dc_conn_info_t *conn,
                       int32_t correlation_id) {
   if (!b->login || !conn->pending)
     return 0;
-  dc_login_job_t *job = calloc(1, sizeof(*job));
+  sasl_job_t *job = calloc(1, sizeof(*job));
   if (!job || !(job->in = malloc(inlen ? inlen : 1))) {
     free(job);
     return -1;
@@ -240,6 +302,9 @@ static int auth_defer(dc_broker_t *b, const dc_conn_info_t *conn,
     memcpy(job->in, in, inlen);
   job->inlen = inlen;
   job->kind = DC_PENDING_LOGIN;
+  job->work.run = sasl_job_run;
+  job->work.drop = sasl_job_drop;
+  job->work.sink = DC_LOGIN_SASL;
   job->sasl = a->sasl;
   a->sasl = NULL; /* the job's until it comes back */
   job->creds = dc_credentials_ref(b->creds);
@@ -257,7 +322,7 @@ static int auth_defer(dc_broker_t *b, const dc_conn_info_t *conn,
   snprintf(job->peer, sizeof(job->peer), "%s", conn->peer);
   snprintf(job->listener, sizeof(job->listener), "%s", conn->listener);
   *conn->pending = job;
-  dc_login_submit(b->login, job);
+  dc_login_submit(b->login, &job->work);
   return 1;
 }
 
@@ -443,26 +508,32 @@ void dc_broker_login_free(dc_broker_t *b) {
   dc_login_destroy(b->login);
   b->login = NULL;
   while (b->login_held) {
-    dc_login_job_t *job = b->login_held;
+    sasl_job_t *job = b->login_held;
     b->login_held = job->next;
-    dc_login_job_free(job);
+    sasl_job_free(job);
   }
   b->login_held_tail = &b->login_held;
 }
 
+void dc_broker_login_abandon(void *pending) {
+  ((sasl_job_t *)pending)->abandoned = true;
+}
+
+dc_login_t *dc_broker_login(dc_broker_t *b) { return b->login; }
+
 int dc_broker_login_fd(const dc_broker_t *b) {
-  return b->login ? dc_login_fd(b->login) : -1;
+  return b->login ? dc_login_fd(b->login, DC_LOGIN_SASL) : -1;
 }
 
 int64_t dc_broker_login_held_due(const dc_broker_t *b) {
-  const dc_login_job_t *job = b->login_held;
+  const sasl_job_t *job = b->login_held;
   if (!job)
     return -1;
   return job->abandoned || job->due_ms <= dc_mono_ms() ? 0 : job->due_ms;
 }
 
 /* SaslAuthenticate's answer to a step, as a whole frame into out. */
-static void encode_authenticate(dc_login_job_t *job,
+static void encode_authenticate(sasl_job_t *job,
                                 const dc_conn_auth_t *a, dc_buf_t *out) {
   size_t frame = dc_wr_frame_begin(out);
   dc_resp_header_encode(out, DC_API_SASL_AUTHENTICATE, job->api_version,
@@ -486,7 +557,7 @@ static void encode_authenticate(dc_login_job_t *job,
  * bare token frame (after SaslHandshake v0; none for a failure, nor for
  * GSSAPI's last step, as dc_broker_handle_raw_token), or NULL when it
  * cannot be encoded (the connection then closes). */
-static void login_answer(dc_login_job_t *job, dc_broker_answer_cb *cb,
+static void login_answer(sasl_job_t *job, dc_broker_answer_cb *cb,
                          void *opaque) {
   const dc_conn_auth_t *a = job->auth;
   dc_buf_t out;
@@ -511,22 +582,23 @@ static void login_answer(dc_login_job_t *job, dc_broker_answer_cb *cb,
 static void release_held(dc_broker_t *b, dc_broker_answer_cb *cb,
                          void *opaque) {
   while (dc_broker_login_held_due(b) == 0) {
-    dc_login_job_t *job = b->login_held;
+    sasl_job_t *job = b->login_held;
     b->login_held = job->next;
     if (!b->login_held)
       b->login_held_tail = &b->login_held;
     if (!job->abandoned)
       login_answer(job, cb, opaque);
-    dc_login_job_free(job);
+    sasl_job_free(job);
   }
 }
 
 void dc_broker_login_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque) {
-  dc_login_job_t *job;
-  while (b->login && (job = dc_login_take_done(b->login))) {
+  dc_login_work_t *w;
+  while (b->login && (w = dc_login_take_done(b->login, DC_LOGIN_SASL))) {
+    sasl_job_t *job = job_of(w);
     if (job->abandoned) {
-      dc_login_job_free(job);
+      sasl_job_free(job);
       continue;
     }
     dc_conn_auth_t *a = job->auth;
@@ -542,7 +614,7 @@ void dc_broker_login_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
       continue;
     }
     login_answer(job, cb, opaque);
-    dc_login_job_free(job);
+    sasl_job_free(job);
   }
   release_held(b, cb, opaque);
 }

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "broker/server.h"
 #include "broker/http.h"
+#include "broker/login.h"
 #include "broker/metrics.h"
 #include "broker/process_metrics.h"
 
@@ -21,6 +22,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@
  * struct is freed once the batch is over, so later events naming it are
  * recognised and skipped. */
 enum { EP_LISTENER = 1, EP_CONN = 2, EP_WAKE = 3, EP_DEAD = 4, EP_WATCH = 5,
-       EP_ANSWERS = 6, EP_HTTP = 7 };
+       EP_ANSWERS = 6, EP_HTTP = 7, EP_HANDSHAKES = 8 };
 
 /* A drained buffer above this capacity is released rather than kept. */
 #define KEEP_BUF 65536
@@ -71,6 +73,9 @@ typedef struct conn {
   bool tls_ready;       /* handshake finished */
   bool tls_want_write;  /* a read needs the socket writable first */
   bool tls_write_wants_read; /* a write waits for the peer (key update) */
+  struct handshake *handshake; /* a TLS handshake step on the log-in
+                                  thread: the connection is out of epoll
+                                  and its SSL is the step's until then */
   int64_t auth_deadline; /* TLS handshake / SASL must finish by then; 0 = done */
   dc_conn_auth_t auth;  /* SASL state (state NONE without SASL) */
   void *pending;        /* a request answered later (dc_broker_answers):
@@ -89,11 +94,12 @@ struct dc_server {
   struct {
     int kind;
     int fd;
-  } wake, watch, answers, parked, logins, http; /* watch: opts.watch_fd
-                                   (borrowed); answers, parked, logins: the
-                                   broker's forwarded, watch and log-in
-                                   answers (borrowed); http: the metrics
-                                   endpoint */
+  } wake, watch, answers, parked, logins, handshakes, http;
+  /* watch: opts.watch_fd (borrowed); answers, parked, logins: the broker's
+   * forwarded, watch and log-in answers (borrowed); handshakes: TLS
+   * handshake steps done on the log-in thread (borrowed); http: the
+   * metrics endpoint */
+  dc_login_t *login; /* the broker's log-in thread, borrowed; NULL = none */
   dc_http_t *metrics;  /* owned; NULL = no metrics endpoint */
   double start_time;   /* wall seconds, for process_start_time_seconds */
   int spare_fd; /* released to accept-and-close when out of descriptors */
@@ -181,11 +187,17 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   struct epoll_event aev = {.events = EPOLLIN, .data.ptr = &s->answers};
   struct epoll_event pev = {.events = EPOLLIN, .data.ptr = &s->parked};
   struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->logins};
+  s->login = dc_broker_login(broker);
+  s->handshakes.kind = EP_HANDSHAKES;
+  s->handshakes.fd = s->login ? dc_login_fd(s->login, DC_LOGIN_TLS) : -1;
+  struct epoll_event hev = {.events = EPOLLIN, .data.ptr = &s->handshakes};
   if ((s->answers.fd >= 0 &&
        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->answers.fd, &aev)) ||
       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->parked.fd, &pev) ||
       (s->logins.fd >= 0 &&
-       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->logins.fd, &lev))) {
+       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->logins.fd, &lev)) ||
+      (s->handshakes.fd >= 0 &&
+       epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->handshakes.fd, &hev))) {
     dc_seterr(errstr, errstr_size, "cannot watch forwarded answers: %s",
              strerror(errno));
     dc_server_destroy(s);
@@ -194,20 +206,77 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   return s;
 }
 
+/* ---- TLS handshakes on the log-in thread -------------------------------
+ * A handshake step (the server's key exchange and signature, a client
+ * certificate's verification) costs up to a few ms of CPU: it runs on the
+ * broker's log-in thread. Meanwhile the connection is out of epoll (so an
+ * error or hang-up on the socket is not reported over and over) and
+ * nothing else touches its SSL; a connection closed meanwhile leaves the
+ * SSL and the socket to the step, which frees them when it comes back. */
+typedef struct handshake {
+  dc_login_work_t work;
+  SSL *ssl;
+  int fd;
+  conn_t *c;       /* NULL once abandoned */
+  int rc, err;     /* SSL_do_handshake's result and SSL_get_error's */
+  bool plain_eof;  /* the peer just hung up */
+  char why[320];   /* the failure, in words */
+} handshake_t;
+
+static handshake_t *handshake_of(dc_login_work_t *w) {
+  return (handshake_t *)((char *)w - offsetof(handshake_t, work));
+}
+
+static bool is_plain_eof(void);
+
+/* Log-in thread: one step; the error queue is this thread's, so a
+ * failure is put in words here. */
+static void handshake_run(dc_login_work_t *w) {
+  handshake_t *h = handshake_of(w);
+  ERR_clear_error();
+  h->rc = SSL_do_handshake(h->ssl);
+  h->err = h->rc == 1 ? SSL_ERROR_NONE : SSL_get_error(h->ssl, h->rc);
+  if (h->err != SSL_ERROR_NONE && h->err != SSL_ERROR_WANT_READ &&
+      h->err != SSL_ERROR_WANT_WRITE) {
+    h->plain_eof = h->err == SSL_ERROR_ZERO_RETURN || is_plain_eof();
+    dc_tls_last_error(h->ssl, h->why, sizeof(h->why));
+  }
+  ERR_clear_error();
+}
+
+static void handshake_free(handshake_t *h) {
+  if (!h->c) { /* abandoned: the connection left these to the step */
+    SSL_free(h->ssl);
+    close(h->fd);
+  }
+  free(h);
+}
+
+static void handshake_drop(dc_login_work_t *w) {
+  handshake_t *h = handshake_of(w);
+  h->c = NULL;
+  handshake_free(h);
+}
+
+static void handshake_abandon(handshake_t *h) { h->c = NULL; }
+
 static void conn_close(dc_server_t *s, conn_t *c) {
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   if (c->pending)
     dc_broker_abandon(s->broker, c->pending);
   if (c->fleet)
     dc_broker_fleet_conn_closed(s->broker, c->fleet);
-  if (c->ssl) {
+  if (c->handshake) {
+    handshake_abandon(c->handshake); /* it frees the SSL and the socket */
+  } else if (c->ssl) {
     if (c->tls_ready)
       SSL_shutdown(c->ssl); /* best effort close_notify; never waits */
     SSL_free(c->ssl);
     ERR_clear_error();
   }
   dc_conn_auth_clear(&c->auth);
-  close(c->fd);
+  if (!c->handshake)
+    close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -698,7 +767,13 @@ static void end_sessions(dc_server_t *s, int64_t now) {
   s->next_session_end = earliest && earliest < now + 50 ? now + 50 : earliest;
 }
 
+static void handshake_start(dc_server_t *s, conn_t *c);
+
 static void conn_readable(dc_server_t *s, conn_t *c) {
+  if (c->ssl && !c->tls_ready && s->login) {
+    handshake_start(s, c);
+    return;
+  }
   c->tls_write_wants_read = false; /* input arrived: writes may go on */
   /* Bounded: never hold more than one maximal frame plus a chunk. */
   size_t limit = s->opts.max_request_size + 4 + READ_CHUNK;
@@ -755,6 +830,71 @@ static void conn_writable(dc_server_t *s, conn_t *c) {
       return;
   }
   set_events(s, c);
+}
+
+/* Hands the connection's next handshake step to the log-in thread. */
+static void handshake_start(dc_server_t *s, conn_t *c) {
+  handshake_t *h = calloc(1, sizeof(*h));
+  if (!h) {
+    dc_log(DC_LOG_ERR, "out of memory for the TLS handshake with %s",
+           c->peer);
+    conn_close(s, c);
+    return;
+  }
+  h->work.run = handshake_run;
+  h->work.drop = handshake_drop;
+  h->work.sink = DC_LOGIN_TLS;
+  h->ssl = c->ssl;
+  h->fd = c->fd;
+  h->c = c;
+  epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  c->events = 0;
+  c->tls_want_write = false;
+  c->handshake = h;
+  dc_login_submit(s->login, &h->work);
+}
+
+/* A step back from the log-in thread: the connection is watched again,
+ * and set up, waits for the peer, or closes. */
+static void handshake_done(dc_server_t *s, handshake_t *h) {
+  conn_t *c = h->c;
+  c->handshake = NULL;
+  c->last_active = dc_mono_ms();
+  c->events = EPOLLIN;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+  if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+    dc_log(DC_LOG_ERR, "cannot watch the connection from %s: %s", c->peer,
+           strerror(errno));
+    conn_close(s, c);
+  } else if (h->err == SSL_ERROR_NONE) {
+    tls_established(c);
+    conn_readable(s, c); /* what came with the client's last flight */
+  } else if (h->err == SSL_ERROR_WANT_READ ||
+             h->err == SSL_ERROR_WANT_WRITE) {
+    c->tls_want_write = h->err == SSL_ERROR_WANT_WRITE;
+    set_events(s, c);
+  } else {
+    if (h->plain_eof)
+      dc_log(DC_LOG_DEBUG, "connection from %s on listener %s closed "
+                           "before the TLS handshake finished", c->peer,
+             c->listener->name);
+    else
+      dc_log(DC_LOG_WARN, "TLS handshake with %s on listener %s failed: %s",
+             c->peer, c->listener->name, h->why);
+    conn_close(s, c);
+  }
+  if (c->kind == EP_CONN)
+    account(s, c);
+}
+
+static void handshakes_done(dc_server_t *s) {
+  dc_login_work_t *w;
+  while ((w = dc_login_take_done(s->login, DC_LOGIN_TLS))) {
+    handshake_t *h = handshake_of(w);
+    if (h->c)
+      handshake_done(s, h);
+    handshake_free(h);
+  }
 }
 
 /* A deferred answer for the connection token: sent, and the requests
@@ -929,6 +1069,9 @@ static void dispatch(dc_server_t *s, struct epoll_event *ev) {
     s->opts.on_watch(s->opts.watch_opaque);
   } else if (kind == EP_ANSWERS) {
     dc_broker_answers(s->broker, on_answer, s);
+    enforce_buffer_cap(s);
+  } else if (kind == EP_HANDSHAKES) {
+    handshakes_done(s);
     enforce_buffer_cap(s);
   } else if (kind == EP_LISTENER) {
     do_accept(s, ev->data.ptr);
