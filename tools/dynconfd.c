@@ -196,6 +196,12 @@ static void usage_limits(FILE *f) {
 "                            re-authenticating (KIP-368; default 0 = until an\n"
 "                            OAUTHBEARER token expires, else unlimited)\n"
 "  --max-connections N       refuse connections beyond N (default 100000)\n"
+"  --max-connection-creation-rate N  connections each listener accepts a\n"
+"                            second; past it new ones wait (default 0 = no\n"
+"                            limit)\n"
+"  --max-connection-creation-rate-per-ip N  connections one client address\n"
+"                            may open a second; past it they are closed at\n"
+"                            once (default 0 = no limit)\n"
 "  --max-request-resources N resources one request may name (default 1000)\n"
 "  --max-request-configs N   config keys per resource in one request\n"
 "                            (default 1000)\n"
@@ -584,6 +590,16 @@ static bool apply_limit_setting(settings_t *st, const char *key,
     if (!parse_num(key, val, 1, 10000000, &n))
       return false;
     st->srv.max_connections = (int)n;
+    return true;
+  }
+  if (!strcmp(key, "max.connection.creation.rate") ||
+      !strcmp(key, "max.connection.creation.rate.per.ip")) {
+    if (!parse_num(key, val, 0, 10000000, &n))
+      return false;
+    if (strstr(key, "per.ip"))
+      st->srv.max_connection_rate_per_ip = (double)n;
+    else
+      st->srv.max_connection_rate = (double)n;
     return true;
   }
   *known = false;
@@ -1565,7 +1581,8 @@ static int serve(settings_t *st) {
  * config file through option_keys. */
 enum long_option {
   O_LISTEN = 256, O_ADV, O_DATA, O_NODE, O_CONFIG, O_STMIN, O_STMAX,
-  O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_HISTORY, O_ENTITY,
+  O_UNKNOWN, O_MAXREQ, O_IDLE, O_MAXCONN, O_CONN_RATE, O_CONN_RATE_IP,
+  O_HISTORY, O_ENTITY,
   O_LISTENERS, O_PMAP, O_SSL_CERT, O_SSL_KEY, O_SSL_CA, O_SSL_CAUTH,
   O_CREDS, O_MECHS, O_ACL, O_SUPER, O_ADD_USER, O_ITER, O_MAXRES,
   O_MAXCFG, O_MAXENT, O_MAXRESP, O_MAXBUF, O_MAXWR, O_MAXENTS,
@@ -1594,6 +1611,9 @@ static const struct option longopts[] = {
     {"connection-failed-authentication-delay-ms", required_argument, NULL,
      O_AUTH_DELAY},
     {"max-connections", required_argument, NULL, O_MAXCONN},
+    {"max-connection-creation-rate", required_argument, NULL, O_CONN_RATE},
+    {"max-connection-creation-rate-per-ip", required_argument, NULL,
+     O_CONN_RATE_IP},
     {"history", no_argument, NULL, O_HISTORY},
     {"export", required_argument, NULL, O_EXPORT},
     {"import", required_argument, NULL, O_IMPORT},
@@ -1675,6 +1695,8 @@ static const char *const option_keys[] = {
     [O_REAUTH - 256] = "connections.max.reauth.ms",
     [O_AUTH_DELAY - 256] = "connection.failed.authentication.delay.ms",
     [O_MAXCONN - 256] = "max.connections",
+    [O_CONN_RATE - 256] = "max.connection.creation.rate",
+    [O_CONN_RATE_IP - 256] = "max.connection.creation.rate.per.ip",
     [O_LISTENERS - 256] = "listeners",
     [O_PMAP - 256] = "listener.security.protocol.map",
     [O_SSL_CERT - 256] = "ssl.certificate.location",

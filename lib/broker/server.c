@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "config.h"
 #include "broker/server.h"
+#include "broker/conn_rate.h"
 #include "broker/http.h"
 #include "broker/login.h"
 #include "broker/metrics.h"
@@ -54,6 +55,9 @@ typedef struct listener {
   dc_tls_ctx_t *tls; /* borrowed; NULL unless SSL/SASL_SSL */
   char adv_host[256];
   int adv_port;
+  dc_rate_t rate;  /* max_connection_rate */
+  bool paused;     /* not accepting until the rate allows */
+  uint64_t pauses; /* times it paused */
 } listener_t;
 
 /* One client connection. Owned by the server's list; freed on close. */
@@ -108,6 +112,12 @@ struct dc_server {
   conn_t *conns;
   size_t n_conns;
   conn_t *dead;     /* closed during this batch; freed after it */
+  dc_ip_rates_t *ip_rates; /* max_connection_rate_per_ip; owned */
+  int64_t accept_resume_ms; /* a paused listener accepts again; 0 = none */
+  uint64_t refused_max_conns, refused_ip_rate; /* connections closed at
+                                 accept: max_connections, the address's rate */
+  uint64_t ip_refused_unlogged; /* ip rate refusals since the last log line */
+  char ip_refused_peer[64];     /* the last of them */
   int64_t next_session_end; /* earliest SASL session end of a connection
                                (monotonic ms), or later; 0 = none */
   size_t buffered;  /* sum of every connection's buffered bytes */
@@ -123,6 +133,8 @@ void dc_server_opts_init(dc_server_opts_t *o) {
   o->idle_timeout_ms = 600000;
   o->request_timeout_ms = 30000;
   o->max_connections = 100000;
+  o->max_connection_rate = 0;
+  o->max_connection_rate_per_ip = 0;
   o->auth_timeout_ms = 30000;
   dc_http_limits_init(&o->http);
   o->max_buffered = 256u * 1024 * 1024;
@@ -160,7 +172,13 @@ dc_server_t *dc_server_new(dc_broker_t *broker, const dc_server_opts_t *opts,
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
   s->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  s->ip_rates = dc_ip_rates_new(opts->max_connection_rate_per_ip);
   dc_arena_init(&s->arena);
+  if (!s->ip_rates) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    dc_server_destroy(s);
+    return NULL;
+  }
   if (s->epfd < 0 || s->wake.fd < 0) {
     dc_seterr(errstr, errstr_size, "cannot create event loop: %s",
              strerror(errno));
@@ -347,6 +365,7 @@ void dc_server_destroy(dc_server_t *s) {
   if (s->spare_fd >= 0)
     close(s->spare_fd);
   dc_http_destroy(s->metrics);
+  dc_ip_rates_destroy(s->ip_rates);
   dc_arena_free(&s->arena);
   free(s);
 }
@@ -453,6 +472,7 @@ int dc_server_add_listener(dc_server_t *s, const dc_listener_conf_t *lc,
   snprintf(l->adv_host, sizeof(l->adv_host), "%s",
            adv_host && *adv_host ? adv_host : h);
   l->adv_port = adv_port > 0 ? adv_port : p;
+  dc_rate_init(&l->rate, s->opts.max_connection_rate, dc_mono_ms());
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
   epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
   snprintf(bound, bound_size, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d",
@@ -473,10 +493,59 @@ static void set_events(dc_server_t *s, conn_t *c) {
   c->events = ev;
 }
 
+/* The listener's rate is spent: it stops accepting (new clients wait in
+ * the listen backlog) until its next token. */
+static void pause_listener(dc_server_t *s, listener_t *l, int64_t now) {
+  struct epoll_event ev = {.events = 0, .data.ptr = l};
+  epoll_ctl(s->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+  l->paused = true;
+  l->pauses++;
+  int64_t at = dc_rate_next_ms(&l->rate, now);
+  if (!s->accept_resume_ms || at < s->accept_resume_ms)
+    s->accept_resume_ms = at;
+}
+
+static void resume_listeners(dc_server_t *s) {
+  s->accept_resume_ms = 0;
+  for (int i = 0; i < s->n_listeners; i++) {
+    listener_t *l = &s->listeners[i];
+    if (!l->paused)
+      continue;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+    epoll_ctl(s->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+    l->paused = false;
+  }
+}
+
+/* May a connection just accepted from ss stay? Closed (and counted) when
+ * the server is full or its address is over its rate. */
+static bool admit(dc_server_t *s, int fd, const struct sockaddr_storage *ss,
+                  int64_t now) {
+  if (s->n_conns >= (size_t)s->opts.max_connections) {
+    s->refused_max_conns++;
+    close(fd);
+    return false;
+  }
+  if (!dc_ip_rates_take(s->ip_rates, ss, now)) {
+    int port;
+    addr_to_str(ss, s->ip_refused_peer, sizeof(s->ip_refused_peer), &port);
+    s->refused_ip_rate++;
+    s->ip_refused_unlogged++;
+    close(fd);
+    return false;
+  }
+  return true;
+}
+
 static void do_accept(dc_server_t *s, listener_t *l) {
   for (;;) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
+    int64_t now = dc_mono_ms();
+    if (!dc_rate_ready(&l->rate, now)) {
+      pause_listener(s, l, now);
+      return;
+    }
     int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -495,10 +564,9 @@ static void do_accept(dc_server_t *s, listener_t *l) {
       }
       return; /* EAGAIN or an error worth retrying on the next event */
     }
-    if (s->n_conns >= (size_t)s->opts.max_connections) {
-      close(fd);
+    dc_rate_take(&l->rate, now);
+    if (!admit(s, fd, &ss, now))
       continue;
-    }
     conn_t *c = calloc(1, sizeof(*c));
     if (!c) {
       close(fd);
@@ -930,6 +998,14 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
 }
 
 static void sweep(dc_server_t *s, int64_t now) {
+  if (s->ip_refused_unlogged) {
+    dc_log(DC_LOG_WARN, "closed %llu new connection(s) over "
+           "max.connection.creation.rate.per.ip (%g a second), the last "
+           "from %s", (unsigned long long)s->ip_refused_unlogged,
+           s->opts.max_connection_rate_per_ip, s->ip_refused_peer);
+    s->ip_refused_unlogged = 0;
+  }
+  dc_ip_rates_forget_idle(s->ip_rates, now);
   conn_t *next;
   for (conn_t *c = s->conns; c; c = next) {
     next = c->next;
@@ -982,6 +1058,23 @@ static void connection_metrics(const dc_server_t *s, dc_buf_t *out) {
                        "listener", s->listeners[i].name,
                        (double)not_after / 1000);
   }
+  dc_metrics_head(out, "dynconfd_connections_refused_total", "counter",
+                  "New connections closed at once: the server had "
+                  "max.connections, or their address was over "
+                  "max.connection.creation.rate.per.ip.");
+  dc_buf_printf(out, "dynconfd_connections_refused_total{reason=\"max_"
+                "connections\"} %llu\n", (unsigned long long)
+                s->refused_max_conns);
+  dc_buf_printf(out, "dynconfd_connections_refused_total{reason=\"ip_"
+                "creation_rate\"} %llu\n", (unsigned long long)
+                s->refused_ip_rate);
+  dc_metrics_head(out, "dynconfd_listener_accept_pauses_total", "counter",
+                  "Times a listener stopped accepting for a moment, at "
+                  "max.connection.creation.rate.");
+  for (int i = 0; i < s->n_listeners; i++)
+    dc_buf_printf(out, "dynconfd_listener_accept_pauses_total{listener="
+                  "\"%s\"} %llu\n", s->listeners[i].name,
+                  (unsigned long long)s->listeners[i].pauses);
   dc_metrics_head(out, "dynconfd_buffered_bytes", "gauge",
                   "Bytes of every connection's input and output buffers.");
   dc_metrics_value(out, "dynconfd_buffered_bytes", NULL, NULL,
@@ -1048,6 +1141,8 @@ static int wait_ms(dc_server_t *s, int64_t last_sweep) {
   int64_t left = last_sweep + 1000 - now;
   if (s->next_session_end && s->next_session_end + 1 - now < left)
     left = s->next_session_end + 1 - now;
+  if (s->accept_resume_ms && s->accept_resume_ms - now < left)
+    left = s->accept_resume_ms - now;
   int ms = left < 0 ? 0 : (int)left;
   int http = s->metrics ? dc_http_timeout_ms(s->metrics) : -1;
   return http >= 0 && http < ms ? http : ms;
@@ -1113,6 +1208,8 @@ int dc_server_run(dc_server_t *s) {
     if (s->metrics && (http_ready || !dc_http_timeout_ms(s->metrics)))
       dc_http_run(s->metrics);
     int64_t now = dc_mono_ms();
+    if (s->accept_resume_ms && now >= s->accept_resume_ms)
+      resume_listeners(s);
     if (s->next_session_end && now > s->next_session_end) {
       end_sessions(s, now);
       free_dead(s);

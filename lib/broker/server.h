@@ -31,6 +31,12 @@ typedef struct dc_server_opts {
   int request_timeout_ms;    /* a started frame must complete within this;
                                 default 30000 (slow-drip guard) */
   int max_connections;       /* default 100000 */
+  /* Connections accepted per second: on each listener (Kafka's
+   * max.connection.creation.rate; past it accepting waits, new clients
+   * wait in the listen backlog) and from one client address (past it the
+   * connection is closed at once). 0 = no limit, the default. */
+  double max_connection_rate;
+  double max_connection_rate_per_ip;
   int auth_timeout_ms;       /* TLS handshake + SASL must finish within this
                                 after accept; default 30000 */
   dc_http_limits_t http;     /* the metrics endpoint's; default
