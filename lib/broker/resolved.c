@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A client's resolved configuration and its version: a 64-bit FNV-1a hash
- * of the resolved (key, value, source) list, so equal versions mean equal
- * configurations on every replica.
+ * A client's resolved configuration and its version: the first 63 bits of
+ * the SHA-256 of the resolved (key, value, source) list, so equal versions
+ * mean equal configurations on every replica, and no one who may alter a
+ * configuration can make a change keep its version (an unkeyed fast hash
+ * would let them; a keyed one would differ between replicas).
  *
  * A resolution reads at most DC_SCOPE_MAX_LEVELS stored entities and
  * nothing else, so clients whose levels are the same entities share it:
@@ -15,6 +17,8 @@
  * Threads: loop thread only.
  */
 #include "broker/resolved.h"
+
+#include <openssl/evp.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +40,26 @@ int dc_resolved_key(const dc_configdb_t *db, const char *client_id,
   return 0;
 }
 
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
-  return (h ^ 0xff) * 0x100000001b3ull; /* a separator no string holds */
+/* s into the digest, its length first so no two lists read alike. */
+static void digest_str(EVP_MD_CTX *md, const char *s) {
+  size_t n = strlen(s);
+  uint8_t len[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
+                    (uint8_t)n};
+  EVP_DigestUpdate(md, len, sizeof(len));
+  EVP_DigestUpdate(md, s, n);
+}
+
+/* The version of the digest's list: 63 bits, so never -1 ("none"); 0
+ * when the digest cannot be made (out of memory). */
+static int64_t digest_version(EVP_MD_CTX *md) {
+  uint8_t d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  if (!md || !EVP_DigestFinal_ex(md, d, &n) || n < 8)
+    return 0;
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | d[i];
+  return (int64_t)(v & INT64_MAX);
 }
 
 int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
@@ -52,7 +72,11 @@ int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
   }
   dc_watch_entry_t *es =
       out ? dc_arena_alloc(arena, (total + 1) * sizeof(*es)) : NULL;
-  uint64_t h = 0xcbf29ce484222325ull;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  if (md && !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+    EVP_MD_CTX_free(md);
+    md = NULL;
+  }
   int32_t n = 0;
   dc_scope_merge_t m;
   dc_scope_merge_init(&m, lv, k->nl);
@@ -62,7 +86,11 @@ int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
     int8_t src = lv[have[0]].source;
     char s[8];
     snprintf(s, sizeof(s), "%d", src);
-    h = fnv(fnv(fnv(h, key), vals[0]), s);
+    if (md) {
+      digest_str(md, key);
+      digest_str(md, vals[0]);
+      digest_str(md, s);
+    }
     if (es)
       es[n] = (dc_watch_entry_t){(char *)key, (char *)vals[0], src};
     n++;
@@ -71,7 +99,9 @@ int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
     *out = es;
   if (np)
     *np = n;
-  return (int64_t)(h & INT64_MAX); /* never -1: "none" */
+  int64_t version = digest_version(md);
+  EVP_MD_CTX_free(md);
+  return version;
 }
 
 /* ---- the memo ------------------------------------------------------------ */
