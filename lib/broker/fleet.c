@@ -21,6 +21,15 @@
  * may not describe. Sizes are known before encoding, so a page is cut,
  * and a v0 listing too large refused, without building the rest.
  *
+ * The agents per state (/metrics) are counted as they change, not on
+ * each scrape (the metrics port is open to anyone): a report judges its
+ * entry against the version that resolves for it (one lookup in a memo
+ * kept until the configuration changes); going and being dropped need
+ * none. A configuration change may move any entry, so the next scrape
+ * after one judges them all again (each distinct principal and client-id
+ * looked up once, each configuration resolved once): O(n) once per
+ * change, O(1) per scrape otherwise.
+ *
  * Threads: loop thread only.
  */
 #include "broker/acl.h"
@@ -75,6 +84,54 @@ void dc_broker_fleet_stats(dc_broker_t *b, dc_fleet_stats_t *out) {
                             .waits = b->n_fleet_waits};
 }
 
+/* ---- the counts by state --------------------------------------------------- */
+
+/* The version that resolves for client_id and principal now, through
+ * the fleet's memo; -1 for a client-id no entity may have. */
+static int64_t current_version(dc_broker_t *b, const char *client_id,
+                               const char *principal) {
+  dc_fleet_t *f = &b->fleet;
+  if (!f->memo.db)
+    dc_resolved_memo_init(&f->memo, b->db, 0);
+  return dc_resolved_memo_version(&f->memo, client_id, principal);
+}
+
+/* The counts are right at the configuration now. */
+static void counts_fresh(dc_broker_t *b) {
+  b->fleet.counts_gen = dc_configdb_generation(b->db);
+  b->fleet.counts_ok = true;
+}
+
+/* Judges every entry again against the configuration now. In the
+ * by-user order an agent's (principal, client-id) is its neighbour's
+ * more often than not; other repeats meet in the memo. */
+static void judge_all(dc_broker_t *b) {
+  dc_fleet_t *f = &b->fleet;
+  const dc_fleet_entry_t *last = NULL; /* the last one resolved */
+  int64_t current = -1;
+  for (dc_avl_node_t *n = dc_avl_first(&f->by_user); n; n = dc_avl_next(n)) {
+    dc_fleet_entry_t *e = dc_fleet_entry_of(n, true);
+    if (dc_fleet_live(e)) {
+      if (!last || strcmp(last->client_id, e->client_id) ||
+          strcmp(last->principal, e->principal))
+        current = current_version(b, e->client_id, e->principal);
+      last = e;
+      f->judged++;
+    }
+    dc_fleet_count(f, e, dc_fleet_state(e, current));
+  }
+}
+
+void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
+  dc_fleet_t *f = &b->fleet;
+  dc_broker_fleet_expire(b);
+  uint64_t gen = dc_configdb_generation(b->db);
+  if (f->n && (!f->counts_ok || f->counts_gen != gen))
+    judge_all(b);
+  counts_fresh(b);
+  memcpy(counts, f->counts, 4 * sizeof(*counts));
+}
+
 /* ---- ClientReport -------------------------------------------------------- */
 
 /* Bounds on what one report stores (it is kept per entry). */
@@ -113,15 +170,15 @@ static bool report_ok(const dc_client_report_req_t *q, char *why,
 }
 
 /* The version a report of -1 means: what this connection was served last,
- * else what resolves now. */
-static int64_t report_version(dc_broker_t *b, const dc_client_report_req_t *q,
-                              const dc_fleet_entry_t *e, const char *principal,
+ * else current, what resolves now. */
+static int64_t report_version(const dc_client_report_req_t *q,
+                              const dc_fleet_entry_t *e, int64_t current,
                               bool same_conn) {
   if (q->version >= 0)
     return q->version;
   if (same_conn && e->served_version >= 0)
     return e->served_version;
-  return dc_broker_config_version(b, q->client_id, principal);
+  return current;
 }
 
 /* Another principal reported e's instance id: refused, and logged at most
@@ -183,8 +240,11 @@ static int record(dc_req_t *r, const dc_client_report_req_t *q, char *why,
          have = e ? e->mem : 0, grow = need > have ? need - have : 0;
   if (!dc_fleet_make_room(f, !e, grow, e))
     return refuse_full(f, !e, grow, why, why_size);
+  if (!f->n) /* an empty fleet's counts are right at any configuration */
+    counts_fresh(r->b);
   bool same_conn = e && e->slot == r->conn->fleet;
-  int64_t reported = report_version(r->b, q, e, principal, same_conn);
+  int64_t current = current_version(r->b, q->client_id, principal);
+  int64_t reported = report_version(q, e, current, same_conn);
   if (!(e = dc_fleet_put(f, e, q->instance_id, &fs, now)))
     return DC_ERR__NOMEM;
   e->reported_version = reported;
@@ -194,6 +254,8 @@ static int record(dc_req_t *r, const dc_client_report_req_t *q, char *why,
   e->outcome = q->outcome;
   e->last_seen_ms = now;
   dc_fleet_attach(f, e, r->conn->fleet, now);
+  f->judged++;
+  dc_fleet_count(f, e, dc_fleet_state(e, current));
   return 0;
 }
 
@@ -231,30 +293,6 @@ int dc_handle_client_report(dc_req_t *r) {
 }
 
 /* ---- DescribeFleet --------------------------------------------------------- */
-
-static int8_t state_of(const dc_fleet_entry_t *e, int64_t current) {
-  if (!e->slot || e->outcome == DC_OUTCOME_NONE)
-    return DC_FLEET_SILENT;
-  if (e->reported_version != current)
-    return DC_FLEET_BEHIND;
-  return e->outcome == DC_OUTCOME_REJECTED ? DC_FLEET_REJECTED
-                                           : DC_FLEET_UP_TO_DATE;
-}
-
-void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
-  dc_fleet_t *f = &b->fleet;
-  dc_broker_fleet_expire(b);
-  memset(counts, 0, 4 * sizeof(*counts));
-  dc_resolved_memo_t memo; /* agents sharing a configuration: one resolve */
-  dc_resolved_memo_init(&memo, b->db, 0);
-  for (dc_avl_node_t *n = dc_avl_first(&f->by_client); n;
-       n = dc_avl_next(n)) {
-    const dc_fleet_entry_t *e = dc_fleet_entry_of(n, false);
-    counts[state_of(e, dc_resolved_memo_version(&memo, e->client_id,
-                                                e->principal))]++;
-  }
-  dc_resolved_memo_free(&memo);
-}
 
 /* What one answer lists: a range of one tree (by_user when the request
  * names a user), where its page starts, and the caller's view. */
@@ -386,7 +424,7 @@ static int fill_page(scan_t *s, const page_t *p, dc_resolved_memo_t *memo,
     dc_fleet_fill(e, c);
     c->current_version =
         dc_resolved_memo_version(memo, e->client_id, e->principal);
-    c->state = state_of(e, c->current_version);
+    c->state = dc_fleet_state(e, c->current_version);
   }
   resp->n_clients = p->n;
   return 0;

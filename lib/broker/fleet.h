@@ -14,10 +14,17 @@
  * entry_bytes counts them); gone entries make room, the longest gone
  * first.
  *
+ * Every entry is counted in one DC_FLEET_* state (counts), so /metrics
+ * reads them in O(1): the set counts an entry silent when it is made or
+ * goes, and uncounts it when dropped; the broker judges it against the
+ * version that resolves for it whenever a report changes it, and judges
+ * every entry again once the configuration has changed (fleet.c).
+ *
  * Threads: loop thread only.
  */
 #ifndef DC_BROKER_FLEET_H
 #define DC_BROKER_FLEET_H
+#include "broker/resolved.h"
 #include "codec/proto.h"
 #include "common/avl.h"
 #include "common/buf.h"
@@ -35,6 +42,7 @@ typedef struct dc_fleet_entry {
   int64_t first_seen_ms, last_seen_ms; /* wall clock */
   int64_t served_version, reported_version, generation;
   int8_t outcome;
+  int8_t state;     /* the DC_FLEET_* state counts holds it in */
   void **slot;      /* the holding connection's slot; NULL = gone */
   size_t mem;       /* what it holds, as fleet.max.bytes counts it */
   struct dc_fleet_entry *hnext;         /* hash chain */
@@ -54,14 +62,24 @@ typedef struct dc_fleet {
    * served alone). It starts at the wall clock in ms, so a restarted
    * server does not meet a waiter's old number again. */
   int64_t seq;
+  /* Entries by DC_FLEET_* state, as last judged; right while the
+   * configuration's generation is counts_gen (and counts_ok). */
+  uint64_t counts[4];
+  uint64_t counts_gen;
+  bool counts_ok;
+  /* The versions reports were judged against (the broker's; it forgets
+   * them when the configuration changes): a report resolves a
+   * configuration new since then, and looks up the others. */
+  dc_resolved_memo_t memo;
   dc_buf_t scratch; /* an entry encoded, to learn its size */
   /* Refused reports of another principal's instance id: when one was
    * last logged (monotonic ms), and how many since went unlogged. */
   int64_t hijack_logged_ms;
   uint64_t hijack_unlogged;
   /* Work done, for tests and benches: entries compared by lookups,
-   * entries answers looked at, answers built. */
-  uint64_t probes, examined, listings;
+   * entries answers looked at, answers built, entries judged against a
+   * resolved version for counts. */
+  uint64_t probes, examined, listings, judged;
 } dc_fleet_t;
 
 /* The report's new values for an entry (borrowed strings). */
@@ -93,11 +111,20 @@ dc_fleet_entry_t *dc_fleet_put(dc_fleet_t *f, dc_fleet_entry_t *e,
                                const char *instance_id,
                                const dc_fleet_fields_t *fs, int64_t now);
 void dc_fleet_drop(dc_fleet_t *f, dc_fleet_entry_t *e);
-/* e's connection let go of it: gone from now on. */
+/* e's connection let go of it: gone (and silent) from now on. */
 void dc_fleet_mark_gone(dc_fleet_t *f, dc_fleet_entry_t *e, int64_t now);
-/* The connection with slot holds e from now on (and nothing else). */
+/* The connection with slot holds e from now on (and nothing else). The
+ * caller judges e again (dc_fleet_count) once its report is in. */
 void dc_fleet_attach(dc_fleet_t *f, dc_fleet_entry_t *e, void **slot,
                      int64_t now);
+/* Whether e's state depends on the version that resolves for it: it is
+ * connected and has reported. */
+bool dc_fleet_live(const dc_fleet_entry_t *e);
+/* e's state against current, the version that resolves for it now
+ * (unread unless dc_fleet_live(e)). */
+int8_t dc_fleet_state(const dc_fleet_entry_t *e, int64_t current);
+/* counts holds e in state from now on. */
+void dc_fleet_count(dc_fleet_t *f, dc_fleet_entry_t *e, int8_t state);
 /* e as one client of an answer, without current_version and state. */
 void dc_fleet_fill(const dc_fleet_entry_t *e, dc_fleet_client_t *c);
 /* The entry a tree node belongs to. */

@@ -211,6 +211,27 @@ static bool new_strings(const dc_fleet_fields_t *fs, char *v[N_STRINGS]) {
   return true;
 }
 
+/* ---- the counts by state ------------------------------------------------ */
+
+bool dc_fleet_live(const dc_fleet_entry_t *e) {
+  return e->slot && e->outcome != DC_OUTCOME_NONE;
+}
+
+int8_t dc_fleet_state(const dc_fleet_entry_t *e, int64_t current) {
+  if (!dc_fleet_live(e))
+    return DC_FLEET_SILENT;
+  if (e->reported_version != current)
+    return DC_FLEET_BEHIND;
+  return e->outcome == DC_OUTCOME_REJECTED ? DC_FLEET_REJECTED
+                                           : DC_FLEET_UP_TO_DATE;
+}
+
+void dc_fleet_count(dc_fleet_t *f, dc_fleet_entry_t *e, int8_t state) {
+  f->counts[e->state]--;
+  f->counts[state]++;
+  e->state = state;
+}
+
 /* ---- the set ------------------------------------------------------------ */
 
 static dc_fleet_entry_t **bucket(dc_fleet_t *f, const char *id) {
@@ -277,6 +298,7 @@ void dc_fleet_drop(dc_fleet_t *f, dc_fleet_entry_t *e) {
   gone_unlink(f, e);
   index_remove(f, e);
   f->n--;
+  f->counts[e->state]--;
   f->bytes -= e->mem;
   f->seq++;
   entry_free(e);
@@ -323,6 +345,8 @@ static dc_fleet_entry_t *entry_new(dc_fleet_t *f, const char *id,
   e->first_seen_ms = e->last_seen_ms = now;
   e->served_version = e->reported_version = -1;
   e->outcome = DC_OUTCOME_NONE;
+  e->state = DC_FLEET_SILENT; /* never reported */
+  f->counts[DC_FLEET_SILENT]++;
   dc_fleet_entry_t **b = bucket(f, id);
   e->hnext = *b;
   *b = e;
@@ -379,6 +403,7 @@ void dc_fleet_mark_gone(dc_fleet_t *f, dc_fleet_entry_t *e, int64_t now) {
   e->slot = NULL;
   e->last_seen_ms = now;
   gone_push(f, e);
+  dc_fleet_count(f, e, DC_FLEET_SILENT);
 }
 
 void dc_fleet_attach(dc_fleet_t *f, dc_fleet_entry_t *e, void **slot,
@@ -410,6 +435,7 @@ void dc_fleet_free(dc_fleet_t *f) {
     }
   free(f->buckets);
   dc_buf_free(&f->scratch);
+  dc_resolved_memo_free(&f->memo);
   memset(f, 0, sizeof(*f));
 }
 
