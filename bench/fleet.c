@@ -7,14 +7,15 @@
  * the same dynconfd saw meanwhile), and dynconfd's RSS sampled with it.
  *
  *   fleet reports --target H:P --pid PID --n N [--extra M] [--colliding]
- *                 [--fat]
+ *                 [--fat] [--client-ids K]
  *       N ClientReports of new instance ids on one connection, 8 in
  *       flight (each makes the one before gone), then M more once the
  *       fleet is full (each drops the longest gone). With --colliding the
  *       ids' FNV-1a hashes share their low 20 bits (bench/fnv_collide.h),
  *       else they are distinct counters; with --fat every field is as
- *       long as dynconfd takes. Prints dynconfd's CPU for each, and its
- *       RSS after.
+ *       long as dynconfd takes. The reports cycle over K client-ids
+ *       (default 100; 0: each report its own). Prints dynconfd's CPU for
+ *       each, and its RSS after.
  *   fleet pages --target H:P --pid PID [--requests R] [--pipeline P]
  *               [--seconds S]
  *       R DescribeFleet v1 pages of one client after random cursors, one
@@ -53,6 +54,7 @@ typedef struct cfg {
   const char *cmd, *target, *metrics;
   pid_t pid;
   int n, extra, requests, pipeline, waits, max;
+  int client_ids; /* reports cycle over this many; 0 = one each */
   double seconds;
   bool colliding, fat;
 } cfg_t;
@@ -109,7 +111,8 @@ static long send_reports(const cfg_t *c, dc_kclient_t *kc, unsigned from,
     while (sent < to && dc_kclient_in_flight(kc) < DC_KCLIENT_MAX_INFLIGHT) {
       char id[80], client[32];
       instance_id(c, sent, id, sizeof(id));
-      snprintf(client, sizeof(client), "bench-app-%03u", sent % 100);
+      snprintf(client, sizeof(client), "bench-app-%03u",
+               c->client_ids ? sent % (unsigned)c->client_ids : sent);
       dc_client_report_req_t q = {client, id, "producer", "dynconf-bench",
                                   "1.0", "librdkafka/2.0.2", 1, 1,
                                   DC_OUTCOME_APPLIED, NULL};
@@ -479,7 +482,7 @@ static void usage(FILE *f) {
   fputs("usage: fleet reports|pages|waits --target H:P --pid PID\n"
         "         [--n N] [--extra M] [--colliding] [--fat] [--requests R]\n"
         "         [--pipeline P] [--seconds S] [--metrics H:P] [--waits W]\n"
-        "         [--max M]\n",
+        "         [--max M] [--client-ids K]\n",
         f);
 }
 
@@ -491,9 +494,10 @@ static int parse(int argc, char **argv, cfg_t *c) {
       {"fat", 0, NULL, 'f'},
       {"pipeline", 1, NULL, 'P'}, {"metrics", 1, NULL, 'm'},
       {"waits", 1, NULL, 'w'},    {"max", 1, NULL, 'x'},
-      {"seconds", 1, NULL, 's'},  {NULL, 0, NULL, 0}};
+      {"seconds", 1, NULL, 's'},  {"client-ids", 1, NULL, 'i'},
+      {NULL, 0, NULL, 0}};
   *c = (cfg_t){.n = 100000, .requests = 50, .pipeline = 100, .waits = 100,
-               .max = 100};
+               .max = 100, .client_ids = 100};
   if (argc < 2)
     return -1;
   c->cmd = argv[1];
@@ -512,10 +516,12 @@ static int parse(int argc, char **argv, cfg_t *c) {
     case 'w': c->waits = atoi(optarg); break;
     case 'x': c->max = atoi(optarg); break;
     case 's': c->seconds = atof(optarg); break;
+    case 'i': c->client_ids = atoi(optarg); break;
     default: return -1;
     }
   }
   return c->target && c->pid > 0 && c->n > 0 && c->requests > 0 &&
+                 c->client_ids >= 0 &&
                  c->pipeline > 0 && c->waits > 0 && c->seconds >= 0
              ? 0
              : -1;

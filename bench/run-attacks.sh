@@ -66,9 +66,12 @@
 # ATTACK_ENVELOPES (100000), ATTACK_LOGINS (3000), ATTACK_CONCURRENCY
 # (256), ATTACK_SCRAM (1), ATTACK_IDLE_SECONDS (5),
 # ATTACK_HTTP_CONNECTIONS (2000), ATTACK_HTTP_ROUNDS (5), ATTACK_HTTP_IDLE
-# (50). About 40 s on two cores (certificates included); the log-in
-# floods take longer where dynconfd answers them late. Needs
-# openssl (the command) and python3. Exits non-zero only when something
+# (50), ATTACK_CLIENT_IDS (100: the client-ids steps 1 and 7's reports
+# cycle over; 0 = each its own), ATTACK_STEPS (all; else a list such as
+# "0 8b": 1b goes with 1, 2' and 2b with 2, 6 means 6a-6c, and 2, 3 and
+# 8b run step 1 first for its fleet). About 40 s on two cores
+# (certificates included); the log-in floods take longer where dynconfd
+# answers them late. Needs openssl (the command) and python3. Exits non-zero only when something
 # failed outright (dynconfd died or did not start, a step could not run
 # or its answers could not be read); never on speed.
 set -eu
@@ -91,6 +94,8 @@ IDLE_S=${ATTACK_IDLE_SECONDS:-5}
 HTTP_CONNS=${ATTACK_HTTP_CONNECTIONS:-2000}
 HTTP_ROUNDS=${ATTACK_HTTP_ROUNDS:-5}
 HTTP_IDLE=${ATTACK_HTTP_IDLE:-50}
+CLIENT_IDS=${ATTACK_CLIENT_IDS:-100}
+STEPS=$(echo "${ATTACK_STEPS:-all}" | tr ',' ' ')
 HTTP_QUIET=3 # httpflood.py's quiet baseline, seconds
 
 for bin in dynconfd bench/fleet bench/attack; do
@@ -107,6 +112,19 @@ for cmd in openssl python3; do
 done
 # shellcheck disable=SC3045 # dash and bash have ulimit -n
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# want STEP: whether ATTACK_STEPS selects STEP (6a-6c: also by "6").
+want() {
+  [ "$STEPS" = all ] && return 0
+  for w_ in $STEPS; do
+    [ "$w_" = "$1" ] && return 0
+    case $1 in 6?) [ "$w_" = 6 ] && return 0 ;; esac
+  done
+  return 1
+}
+# The fleet of step 1 is the ground of 2, 3 and 8b.
+FLEET_RUN=0
+if want 1 || want 2 || want 3 || want 8b; then FLEET_RUN=1; fi
 
 START=$(date +%s)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-attacks.XXXXXX")
@@ -242,16 +260,18 @@ echo "dynconfd $("$BUILDDIR/dynconfd" --version 2>/dev/null | cut -d' ' -f2) ($B
   "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== 0. idle, and 1-3: the fleet view"
-if start_dynconfd; then
+if { want 0 || [ $FLEET_RUN = 1 ]; } && start_dynconfd; then
   P="--target $ADDR --pid $DPID"
   # Each step needs the one before; a failed one is reported by run.
   # shellcheck disable=SC2086,SC2015 # P: words
-  run 0 "$ATTACK" idle $P --seconds "$IDLE_S" &&
-    run 1 "$FLEET" reports $P --n "$N" --extra "$EXTRA" --colliding &&
-    run 2 "$FLEET" pages $P --requests "$PAGES" --pipeline "$PIPELINE" \
-      --seconds "$SUSTAIN" &&
-    run 3 "$FLEET" waits $P --metrics "$METRICS" --waits "$WAITS" --max 100 &&
-    run 8b "$ATTACK" run --name metrics_scrape $P -- python3 -c '
+  { ! want 0 || run 0 "$ATTACK" idle $P --seconds "$IDLE_S"; } &&
+    { [ $FLEET_RUN = 0 ] || run 1 "$FLEET" reports $P --n "$N" \
+      --extra "$EXTRA" --colliding --client-ids "$CLIENT_IDS"; } &&
+    { ! want 2 || run 2 "$FLEET" pages $P --requests "$PAGES" \
+      --pipeline "$PIPELINE" --seconds "$SUSTAIN"; } &&
+    { ! want 3 || run 3 "$FLEET" waits $P --metrics "$METRICS" \
+      --waits "$WAITS" --max 100; } &&
+    { ! want 8b || run 8b "$ATTACK" run --name metrics_scrape $P -- python3 -c '
 import sys, time, urllib.request
 took = []
 for i in range(int(sys.argv[2])):
@@ -260,15 +280,15 @@ for i in range(int(sys.argv[2])):
     took.append(time.monotonic() - t0)
 took.sort()
 print("SCRAPES %d scrapes one after another, each answered in p50 %.1f ms, max %.1f ms" % (len(took),
-      took[len(took) // 2] * 1e3, took[-1] * 1e3))' "$METRICS" "$SCRAPES" ||
+      took[len(took) // 2] * 1e3, took[-1] * 1e3))' "$METRICS" "$SCRAPES"; } ||
     true
   s=$(sed -n 's/^SCRAPES \(.*\)$/\1/p' "$TMP/step.out")
-  [ -n "$s" ] && echo "OUTCOME metrics_scrape $s" >>"$RES"
+  [ -n "$s" ] && want 8b && echo "OUTCOME metrics_scrape $s" >>"$RES"
   stop_dynconfd
 fi
 
 echo "== 4. identity hijack"
-if start_dynconfd secure; then
+if want 4 && start_dynconfd secure; then
   run 4 "$ATTACK" hijack --target "$ADDR" --pid "$DPID" --sasl "$SASL" \
     --user-a alice --password-a "$PW_ALICE" --user-b mallory \
     --password-b "$PW_MALLORY" --n "$HIJACKS" || true
@@ -276,7 +296,7 @@ if start_dynconfd secure; then
 fi
 
 echo "== 5. forged Envelopes"
-if start_dynconfd; then
+if want 5 && start_dynconfd; then
   run 5 "$ATTACK" envelope --target "$ADDR" --pid "$DPID" --n "$ENVELOPES" ||
     true
   stop_dynconfd
@@ -286,6 +306,7 @@ fi
 login() {
   step=$1 name=$2 mode=$3
   shift 3
+  want "$step" || return 0
   echo "== $step. log-in flood: $name"
   if start_dynconfd secure; then
     if [ "$mode" = tls ]; then
@@ -306,8 +327,9 @@ if [ "$SCRAM" = 1 ]; then
 fi
 
 echo "== 7. maximal reports"
-if start_dynconfd; then
-  if run 7 "$FLEET" reports --target "$ADDR" --pid "$DPID" --n "$N" --fat; then
+if want 7 && start_dynconfd; then
+  if run 7 "$FLEET" reports --target "$ADDR" --pid "$DPID" --n "$N" --fat \
+    --client-ids "$CLIENT_IDS"; then
     b=$(metric dynconfd_fleet_bytes || true)
     [ -n "$b" ] && echo "RESULT phase=fat_fleet bytes=$b" >>"$RES"
   fi
@@ -315,7 +337,7 @@ if start_dynconfd; then
 fi
 
 echo "== 8. the metrics endpoint: partial requests"
-if start_dynconfd; then
+if want 8 && start_dynconfd; then
   run 8 "$ATTACK" run --name http --target "$ADDR" --pid "$DPID" \
     --after-ms $((HTTP_QUIET * 1000 + 300)) -- \
     python3 "$SRCDIR/tests/httpflood.py" "$METRICS" \
@@ -383,7 +405,12 @@ cN=$(commas "$N")
   echo "7|$cN ClientReports, every field at its longest|reports_fat|$FLEETB"
   echo "8|HTTP: $HTTP_ROUNDS x $(commas "$HTTP_CONNS") partial requests to the metrics listener|http|-"
   echo "8b|HTTP: GET /metrics x $SCRAPES with the $cN-agent fleet|metrics_scrape|-"
-} | awk -F'|' -v res="$RES" '
+} | while IFS='|' read -r step rest; do
+  # The steps selected, and step 1 when it ran for the others.
+  case $step in 1 | 1b) [ $FLEET_RUN = 1 ] && echo "$step|$rest" ;;
+  *) want "$(echo "$step" | tr -d "'" | sed 's/^2b$/2/')" && echo "$step|$rest" ;;
+  esac
+done | awk -F'|' -v res="$RES" '
 BEGIN {
   while ((getline line < res) > 0) {
     n = split(line, w, " ")
