@@ -214,6 +214,56 @@ rd_kafka_resp_err_t dynconf_producer_produce(dynconf_producer_t *p,
   return err;
 }
 
+/* The partitions of the topics produced to, as librdkafka's metadata on
+ * rk knows them (their offsets: -1, the latest). NULL when none. */
+static rd_kafka_topic_partition_list_t *known_partitions(dynconf_producer_t *p,
+                                                         rd_kafka_t *rk) {
+  rd_kafka_topic_partition_list_t *parts =
+      rd_kafka_topic_partition_list_new(16);
+  pthread_mutex_lock(&p->topics_lock);
+  for (int i = 0; i < p->n_topics; i++) {
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, p->topics[i], NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    if (t && !rd_kafka_metadata(rk, 0, t, &md, 5000) && md)
+      for (int j = 0; j < md->topic_cnt; j++)
+        for (int k = 0; k < md->topics[j].partition_cnt; k++)
+          rd_kafka_topic_partition_list_add(
+              parts, md->topics[j].topic, md->topics[j].partitions[k].id)
+              ->offset = -1;
+    if (md)
+      rd_kafka_metadata_destroy(md);
+    if (t)
+      rd_kafka_topic_destroy(t);
+  }
+  pthread_mutex_unlock(&p->topics_lock);
+  if (!parts->cnt) {
+    rd_kafka_topic_partition_list_destroy(parts);
+    return NULL;
+  }
+  return parts;
+}
+
+/* With acks=0 a delivery report only says a request was written: a
+ * drained handle's last requests may still wait in the broker while the
+ * next handle's, on other connections, are appended first. A ListOffsets
+ * to every leader, on the old handle's own connections, is answered only
+ * once the broker has handled all that came before it on them: then the
+ * old messages are in place. Bounded by 5 s; polling thread. */
+static void acks0_barrier(dynconf_producer_t *p, rd_kafka_t *old) {
+  if (!grace_ms(old))
+    return; /* acknowledged: the drain was proof enough */
+  rd_kafka_topic_partition_list_t *parts = known_partitions(p, old);
+  if (!parts)
+    return;
+  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(old, parts, 5000);
+  if (err)
+    dc_agent_log(p->dc, 4, "PRODUCER", "the acks=0 handle's last messages "
+                 "could not be confirmed in place before the switch (%s): "
+                 "their order against the next handle's is not known",
+                 rd_kafka_err2str(err));
+  rd_kafka_topic_partition_list_destroy(parts);
+}
+
 /* Builds the new handle and retires the old one. Polling thread. */
 static void do_switch(dynconf_producer_t *p, int64_t gen) {
   char errstr[512];
@@ -234,6 +284,7 @@ static void do_switch(dynconf_producer_t *p, int64_t gen) {
     while (rd_kafka_flush(p->rk, 1000) == RD_KAFKA_RESP_ERR__TIMED_OUT)
       ;
     __atomic_store_n(&p->switcher, 0, __ATOMIC_RELEASE);
+    acks0_barrier(p, p->rk);
   }
   rd_kafka_t *old = p->rk;
   p->rk = nrk;
