@@ -46,6 +46,9 @@ class Tap:
         if not cond:
             self.failed += 1
         print("%sok %d - %s" % ("" if cond else "not ", self.n, desc), flush=True)
+        if not cond:  # prove shows stderr: a failure's words reach the CI log
+            print("not ok %d - %s" % (self.n, desc), file=sys.stderr,
+                  flush=True)
         return bool(cond)
 
     def is_(self, got, want, desc):

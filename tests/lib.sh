@@ -41,6 +41,7 @@ tap_ok() {
   fi
   DC_TAP_FAILED=$((DC_TAP_FAILED + 1))
   echo "not ok $DC_TAP_N - $*"
+  echo "not ok $DC_TAP_N - $*" >&2 # prove shows stderr: the CI log has it
   return 1
 }
 

@@ -21,6 +21,13 @@ __attribute__((format(printf, 2, 3))) static int tap_ok(int cond, const char *fm
   va_end(ap);
   printf("\n");
   fflush(stdout);
+  if (!cond) { /* prove shows stderr: a failure's words reach the CI log */
+    fprintf(stderr, "not ok %d - ", tap_n);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+  }
   return cond;
 }
 #define ok(cond, ...) tap_ok(!!(cond), __VA_ARGS__)
