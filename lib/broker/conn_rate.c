@@ -166,5 +166,3 @@ void dc_ip_rates_forget_idle(dc_ip_rates_t *t, int64_t now_ms) {
       }
     }
 }
-
-size_t dc_ip_rates_count(const dc_ip_rates_t *t) { return t->n; }

@@ -43,7 +43,5 @@ bool dc_ip_rates_take(dc_ip_rates_t *t, const struct sockaddr_storage *ss,
                       int64_t now_ms);
 /* Forgets the addresses whose bucket is full again. */
 void dc_ip_rates_forget_idle(dc_ip_rates_t *t, int64_t now_ms);
-/* Addresses held now. */
-size_t dc_ip_rates_count(const dc_ip_rates_t *t);
 
 #endif

@@ -26,7 +26,6 @@ struct dc_login {
   fifo_t todo;
   fifo_t done[DC_LOGIN_SINKS];
   int done_fd[DC_LOGIN_SINKS]; /* eventfd: finished work waiting */
-  size_t queued;               /* in todo, and the one running */
   bool stop;
 };
 
@@ -71,7 +70,6 @@ static void *login_thread(void *arg) {
     pthread_mutex_unlock(&l->lock);
     w->run(w);
     pthread_mutex_lock(&l->lock);
-    l->queued--;
     fifo_push(&l->done[w->sink], w);
     uint64_t one = 1;
     ssize_t r = write(l->done_fd[w->sink], &one, sizeof(one));
@@ -136,7 +134,6 @@ int dc_login_fd(const dc_login_t *l, int sink) { return l->done_fd[sink]; }
 void dc_login_submit(dc_login_t *l, dc_login_work_t *w) {
   pthread_mutex_lock(&l->lock);
   fifo_push(&l->todo, w);
-  l->queued++;
   pthread_cond_signal(&l->cond);
   pthread_mutex_unlock(&l->lock);
 }
@@ -151,11 +148,4 @@ dc_login_work_t *dc_login_take_done(dc_login_t *l, int sink) {
   }
   pthread_mutex_unlock(&l->lock);
   return w;
-}
-
-size_t dc_login_queued(dc_login_t *l) {
-  pthread_mutex_lock(&l->lock);
-  size_t n = l->queued;
-  pthread_mutex_unlock(&l->lock);
-  return n;
 }

@@ -39,7 +39,5 @@ int dc_login_fd(const dc_login_t *l, int sink);
 void dc_login_submit(dc_login_t *l, dc_login_work_t *w);
 /* Finished work of sink, oldest first, or NULL. Loop thread. */
 dc_login_work_t *dc_login_take_done(dc_login_t *l, int sink);
-/* Work queued or running now. */
-size_t dc_login_queued(dc_login_t *l);
 
 #endif
