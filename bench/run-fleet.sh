@@ -54,24 +54,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-fleetbench.XXXXXX")
 DPID=
-stop_dynconfd() {
-  [ -n "$DPID" ] || return 0
-  kill -TERM "$DPID" 2>/dev/null || true
-  i=0
-  while kill -0 "$DPID" 2>/dev/null && [ $i -lt 50 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  kill -KILL "$DPID" 2>/dev/null || true
-  wait "$DPID" 2>/dev/null || true
-  DPID=
-}
-cleanup() {
-  stop_dynconfd
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/lib.sh"
 
 # start_dynconfd BUILD [ARGS...]: a fresh dynconfd; sets DPID, ADDR and
 # METRICS.
