@@ -7,7 +7,10 @@
 # same state (configs, history, export) from the topic; a topic with more
 # than one partition is refused; with the store's brokers down an alter
 # fails within --store-timeout-ms naming the store while reads go on, and
-# writes resume by themselves once the brokers are back; a writer paused
+# writes resume by themselves once the brokers are back; a commit written
+# but not read back in time (fetches failing) is answered "may or may not
+# have been applied" within the timeout, later alters NOT_CONTROLLER until
+# it is read, then it is served and writes resume; a writer paused
 # while another claimed the topic gets nothing applied anywhere, then
 # follows the new writer and forwards alters to it; a read replica follows
 # what the writer writes,
@@ -148,7 +151,52 @@ for ((i = 0; i < 60; i++)); do
 done
 tap_is "$ok" 0 "with the brokers back, writes resume without a restart"
 tap_is "$(value_of app-1 acks)" 0 "and the new value is served"
+
+# ---- written, but the log cannot be read back in time ------------------------
+# Fetches fail (the producer is untouched): each failed fetch waits out
+# fetch.error.backoff.ms (500 ms), so 40 errors hold the consumer back for
+# about 10 s, past the 3 s store timeout and the next alter's 1 s. A commit is read back when
+# a record the writer has not read lies before it: its next heartbeat,
+# seen at the log's end (ListOffsets, which the errors spare).
+end_offset() {
+  timeout 10 kcat -Q -b "$BS" -t _dynconf_configs:0:-1 2>/dev/null |
+    sed -n 's/.* offset \([0-9]*\).*/\1/p'
+}
+mark=$(log_mark)
+e0=$(end_offset)
+errs=$(printf ' NOT_LEADER_FOR_PARTITION%.0s' $(seq 20))
+tap_is "$(dc_mock "err 1$errs") $(dc_mock "err 1$errs")" "ok ok" \
+  "the mock fails the next 40 fetches"
+for ((i = 0; i < 100; i++)); do
+  [ "$(end_offset)" -gt "${e0:-0}" ] && break
+  sleep 0.1
+done
+tap_ok "$([ "$(end_offset)" -gt "${e0:-0}" ] && echo 0 || echo 1)" \
+  "a heartbeat the writer cannot read lands after offset $e0"
+t0=$(date +%s%N)
+out=$(cli --entity-type clients --entity-name late-1 --alter \
+  --add-config 'acks=1' 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+tap_isnt "$rc" 0 "an alter whose records cannot be read back is not acknowledged"
+tap_like "$out" "may or may not have been applied.*could not read the log back" \
+  "  its outcome is unknown, and says why: $out"
+tap_ok "$([ "$ms" -lt 5000 ] && echo 0 || echo 1)" \
+  "  answered within the store timeout (3000 ms, here $ms ms)"
+# The CLI retries NOT_CONTROLLER within its --timeout-ms: 1 s here.
+out=$(timeout 30 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$DC_PORT" \
+  --timeout-ms 1000 --entity-type clients --entity-name late-2 --alter \
+  --add-config 'acks=1' 2>&1)
+tap_like "$out" "^Error: NOT_CONTROLLER: .*writes resume once this server has read the log past it" \
+  "until it is read back, the next alter is refused as retriable: $out"
+resumed=$(await_log "read the log past its uncertain change; writes resume" "$mark")
+tap_like "$resumed" "writes resume" "once the fetches succeed, writes resume by themselves"
+tap_is "$(await_value late-1 acks 1)" 1 "the change written after all is served"
+cli --entity-type clients --entity-name late-2 --alter --add-config 'acks=1' >/dev/null
+tap_is $? 0 "and the next alter is acknowledged"
 dc_stop_daemon
+tap_like "$(timeout 30 "$DC_DYNCONFD" --data-dir "$DC_TMP/b" --export -)" \
+  '"name":"late-1".*"acks":"1"' "the cache holds the change read back late"
 
 # ---- a newer writer fences the old one --------------------------------------
 dc_start_daemon "$DC_TMP/a" "${STORE[@]}" || tap_bail "writer A did not restart"

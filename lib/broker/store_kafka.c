@@ -178,18 +178,31 @@ typedef struct applying {
   const int64_t *offsets;  /* the writer's own records, or NULL */
   size_t n_ours;
   size_t fenced_ours;      /* own records ignored: a newer claim came first */
+  size_t ours_in_batch;    /* own records among batch[0..n) */
+  size_t ours_flushed;     /* own records applied by this pass so far */
   bool stop_at_claim;      /* hold a newer claim back for the next poll */
   bool stopped;            /* ... and one was met */
+  /* A pass that ran out of time keeps what it read (consumed, so never
+   * read again) for the next pass to apply and tell. */
+  bool carry;
   const notify_t *nt;
 } applying_t;
+
+/* The one pass at a time: a commit's read-back, a poll, a load. */
+static applying_t pass;
 
 static void applying_start(applying_t *a, const kafka_store_t *k,
                            const int64_t *offsets, size_t n_ours,
                            const notify_t *nt, bool stop_at_claim) {
-  a->n = 0;
-  a->next = k->next_offset;
-  a->epoch = k->epoch;
-  a->node = k->epoch_node;
+  if (!a->carry) {
+    a->n = 0;
+    a->next = k->next_offset;
+    a->epoch = k->epoch;
+    a->node = k->epoch_node;
+  }
+  a->carry = false;
+  a->ours_in_batch = 0;
+  a->ours_flushed = 0;
   a->offsets = offsets;
   a->n_ours = n_ours;
   a->fenced_ours = 0;
@@ -219,6 +232,8 @@ static int flush_batch(kafka_store_t *k, applying_t *a, char *errstr,
     dc_log_record_free(&a->batch[i]);
   }
   a->n = 0;
+  a->ours_flushed += a->ours_in_batch;
+  a->ours_in_batch = 0;
   if (!r) {
     k->next_offset = a->next;
     k->epoch = a->epoch;
@@ -322,6 +337,7 @@ static int take_message(kafka_store_t *k, applying_t *a,
   } else {
     if (a->offsets && !mine && p->node == k->node_id)
       foreign(k, m->offset, "written by another server");
+    a->ours_in_batch += mine;
     a->n++;
     return 0;
   }
@@ -329,48 +345,55 @@ static int take_message(kafka_store_t *k, applying_t *a,
   return 0;
 }
 
+/* Frees what a pass read and did not apply (the store closes). */
 static void applying_drop(applying_t *a) {
   for (size_t i = 0; i < a->n; i++)
     dc_log_record_free(&a->batch[i]);
   a->n = 0;
+  a->carry = false;
+}
+
+/* The pass ran out of time or met a consumer error: what it read is kept
+ * for the next pass. */
+static int fell_behind(applying_t *a) {
+  a->carry = true;
+  return a->ours_flushed ? -1 : DC_KSTORE_BEHIND;
 }
 
 int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
                        const int64_t *offsets, size_t n_ours, size_t *fenced,
                        const notify_t *nt, bool stop_at_claim,
                        int64_t deadline, char *errstr, size_t errstr_size) {
-  static applying_t a;
-  applying_start(&a, k, offsets, n_ours, nt, stop_at_claim);
+  applying_start(&pass, k, offsets, n_ours, nt, stop_at_claim);
   int64_t started = dc_mono_ms();
   bool eof = false;
-  while (a.next < until && !(or_end && eof) && !a.stopped) {
+  while (pass.next < until && !(or_end && eof) && !pass.stopped) {
+    /* Past the deadline, what has arrived already is still taken. */
     int left = (int)(deadline - dc_mono_ms());
-    if (left <= 0) {
+    rd_kafka_message_t *m =
+        rd_kafka_consumer_poll(k->consumer, left > 0 ? left : 0);
+    if (!m && left > 0)
+      continue;
+    if (!m) {
       dc_seterr(errstr, errstr_size, "reading topic %s at %s: offset %lld "
                "not reached within %lld ms", k->topic, k->bootstrap,
                (long long)until, (long long)(dc_mono_ms() - started));
-      applying_drop(&a);
-      return -1;
+      return fell_behind(&pass);
     }
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(k->consumer, left);
-    if (!m)
-      continue;
-    int r = take_message(k, &a, m, errstr, errstr_size);
+    int r = take_message(k, &pass, m, errstr, errstr_size);
     eof |= r == 1;
     if (r == 2)
       k->held = m;
     else
       rd_kafka_message_destroy(m);
-    if (r < 0) {
-      applying_drop(&a);
-      return -1;
-    }
-    if (a.n == APPLY_BATCH && flush_batch(k, &a, errstr, errstr_size))
+    if (r < 0)
+      return fell_behind(&pass);
+    if (pass.n == APPLY_BATCH && flush_batch(k, &pass, errstr, errstr_size))
       return -1;
   }
   if (fenced) /* stopped: every own record lies behind the newer claim */
-    *fenced = a.stopped ? n_ours : a.fenced_ours;
-  return flush_batch(k, &a, errstr, errstr_size);
+    *fenced = pass.stopped ? n_ours : pass.fenced_ours;
+  return flush_batch(k, &pass, errstr, errstr_size);
 }
 
 /* A pass between requests: what has arrived, without waiting, each change
@@ -382,33 +405,34 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
 static int kafka_poll(dc_store_t *st, dc_store_apply_cb *cb, void *opaque,
                       char *errstr, size_t errstr_size) {
   kafka_store_t *k = (kafka_store_t *)st;
-  static applying_t a;
+  applying_t *a = &pass;
   notify_t nt = {cb, opaque};
   char drain[64];
   while (read(k->event_pipe[0], drain, sizeof(drain)) > 0)
     ;
   dc_kstore_events_drain(k);
-  applying_start(&a, k, NULL, 0, &nt, false);
+  applying_start(a, k, NULL, 0, &nt, false);
   rd_kafka_message_t *m = k->held;
   size_t taken = 0;
   k->held = NULL;
-  while (taken < APPLY_BATCH &&
+  /* A pass carried over may hold records already: the batch bounds both. */
+  while (taken < APPLY_BATCH && a->n < APPLY_BATCH &&
          (m || (m = rd_kafka_consumer_poll(k->consumer, 0)))) {
-    int r = take_message(k, &a, m, errstr, errstr_size);
+    int r = take_message(k, a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
     m = NULL;
     taken++;
     if (r < 0) {
       char ferr[256];
-      flush_batch(k, &a, ferr, sizeof(ferr));
+      flush_batch(k, a, ferr, sizeof(ferr));
       return -1;
     }
   }
-  if (taken == APPLY_BATCH) {
+  if (taken == APPLY_BATCH || a->n == APPLY_BATCH) {
     ssize_t w = write(k->event_pipe[1], "1", 1);
     (void)w; /* a full pipe already wakes the loop */
   }
-  if (flush_batch(k, &a, errstr, errstr_size))
+  if (flush_batch(k, a, errstr, errstr_size))
     return -1;
   dc_kstore_tick(k);
   return 0;
@@ -786,16 +810,16 @@ static int produce_all(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
 
 int dc_kstore_await(kafka_store_t *k, rd_kafka_t *rk, delivery_t **d, size_t n,
                     int64_t deadline, char *errstr, size_t errstr_size) {
-  for (;;) {
+  /* Past the deadline, reports due already are still served once. */
+  for (bool last = false; !last;) {
     size_t done = 0;
     for (size_t i = 0; i < n; i++)
       done += d[i]->done;
     if (done == n)
       break;
     int left = (int)(deadline - dc_mono_ms());
-    if (left <= 0)
-      break;
-    rd_kafka_poll(rk, left < 100 ? left : 100);
+    last = left <= 0;
+    rd_kafka_poll(rk, last ? 0 : left < 100 ? left : 100);
   }
   for (size_t i = 0; i < n; i++)
     if (!d[i]->done || d[i]->err) {
@@ -899,6 +923,26 @@ static txn_outcome_t commit_until(kafka_store_t *k, int64_t deadline, char *why,
   return dc_kstore_txn_commit(k, left > 0 ? left : 0, why, why_size);
 }
 
+/* Committed, but the log could not be read back to the last record in
+ * time: whether a newer claim came first is not known here yet. Writes
+ * are refused until poll has read past it (and told the server, which
+ * undoes the change meanwhile, if it counts). */
+static int written_unread(kafka_store_t *k, int64_t last, char *errstr,
+                          size_t errstr_size) {
+  char why[400];
+  snprintf(why, sizeof(why), "%s", errstr);
+  snprintf(k->stale, sizeof(k->stale), "a change written at offset %lld "
+           "could not be read back in time (%s); writes resume once this "
+           "server has read the log past it", (long long)last, why);
+  k->uncertain = true;
+  k->settle_at = last;
+  dc_seterr(errstr, errstr_size, "the change was written to topic %s, but "
+           "this server could not read the log back to it within %d ms, so "
+           "whether another server claimed the topic first is not known "
+           "(%s)", k->topic, k->timeout_ms, why);
+  return DC_STORE_UNSURE;
+}
+
 /* The committed records (d[0..n)) in the cache: as written when they
  * directly follow what this store applied, else by reading the log back
  * to them (other servers' heartbeats, transaction markers in between). */
@@ -925,6 +969,8 @@ static int apply_committed(kafka_store_t *k, const dc_store_commit_t *c,
   int rc = dc_kstore_catch_up(k, last + 1, false, offsets, queued, &lost,
                               NULL, true, deadline, errstr, errstr_size);
   free(offsets);
+  if (rc == DC_KSTORE_BEHIND)
+    return written_unread(k, last, errstr, errstr_size);
   if (!rc && lost) {
     int node = k->held ? (int)header_int(k->held, DC_LOG_HDR_NODE, -1)
                        : (int)k->epoch_node;
@@ -954,8 +1000,8 @@ static int write_txn(kafka_store_t *k, const dc_store_commit_t *c, size_t n,
   }
   switch (o) {
   case TXN_DONE:
-    return dc_kstore_await(k, k->txn, d, *queued, deadline + k->timeout_ms,
-                           errstr, errstr_size);
+    return dc_kstore_await(k, k->txn, d, *queued, deadline, errstr,
+                           errstr_size);
   case TXN_FENCED:
     return fenced(k, why, errstr, errstr_size);
   case TXN_ABORTED:
@@ -1008,8 +1054,8 @@ static int kafka_commit(dc_store_t *st, const dc_store_commit_t *c, size_t n,
   int rc = write_txn(k, c, n, now, d, &queued, deadline, &unsure, errstr,
                      errstr_size);
   if (!rc) {
-    rc = apply_committed(k, c, n, d, queued, now, deadline + k->timeout_ms,
-                         errstr, errstr_size);
+    rc = apply_committed(k, c, n, d, queued, now, deadline, errstr,
+                         errstr_size);
     if (rc == -1)
       snprintf(k->stale, sizeof(k->stale), "written records could not be "
                "applied to the cache (%s)", errstr);
@@ -1046,6 +1092,7 @@ static void kafka_close(dc_store_t *st) {
     dc_kstore_release(k->unsure, k->n_unsure);
   free(k->unsure);
   dc_kstore_history_close(k);
+  applying_drop(&pass);
   if (k->held)
     rd_kafka_message_destroy(k->held);
   if (k->cq) {

@@ -158,7 +158,12 @@ typedef struct kafka_store {
  * Records at offsets[] are this store's own; *fenced (nullable) counts
  * those a newer claim made everyone ignore. With stop_at_claim, stops
  * before a claim newer than the current one and holds it for the next
- * poll. */
+ * poll. 0; DC_KSTORE_BEHIND with errstr when the log could not be read
+ * that far in time (or the consumer failed): what was read is applied
+ * and told by the next pass, nothing of the offsets[] records was
+ * applied yet; -1 with errstr otherwise (the cache could not be written,
+ * or some own records were applied before the pass ran out of time). */
+#define DC_KSTORE_BEHIND 1
 int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
                        const int64_t *offsets, size_t n_ours, size_t *fenced,
                        const notify_t *nt, bool stop_at_claim,
