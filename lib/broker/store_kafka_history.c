@@ -10,6 +10,7 @@
  * copied twice (a writer that died before reading its copy back) is
  * read once: readers keep the first record of each offset.
  */
+#include "broker/store_kafka.h"
 #include "broker/store_kafka_int.h"
 #include "common/clock.h"
 #include "common/log.h"

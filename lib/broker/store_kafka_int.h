@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Internals of the Kafka-topic store shared by store_kafka.c (the log:
- * reading, applying, writing), store_kafka_lead.c (heartbeats, the live
- * replicas, the writer's lease and claims) and store_kafka_txn.c (the
- * writer's transactional producer, which Kafka fences).
+ * Internals of the Kafka-topic store shared by its files, from the top:
+ * store_kafka.c (commits, the vtable, opening), store_kafka_topic.c (the
+ * topics at start-up), store_kafka_lead.c (heartbeats, the writer's
+ * lease and claims), store_kafka_history.c (the audit history topic),
+ * store_kafka_apply.c (applying the log to the cache),
+ * store_kafka_replicas.c (the replica table), store_kafka_txn.c (the
+ * writer's transactional producer, which Kafka fences) and
+ * store_kafka_io.c (handles, produce, delivery reports).
  */
 #ifndef DC_STORE_KAFKA_INT_H
 #define DC_STORE_KAFKA_INT_H
-#include "broker/store_kafka.h"
+#include "broker/store_kafka_opts.h"
+#include "broker/store.h"
 #include "broker/store_record.h"
 
 #include <librdkafka/rdkafka.h>
@@ -151,7 +156,34 @@ typedef struct kafka_store {
   dc_store_replica_t live[MAX_REPLICAS]; /* dc_store_replicas' answer */
 } kafka_store_t;
 
-/* store_kafka.c */
+/* store_kafka_io.c */
+/* Queues one record (value NULL = a tombstone) to the store's topic with
+ * rk (k->producer or k->txn), stamped with this store's node and claimed
+ * epoch; *dp gets its delivery (NULL when not queued). */
+int dc_kstore_produce(kafka_store_t *k, rd_kafka_t *rk, const char *key,
+                      const char *val, delivery_t **dp, char *errstr,
+                      size_t errstr_size);
+/* Waits for the delivery reports of d[0..n), sent with rk, until the
+ * deadline. */
+int dc_kstore_await(kafka_store_t *k, rd_kafka_t *rk, delivery_t **d, size_t n,
+                    int64_t deadline, char *errstr, size_t errstr_size);
+/* The caller is done with d[0..n): frees those reported, leaves the rest
+ * to their delivery reports. */
+void dc_kstore_release(delivery_t **d, size_t n);
+
+/* A producer or consumer for the store's cluster; a transactional
+ * producer when txn_id is not NULL. */
+rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
+                                 rd_kafka_type_t type, const char *txn_id,
+                                 char *errstr, size_t errstr_size);
+int dc_kstore_produce_to(kafka_store_t *k, rd_kafka_t *rk, const char *topic,
+                         const char *key, const char *val, delivery_t **dp,
+                         char *errstr, size_t errstr_size);
+
+/* transaction.timeout.ms for a commit timeout (see store_kafka_io.c). */
+int dc_kstore_txn_timeout_ms(int timeout_ms);
+
+/* store_kafka_apply.c */
 /* Applies the log up to (not including) `until` (or_end: or to the first
  * end of the partition, what read_committed readers may read now, if that
  * comes first) within the deadline, telling nt (nullable) each change.
@@ -168,28 +200,32 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
                        const int64_t *offsets, size_t n_ours, size_t *fenced,
                        const notify_t *nt, bool stop_at_claim,
                        int64_t deadline, char *errstr, size_t errstr_size);
-/* Queues one record (value NULL = a tombstone) to the store's topic with
- * rk (k->producer or k->txn), stamped with this store's node and claimed
- * epoch; *dp gets its delivery (NULL when not queued). */
-int dc_kstore_produce(kafka_store_t *k, rd_kafka_t *rk, const char *key,
-                      const char *val, delivery_t **dp, char *errstr,
-                      size_t errstr_size);
-/* Waits for the delivery reports of d[0..n), sent with rk, until the
- * deadline. */
-int dc_kstore_await(kafka_store_t *k, rd_kafka_t *rk, delivery_t **d, size_t n,
-                    int64_t deadline, char *errstr, size_t errstr_size);
-/* The caller is done with d[0..n): frees those reported, leaves the rest
- * to their delivery reports. */
-void dc_kstore_release(delivery_t **d, size_t n);
+/* The arrived records, without waiting: at most APPLY_BATCH a pass (the
+ * store's pipe is written again when more may wait); each change told to
+ * nt. 0, or -1 with errstr. */
+int dc_kstore_apply_arrived(kafka_store_t *k, const notify_t *nt,
+                            char *errstr, size_t errstr_size);
+/* Frees what the pass read and did not apply (the store closes). */
+void dc_kstore_apply_close(void);
+/* A record header's integer value; def when absent or not a number. */
+int64_t dc_kstore_header_int(const rd_kafka_message_t *m, const char *name,
+                             int64_t def);
 
-/* store_kafka.c: a producer or consumer for the store's cluster; a
- * transactional producer when txn_id is not NULL. */
-rd_kafka_t *dc_kstore_handle_new(const dc_kafka_store_opts_t *o,
-                                 rd_kafka_type_t type, const char *txn_id,
-                                 char *errstr, size_t errstr_size);
-int dc_kstore_produce_to(kafka_store_t *k, rd_kafka_t *rk, const char *topic,
-                         const char *key, const char *val, delivery_t **dp,
-                         char *errstr, size_t errstr_size);
+/* store_kafka_topic.c: the topics checked (created when missing), then
+ * the log applied from the cache's offset to its end. */
+int dc_kstore_check_topic(kafka_store_t *k, char *errstr, size_t errstr_size);
+int dc_kstore_start_reading(kafka_store_t *k, char *errstr,
+                            size_t errstr_size);
+
+/* store_kafka_replicas.c */
+/* A heartbeat read from the log (p's root and listeners are taken). */
+void dc_kstore_heartbeat_seen(kafka_store_t *k, dc_log_record_t *p,
+                              int32_t writer);
+/* A claim was applied: its writer is alive as of now. */
+void dc_kstore_claim_seen(kafka_store_t *k);
+void dc_kstore_replicas_free(kafka_store_t *k);
+const dc_replica_key_t *dc_kstore_own_key(dc_store_t *st);
+int dc_kstore_replica_key(dc_store_t *st, int32_t node, const uint8_t **key);
 
 /* store_kafka_txn.c: the writer's transactional producer. Each call
  * waits at most wait_ms; TXN_PENDING steps are resumed by calling again.
@@ -230,11 +266,6 @@ bool dc_kstore_leading(const kafka_store_t *k);
  * fenced this one meanwhile), or -1 with errstr. */
 int dc_kstore_claim(kafka_store_t *k, const notify_t *nt, char *errstr,
                     size_t errstr_size);
-/* A heartbeat read from the log (p's root and listeners are taken). */
-void dc_kstore_heartbeat_seen(kafka_store_t *k, dc_log_record_t *p,
-                              int32_t writer);
-/* A claim was applied: its writer is alive as of now. */
-void dc_kstore_claim_seen(kafka_store_t *k);
 /* Periodic work from poll: heartbeat when due; claim when the writer's
  * lease ran out and this store may write. */
 void dc_kstore_tick(kafka_store_t *k);
@@ -249,6 +280,4 @@ int dc_kstore_advertise(dc_store_t *st, const dc_store_listener_t *l, size_t n,
                         char *errstr, size_t errstr_size);
 size_t dc_kstore_replicas(dc_store_t *st, const dc_store_replica_t **out,
                           int32_t *leader);
-const dc_replica_key_t *dc_kstore_own_key(dc_store_t *st);
-int dc_kstore_replica_key(dc_store_t *st, int32_t node, const uint8_t **key);
 #endif
