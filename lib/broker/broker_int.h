@@ -16,8 +16,19 @@ struct dc_env_refused {
   int reason; /* 0 = unused */
 };
 
+/* Handles one request as dc_broker_handle does, with fail_code/fail_msg
+ * (nullable) set on it and forwarded marking it as a forwarded one: how
+ * the Envelope and forwarding code reach the dispatcher above them. */
+typedef int(dc_broker_handle_fn)(dc_broker_t *b, const dc_conn_info_t *conn,
+                                 const uint8_t *payload, size_t len,
+                                 dc_arena_t *arena, dc_buf_t *out,
+                                 bool forwarded, int16_t fail_code,
+                                 const char *fail_msg, char *errstr,
+                                 size_t errstr_size);
+
 struct dc_broker {
   dc_broker_opts_t opts;
+  dc_broker_handle_fn *handle_as; /* the dispatcher (dispatch.c) */
   char *cluster_id;   /* owned copy */
   char node_name[16]; /* node id as a BROKER resource name */
   dc_store_t *store;  /* borrowed; NULL = memory only */
@@ -41,8 +52,11 @@ struct dc_broker {
   size_t n_watches;
   size_t n_behind;      /* parked until the store reaches their position */
   int64_t position;     /* the store's, when watches were last looked at */
-  int watch_fd;          /* timerfd: due answers; owned */
+  int watch_fd;          /* timerfd: due answers; owned (pending.c) */
   int64_t watch_armed;   /* when it fires (monotonic ms), -1 = disarmed */
+  /* Something was parked, woken or held since the timer was set: each
+   * entry point of the broker sets it again before returning. */
+  bool timer_stale;
   bool store_applied;    /* the last store poll changed the snapshot */
   uint64_t watches_woken, watches_timed_out; /* answered parked watches */
   int32_t writer;               /* the store's writer at the last poll */
@@ -106,14 +120,21 @@ int dc_broker_forward_alter(dc_req_t *r);
 /* After the store was polled: a forward in flight to a server that no
  * longer writes gives up (its client is told to retry). */
 void dc_broker_forward_writer_changed(dc_broker_t *b);
+/* The forwards that came back, and the held ones now due: answered
+ * through cb. */
+void dc_broker_forward_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
+                               void *opaque);
+/* The client of a forward in flight left: its answer is dropped. */
+void dc_broker_forward_abandon(void *pending);
+/* envelope.c: an Envelope from another replica (the writer's side). */
 int dc_handle_envelope(dc_req_t *r);
-/* handlers.c: one request, with fail_code/fail_msg (nullable) set on
- * it and forwarded marking it as a forwarded one. */
-int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
-                        const uint8_t *payload, size_t len, dc_arena_t *arena,
-                        dc_buf_t *out, bool forwarded, int16_t fail_code,
-                        const char *fail_msg, char *errstr,
-                        size_t errstr_size);
+/* dispatch.c */
+dc_broker_handle_fn dc_broker_handle_as;
+/* pending.c: the answer timer (dc_broker_watch_fd). */
+int dc_broker_timer_init(dc_broker_t *b, char *errstr, size_t errstr_size);
+void dc_broker_timer_free(dc_broker_t *b);
+/* Sets the timer again if timer_stale. */
+void dc_broker_timer_settle(dc_broker_t *b);
 
 /* security.c (rules in acl.h). */
 /* Loads opts.acl_path and opts.credentials_path (those set) into b;
@@ -174,8 +195,15 @@ typedef struct dc_fleet_wait dc_fleet_wait_t;
 bool dc_broker_fleet_may_park(const dc_req_t *r, char *why, size_t why_size);
 /* Parks r (q->since_seq is the fleet's seq now): 0, or -1 without memory. */
 int dc_broker_fleet_park(dc_req_t *r, const dc_describe_fleet_req_t *q);
-/* The fleet changed: its seq moves and the waiters are woken. */
+/* The fleet changed: its seq moves and the waiters are woken
+ * (fleet_list.c). */
 void dc_broker_fleet_moved(dc_broker_t *b);
+/* fleet.c: the connection holding entry closed; the agent it carried is
+ * kept as gone. */
+void dc_broker_fleet_gone(dc_broker_t *b, void *entry);
+/* fleet_list.c: a DescribeFleet answer that names what is wrong instead
+ * of the clients. */
+int dc_broker_fleet_refuse(dc_req_t *r, int16_t code, const char *msg);
 /* When the first waiter is due (monotonic ms; 0 = now, -1 = none). */
 int64_t dc_broker_fleet_waits_due(const dc_broker_t *b);
 /* Answers the due waiters (the fleet moved, or past their timeout). */
@@ -206,8 +234,9 @@ int16_t dc_broker_envelope_check(dc_req_t *r, const dc_envelope_req_t *req);
 
 /* ---- watch.c: parked Watch requests ------------------------------------ */
 typedef struct dc_watch dc_watch_t;
-int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size);
 void dc_broker_watch_free(dc_broker_t *b);
+/* When the first watch is due (monotonic ms; 0 = now, -1 = none). */
+int64_t dc_broker_watch_due(const dc_broker_t *b);
 int dc_handle_watch(dc_req_t *r);
 /* The configuration changed: wakes the watches whose version moved. */
 void dc_broker_watch_changed(dc_broker_t *b);
@@ -227,7 +256,5 @@ int64_t dc_broker_config_version(dc_broker_t *b, const char *client_id,
                                  const char *principal);
 /* True (and pending freed) when pending is a watch. */
 bool dc_broker_watch_abandon(dc_broker_t *b, void *pending);
-/* Sets the answer timer for what is due first, watches or fleet waiters. */
-void dc_broker_watch_rearm(dc_broker_t *b);
 
 #endif

@@ -84,31 +84,6 @@ const dc_entity_t *dc_configdb_get(const dc_configdb_t *db, int8_t type,
   return db->slots[find_slot(db, type, name)];
 }
 
-/* Where key is or would go in e's sorted keys; *found says which. */
-static size_t key_pos(const dc_entity_t *e, const char *key, int *found) {
-  size_t lo = 0, hi = e->n;
-  *found = 0;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    int c = strcmp(e->keys[mid], key);
-    if (!c) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-const char *dc_entity_value(const dc_entity_t *e, const char *key) {
-  int found = 0;
-  size_t p = e ? key_pos(e, key, &found) : 0;
-  return found ? e->values[p] : NULL;
-}
-
 size_t dc_configdb_count(const dc_configdb_t *db) { return db->count; }
 
 const dc_pairidx_t *dc_configdb_pairidx(const dc_configdb_t *db) {
@@ -273,7 +248,7 @@ int dc_configdb_set(dc_configdb_t *db, int8_t type, const char *name,
     return e ? install(db, i, e) : -1;
   }
   int found;
-  size_t p = key_pos(e, key, &found);
+  size_t p = dc_entity_key_pos(e, key, &found);
   char *v = strdup(value);
   if (!v)
     return -1;

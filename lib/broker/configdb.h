@@ -11,18 +11,13 @@
  */
 #ifndef DC_CONFIGDB_H
 #define DC_CONFIGDB_H
+#include "broker/entity_configs.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct dc_pairidx dc_pairidx_t;
 
-typedef struct dc_entity {
-  int8_t type;
-  char *name;
-  size_t n;
-  char **keys;   /* sorted, unique */
-  char **values; /* parallel to keys, never NULL */
-} dc_entity_t;
 
 typedef struct dc_configdb dc_configdb_t;
 
@@ -32,8 +27,6 @@ void dc_configdb_destroy(dc_configdb_t *db);
 /* NULL when the entity has no configs. */
 const dc_entity_t *dc_configdb_get(const dc_configdb_t *db, int8_t type,
                                    const char *name);
-/* Value of key in e (e may be NULL); NULL when absent. */
-const char *dc_entity_value(const dc_entity_t *e, const char *key);
 
 /* Replaces the entity's whole set with copies of keys/values (any order,
  * unique keys); n == 0 removes the entity. 0, or -1 on OOM (db unchanged). */

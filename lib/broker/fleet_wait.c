@@ -124,7 +124,7 @@ int dc_broker_fleet_park(dc_req_t *r, const dc_describe_fleet_req_t *q) {
   r->b->n_fleet_waits++;
   *r->conn->pending = w;
   r->deferred = true;
-  dc_broker_watch_rearm(r->b);
+  r->b->timer_stale = true;
   return 0;
 }
 
@@ -144,12 +144,6 @@ int64_t dc_broker_fleet_waits_due(const dc_broker_t *b) {
       due = w->deadline_ms;
   }
   return due;
-}
-
-void dc_broker_fleet_moved(dc_broker_t *b) {
-  b->fleet.seq++;
-  if (b->fleet_waits)
-    dc_broker_watch_rearm(b);
 }
 
 /* NULL (not asked) sorts before any string. */

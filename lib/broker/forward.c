@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Alters on a replica that does not write the store: forwarded to the one
- * that does, in an Envelope (KIP-590) carrying the client's principal and
+ * that does (the writer's side is envelope.c), in an Envelope (KIP-590) carrying the client's principal and
  * address, signed with this replica's key, and answered to the client as
  * the writer answered them. The writer trusts an Envelope only when it is
  * signed by another replica of the store (forward_auth.c), and, with an
@@ -71,14 +71,8 @@ int dc_broker_event_fd(const dc_broker_t *b) {
   return b->fwd ? dc_forwarder_event_fd(b->fwd) : -1;
 }
 
-void dc_broker_abandon(dc_broker_t *b, void *pending) {
-  if (*(int *)pending == DC_PENDING_LOGIN) {
-    dc_broker_login_abandon(pending);
-    return;
-  }
-  if (!dc_broker_watch_abandon(b, pending) &&
-      !dc_broker_fleet_wait_abandon(b, pending))
-    ((dc_fwd_job_t *)pending)->abandoned = true;
+void dc_broker_forward_abandon(void *pending) {
+  ((dc_fwd_job_t *)pending)->abandoned = true;
 }
 
 /* The writer's listener to forward to, or NULL. */
@@ -213,7 +207,7 @@ static void answer(dc_broker_t *b, dc_fwd_job_t *job, dc_broker_answer_cb *cb,
     dc_conn_info_t conn = {.peer = job->client_host,
                            .principal = job->principal};
     int16_t code = job->error_code ? job->error_code : DC_ERR_NOT_CONTROLLER;
-    if (dc_broker_handle_as(b, &conn, job->request, job->request_len, &arena,
+    if (b->handle_as(b, &conn, job->request, job->request_len, &arena,
                             &out, true, code, job->error, why,
                             sizeof(why)) != DC_HANDLE_OK)
       out.len = 0;
@@ -266,9 +260,8 @@ static void release_held(dc_broker_t *b, dc_broker_answer_cb *cb,
   }
 }
 
-void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
-  dc_broker_login_answers(b, cb, opaque);
-  dc_broker_fleet_waits_answer(b, cb, opaque);
+void dc_broker_forward_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
+                               void *opaque) {
   dc_fwd_job_t *job;
   while (b->fwd && (job = dc_forwarder_take_done(b->fwd))) {
     b->fwd_bytes -= job->request_len;
@@ -287,74 +280,4 @@ void dc_broker_answers(dc_broker_t *b, dc_broker_answer_cb *cb, void *opaque) {
     dc_fwd_job_free(job);
   }
   release_held(b, cb, opaque);
-  dc_broker_watch_answers(b, cb, opaque); /* reads and sets the timer */
-}
-
-/* ---- the writer's side ----------------------------------------------------- */
-
-/* An Envelope's bytes as a string: NULL when they hold a NUL or pass max. */
-static char *bytes_str(dc_arena_t *a, const uint8_t *p, int32_t n, size_t max) {
-  if (n < 0 || (size_t)n > max || (n && memchr(p, 0, (size_t)n)))
-    return NULL;
-  return dc_arena_strndup(a, (const char *)p, (size_t)n);
-}
-
-/* Handles the request inside; 0 with resp set, or an error code. */
-static int16_t unwrap(dc_req_t *r, const dc_envelope_req_t *req,
-                      dc_buf_t *inner, dc_envelope_resp_t *resp) {
-  dc_rd_t ird;
-  dc_req_header_t h;
-  char why[256];
-  dc_rd_init(&ird, req->request_data, (size_t)req->request_data_len,
-             r->arena);
-  char *principal = req->principal_len < 0
-                        ? "User:ANONYMOUS"
-                        : bytes_str(r->arena, req->principal,
-                                    req->principal_len, DC_PRINCIPAL_MAX);
-  char *host = bytes_str(r->arena, req->client_host, req->client_host_len,
-                         300);
-  if (dc_req_header_decode(&ird, &h) || !principal || !host ||
-      (h.api_key != DC_API_ALTER_CONFIGS &&
-       h.api_key != DC_API_INCREMENTAL_ALTER_CONFIGS))
-    return DC_ERR_INVALID_REQUEST; /* only alters are forwarded */
-  dc_conn_info_t conn = {.peer = host,
-                         .principal = principal,
-                         .listener = r->conn->listener,
-                         .advertised_host = r->conn->advertised_host,
-                         .advertised_port = r->conn->advertised_port};
-  if (dc_broker_handle_as(r->b, &conn, req->request_data,
-                          (size_t)req->request_data_len, r->arena, inner,
-                          true, 0, NULL, why, sizeof(why)) != DC_HANDLE_OK ||
-      inner->len < 4) {
-    dc_log(DC_LOG_WARN, "forwarded request from %s (for %s at %s) refused: "
-           "%s", r->conn->peer, principal, host, why);
-    return DC_ERR_INVALID_REQUEST;
-  }
-  resp->response_data = inner->data + 4; /* without the size */
-  resp->response_data_len = (int32_t)(inner->len - 4);
-  return 0;
-}
-
-int dc_handle_envelope(dc_req_t *r) {
-  dc_envelope_req_t req;
-  if (dc_envelope_req_decode(r->rd, r->hdr->api_version, &req))
-    return r->rd->err;
-  dc_envelope_resp_t resp = {.response_data_len = -1};
-  dc_buf_t inner;
-  dc_buf_init(&inner);
-  const dc_store_replica_t *reps;
-  int32_t writer;
-  dc_store_replicas(r->b->store, &reps, &writer);
-  if (r->forwarded || writer == DC_STORE_NOT_REPLICATED) {
-    /* An Envelope in an Envelope, or a server without replicas: nobody
-     * forwards to it, so nobody may act for others through it. */
-    resp.error_code = DC_ERR_INVALID_REQUEST;
-  } else if (!(resp.error_code = dc_broker_envelope_check(r, &req))) {
-    resp.error_code = unwrap(r, &req, &inner, &resp);
-  }
-  resp.position = dc_store_position(r->b->store);
-  int rc = inner.err ? DC_ERR__NOMEM
-                     : dc_envelope_resp_encode(r->out, 0, &resp);
-  dc_buf_free(&inner);
-  return rc;
 }

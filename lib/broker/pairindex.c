@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The heartbeat/session index (pairindex.h). */
 #include "broker/pairindex.h"
-#include "broker/broker_int.h"
+#include "codec/proto.h"
 #include "common/entity.h"
 #include "common/schema.h"
 #include "common/siphash.h"

@@ -81,7 +81,7 @@
  * the members that would break the bound but are shadowed.
  */
 #include "broker/scope.h"
-#include "broker/broker_int.h"
+#include "codec/proto.h"
 #include "broker/pairindex.h"
 #include "common/schema.h"
 #include "common/text.h"

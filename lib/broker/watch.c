@@ -13,7 +13,7 @@
  * distinct configuration once, and those that differ are answered: a
  * change wakes exactly the clients it affects, and woken clients with
  * the same configuration share one encoded answer.
- * Answers leave through a timerfd the event loop watches (armed at once
+ * Answers leave through the broker's answer timer (pending.c: set at once
  * for woken watches, else at the earliest deadline), so they are sent from
  * the loop, never from inside another connection's request.
  *
@@ -34,12 +34,9 @@
 #include "common/log.h"
 #include "common/text.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
 /* A parked request. kind comes first, as in dc_fwd_job_t: the broker
  * tells what a connection waits for by it. A watch is in the deadline
@@ -75,16 +72,6 @@ static bool behind(const dc_watch_t *w, int64_t pos) {
 }
 
 /* ---- the set: a min-heap by deadline, and the woken ------------------- */
-
-int dc_broker_watch_init(dc_broker_t *b, char *errstr, size_t errstr_size) {
-  b->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (b->watch_fd < 0) {
-    dc_seterr(errstr, errstr_size, "cannot make the watch timer: %s",
-              strerror(errno));
-    return -1;
-  }
-  return 0;
-}
 
 static void watch_free(dc_watch_t *w) {
   free(w->client_id);
@@ -195,53 +182,12 @@ void dc_broker_watch_free(dc_broker_t *b) {
   b->watch_heap = NULL;
   b->n_heap = b->heap_cap = 0;
   b->n_watches = 0;
-  if (b->watch_fd >= 0)
-    close(b->watch_fd);
-  b->watch_fd = -1;
 }
 
-int dc_broker_watch_fd(const dc_broker_t *b) { return b->watch_fd; }
-
-/* Sets the timer to fire at due (monotonic ms; -1 disarms). */
-static void arm_at(dc_broker_t *b, int64_t due) {
-  struct itimerspec its = {0};
-  int64_t now = dc_mono_ms();
-  if (due >= 0) {
-    int64_t in = due > now ? due - now : 0;
-    its.it_value.tv_sec = in / 1000;
-    its.it_value.tv_nsec = (long)(in % 1000) * 1000000 + 1; /* 0 disarms */
-  }
-  timerfd_settime(b->watch_fd, 0, &its, NULL);
-  b->watch_armed = due;
-}
-
-/* Arms the timer for the first thing due: a woken watch (or a held
- * forwarded answer whose server caught up) now, else the earliest
- * deadline, of a watch, a parked DescribeFleet, a held forwarded answer
- * or a held log-in failure (nothing parked: disarmed). */
-static void arm(dc_broker_t *b) {
-  int64_t fleet = dc_broker_fleet_waits_due(b);
-  int64_t held = dc_broker_fwd_held_due(b);
-  int64_t login = dc_broker_login_held_due(b);
-  if (b->watch_woken || fleet == 0 || held == 0 || login == 0) {
-    arm_at(b, dc_mono_ms());
-    return;
-  }
-  int64_t due = b->n_heap ? b->watch_heap[0]->deadline_ms : -1;
-  if (fleet > 0 && (due < 0 || fleet < due))
-    due = fleet;
-  if (held > 0 && (due < 0 || held < due))
-    due = held;
-  if (login > 0 && (due < 0 || login < due))
-    due = login;
-  arm_at(b, due);
-}
-
-void dc_broker_watch_rearm(dc_broker_t *b) {
-  int64_t now = dc_mono_ms();
-  if (b->watch_armed >= 0 && b->watch_armed <= now)
-    return; /* fires at once already */
-  arm(b);
+int64_t dc_broker_watch_due(const dc_broker_t *b) {
+  if (b->watch_woken)
+    return 0;
+  return b->n_heap ? b->watch_heap[0]->deadline_ms : -1;
 }
 
 /* Every parked watch's version is computed again, through a memo: a
@@ -293,7 +239,7 @@ static void rejudge(dc_broker_t *b, bool changed) {
   b->n_heap = keep;
   for (size_t i = keep / 2; i-- > 0;)
     sift_down(b, i);
-  arm(b);
+  b->timer_stale = true;
 }
 
 bool dc_broker_watch_abandon(dc_broker_t *b, void *pending) {
@@ -392,7 +338,7 @@ static int park(dc_req_t *r, const dc_watch_req_t *req) {
   *r->conn->pending = w;
   r->deferred = true;
   if (r->b->watch_armed < 0 || w->deadline_ms < r->b->watch_armed)
-    arm_at(r->b, w->deadline_ms);
+    r->b->timer_stale = true;
   return 0;
 }
 
@@ -473,9 +419,6 @@ static void answer(dc_broker_t *b, dc_resolved_memo_t *memo, dc_watch_t *w,
  * are the same share one encoded body. */
 void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
                              void *opaque) {
-  uint64_t fired;
-  ssize_t rd = read(b->watch_fd, &fired, sizeof(fired));
-  (void)rd; /* EAGAIN too: the loop may call without the timer firing */
   int64_t now = dc_mono_ms();
   /* The woken first, then the timed out in deadline order. */
   dc_watch_t *due = b->watch_woken, **tail = &due, *next;
@@ -492,7 +435,6 @@ void dc_broker_watch_answers(dc_broker_t *b, dc_broker_answer_cb *cb,
     *tail = w;
     tail = &w->next;
   }
-  arm(b);
   dc_resolved_memo_t memo;
   dc_resolved_memo_init(&memo, b->db, b->opts.max_response_size);
   memo.position = dc_store_position(b->store);
