@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The cost of checking one OAUTHBEARER token (lib/broker/jwt.c) on one
+ * The cost of checking one OAUTHBEARER token (lib/broker/auth/jwt.c) on one
  * core: an RS256 (RSA-2048) and an ES256 (P-256) token, made here, are
  * validated again and again against a JWKS file holding both keys.
  * Prints, per algorithm, the median of 5 rounds in microseconds of CPU
@@ -8,7 +8,7 @@
  *
  *   bench/jwt_verify [TOKENS_PER_ROUND]   (default 2000)
  */
-#include "broker/jwt.h"
+#include "broker/auth/jwt.h"
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>

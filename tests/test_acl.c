@@ -10,7 +10,7 @@
  *     and <default>, user entities (plain and user/client), broker, '*',
  *     User:*, the default own-client-id / own-user rule, and the reasons.
  */
-#include "broker/acl.h"
+#include "broker/auth/acl.h"
 #include "codec/proto.h"
 #include "tap.h"
 #include "testutil.h"

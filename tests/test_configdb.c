@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The in-memory snapshot (lib/broker/configdb.c): get/replace/set/remove
+ * The in-memory snapshot (lib/broker/config/configdb.c): get/replace/set/remove
  * semantics, sorted keys, dc_entity_value()'s binary search, and a long
  * randomised run over 20,000 entities (forced growth, then random deletes
  * and re-inserts) checked against a trivial reference model after every
@@ -8,8 +8,8 @@
  * backward-shift deletion: a wrong shift loses or hides entities that
  * were in the same probe run.
  */
-#include "broker/configdb.h"
-#include "broker/pairindex.h"
+#include "broker/config/configdb.h"
+#include "broker/config/pairindex.h"
 #include "tap.h"
 
 #include <stdbool.h>

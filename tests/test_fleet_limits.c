@@ -24,7 +24,7 @@
  *     room is refused naming the setting, its entry unchanged.
  */
 #include "../bench/fnv_collide.h"
-#include "broker/broker_int.h"
+#include "broker/core/broker_int.h"
 #include "codec/proto.h"
 #include "common/clock.h"
 #include "tap.h"

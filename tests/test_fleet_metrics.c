@@ -23,8 +23,9 @@
  *     connected agent once; with 20,000 agents of distinct client-ids,
  *     the first scrape after their reports judges none.
  */
-#include "broker/broker_int.h"
-#include "broker/handlers.h"
+#include "broker/core/broker_int.h"
+#include "broker/rollout/fleet.h"
+#include "broker/core/broker.h"
 #include "codec/proto.h"
 #include "common/clock.h"
 #include "tap.h"
@@ -182,7 +183,7 @@ static bool scraped(uint64_t n[4]) {
 /* Every entry judged afresh, each configuration resolved on its own. */
 static void recounted(uint64_t n[4]) {
   memset(n, 0, 4 * sizeof(*n));
-  for (dc_avl_node_t *a = dc_avl_first(&g_b->fleet.by_client); a;
+  for (dc_avl_node_t *a = dc_avl_first(&g_b->fleet->by_client); a;
        a = dc_avl_next(a)) {
     const dc_fleet_entry_t *e = dc_fleet_entry_of(a, false);
     n[dc_fleet_state(e, current(e->client_id, e->principal))]++;
@@ -359,26 +360,26 @@ static void test_moves(void) {
 static void test_work(void) {
   uint64_t n[4];
   scraped(n);
-  uint64_t before = g_b->fleet.judged;
+  uint64_t before = g_b->fleet->judged;
   scraped(n);
   scraped(n);
-  is_int(g_b->fleet.judged - before, 0, "two scrapes, nothing changed: no "
+  is_int(g_b->fleet->judged - before, 0, "two scrapes, nothing changed: no "
          "agent judged");
   report_agent(20, 0);
   scraped(n);
-  is_int(g_b->fleet.judged - before, 1, "  a report judges its agent alone");
+  is_int(g_b->fleet->judged - before, 1, "  a report judges its agent alone");
   size_t live = 0;
   for (int i = 0; i < N_AGENTS; i++)
     live += g_p[i].fleet && dc_fleet_live(g_p[i].fleet);
   alter(DC_RES_CLIENT, "<default>", "linger.ms", "7");
-  before = g_b->fleet.judged;
+  before = g_b->fleet->judged;
   scraped(n);
   scraped(n);
-  is_int(g_b->fleet.judged - before, live, "  after an alter, two scrapes "
+  is_int(g_b->fleet->judged - before, live, "  after an alter, two scrapes "
          "judge each of the %zu connected agents once", live);
   for (int i = 0; i < N_AGENTS; i++)
     peer_close(&g_p[i]);
-  uint64_t all_silent[4] = {0, 0, 0, g_b->fleet.n};
+  uint64_t all_silent[4] = {0, 0, 0, g_b->fleet->n};
   check(all_silent, "all connections closed");
 }
 
@@ -412,7 +413,7 @@ static void test_retention(void) {
     dc_tu_sleep_ms(10);
   uint64_t n[4];
   scraped(n);
-  is_int(g_b->fleet.n, 4, "  past it, the scrape drops the 6");
+  is_int(g_b->fleet->n, 4, "  past it, the scrape drops the 6");
   check(NULL, "  and they leave the counts");
   for (int i = 6; i < 10; i++)
     peer_close(&g_p[i]);
@@ -432,9 +433,9 @@ static void test_room(void) {
     if (i % 3) /* a third stay connected */
       peer_close(&g_p[i]);
   }
-  ok(!refused && g_b->fleet.n < N_AGENTS,
+  ok(!refused && g_b->fleet->n < N_AGENTS,
      "%d agents, two thirds gone: %zu kept, gone ones dropped for room",
-     N_AGENTS, g_b->fleet.n);
+     N_AGENTS, g_b->fleet->n);
   check(NULL, "  the dropped leave the counts");
   for (int i = 0; i < N_AGENTS; i++)
     peer_close(&g_p[i]);
@@ -465,11 +466,11 @@ static void test_many(void) {
   }
   ok(p && !refused, "%d agents of distinct client-ids report", N_MANY);
   uint64_t half[4] = {N_MANY / 2, N_MANY / 2, 0, 0}, n[4];
-  uint64_t before = g_b->fleet.judged;
+  uint64_t before = g_b->fleet->judged;
   int64_t t0 = dc_mono_us();
   scraped(n);
   int64_t took = dc_mono_us() - t0;
-  is_int(g_b->fleet.judged - before, 0, "  the first scrape judges none of "
+  is_int(g_b->fleet->judged - before, 0, "  the first scrape judges none of "
          "them");
   diag("  (it took %lld us)", (long long)took);
   check(half, "  half up to date, half behind");
@@ -478,7 +479,7 @@ static void test_many(void) {
   t0 = dc_mono_us();
   scraped(n);
   diag("  (the first scrape after it judged %llu of them in %lld us)",
-       (unsigned long long)(g_b->fleet.judged - before),
+       (unsigned long long)(g_b->fleet->judged - before),
        (long long)(dc_mono_us() - t0));
   uint64_t behind[4] = {0, N_MANY, 0, 0};
   check(behind, "  after an alter of <default>, all behind");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The GSSAPI acceptor's keytab (lib/broker/sasl_gssapi.c), without a KDC:
+ * The GSSAPI acceptor's keytab (lib/broker/auth/sasl_gssapi.c), without a KDC:
  * the keys are copied into a MEMORY keytab when the acceptor is made, so
  * the file changed or broken afterwards leaves them as they were; a new
  * acceptor from a garbage file, a keytab without a key for the service or
@@ -8,7 +8,7 @@
  * what it resolves to; and each acceptor's MEMORY keytab is gone once the
  * acceptor is (MIT frees one at its last close), so reloads leak no keys.
  */
-#include "broker/sasl_gssapi.h"
+#include "broker/auth/sasl_gssapi.h"
 #include "tap.h"
 #include "testutil.h"
 

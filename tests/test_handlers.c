@@ -17,8 +17,8 @@
  *     audit rows carry the principal, peer, op, old and new values; a store
  *     that fails its commit leaves the snapshot unchanged.
  */
-#include "broker/handlers.h"
-#include "broker/store.h"
+#include "broker/core/broker.h"
+#include "broker/store/store.h"
 #include "codec/proto.h"
 #include "common/clock.h"
 #include "common/schema.h"

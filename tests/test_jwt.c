@@ -13,7 +13,7 @@
  *     fields, too big, too many keys;
  *   - mutations of valid tokens never crash and never validate.
  */
-#include "broker/jwt.h"
+#include "broker/auth/jwt.h"
 #include "tap.h"
 
 #include <openssl/bio.h>

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Kerberos principal-to-local rules (lib/broker/krb_rules.c): DEFAULT and
+ * Kerberos principal-to-local rules (lib/broker/auth/krb_rules.c): DEFAULT and
  * the default realm, Kafka's and Hadoop's documented examples and Kafka's
  * own unit tests, substitution (g, groups, empty matches), rule order and
  * separators, parse errors with their excerpts, malformed principals,
  * names that are not simple, empty or too long, a small output buffer,
  * concurrent use of one list, and a seeded run of mutated inputs.
  */
-#include "broker/krb_rules.h"
+#include "broker/auth/krb_rules.h"
 #include "tap.h"
 
 #include <pthread.h>

@@ -25,7 +25,7 @@ tap_is "$(includes broker '(\.\./)?agent/')" "" \
   "lib/broker does not include the agent"
 # The broker reaches other replicas (forwarding) only through lib/client.
 tap_is "$(grep -rlE '^#include "client/' "$lib/broker" | sed "s|$lib/||" | sort | tr '\n' ' ')" \
-  "broker/forwarder.h " "only the forwarder makes the broker a client"
+  "broker/api/forwarder.h " "only the forwarder makes the broker a client"
 tap_is "$(includes agent '(\.\./)?broker/')" "" "lib/agent does not include the broker"
 # The agent speaks the protocol through lib/client: librdkafka is only what
 # the application's own (and the managed) clients are built with.
@@ -36,8 +36,25 @@ tap_is "$(grep -rln 'rd_kafka_new(' "$lib/agent" | sed "s|$lib/||" | sort | tr '
   "only the managed producer and consumer make librdkafka handles"
 tap_ok "$([ -n "$(includes agent '(\.\./)?client/')" ] && echo 0 || echo 1)" \
   "lib/agent reaches the server through lib/client"
+# Inside the broker, folders include downward only: net, api, rollout,
+# core, store, then config and auth at the ground (lib/broker/README.md).
+tap_is "$(includes broker/config 'broker/(auth|store|core|rollout|api|net)/')" "" \
+  "broker/config includes no other broker folder"
+tap_is "$(includes broker/auth 'broker/(config|store|core|rollout|api|net)/')" "" \
+  "broker/auth includes no other broker folder"
+tap_is "$(includes broker/store 'broker/(core|rollout|api|net)/')" "" \
+  "broker/store includes only config and auth"
+tap_is "$(includes broker/core 'broker/(rollout|api|net)/')" "" \
+  "broker/core includes nothing above it"
+tap_is "$(includes broker/rollout 'broker/(api|net)/')" "" \
+  "broker/rollout includes neither api nor net"
+tap_is "$(includes broker/api 'broker/net/')" "" "broker/api does not include net"
+tap_is "$(ls -p "$lib/broker" | grep -v / | grep -v '^README.md$')" "" \
+  "every broker source lives in a subsystem's folder"
 # The test must be able to fail: the patterns do find what exists.
 tap_ok "$([ -n "$(includes codec '(\.\./)?common/')" ] && echo 0 || echo 1)" \
   "the check sees lib/codec's includes of lib/common"
+tap_ok "$([ -n "$(includes broker/api 'broker/rollout/')" ] && echo 0 || echo 1)" \
+  "the check sees broker/api's includes of broker/rollout"
 
 tap_done

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit tests for lib/broker/replica_key.c: Ed25519 as RFC 8032 defines
+ * Unit tests for lib/broker/auth/replica_key.c: Ed25519 as RFC 8032 defines
  * it, the signed message's layout (every part covered, none shiftable
  * into another), keys as hex.
  */
-#include "broker/replica_key.h"
+#include "broker/auth/replica_key.h"
 #include "tap.h"
 
 #include <stdint.h>

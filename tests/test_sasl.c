@@ -4,8 +4,8 @@
  * state machine, the server exchange for PLAIN and SCRAM-SHA-256/512, and
  * the hashed credentials file.
  */
-#include "broker/credentials.h"
-#include "broker/sasl_server.h"
+#include "broker/auth/credentials.h"
+#include "broker/auth/sasl_server.h"
 #include "client/oauth_client.h"
 #include "client/scram_client.h"
 #include "tap.h"

@@ -2,7 +2,7 @@
 /*
  * Principal-scoped configs and authorization, driven through
  * dc_broker_handle() with different principals and client ids (no
- * sockets; lib/broker/scope.c, security.c, config_apis.c, acl.c and
+ * sockets; lib/broker/config/scope.c, security.c, config_apis.c, acl.c and
  * lib/common/entity.c):
  *   - type-10 entity names: percent-encoding, canonical form, every error;
  *   - resolution user+client > user > client > <default> for CLIENT and
@@ -19,12 +19,12 @@
  *   - persistence of type-10 entities through a real SQLite store, with
  *     the principal in the audit rows.
  */
-#include "broker/broker_int.h" /* b->creds, to see what a reload kept */
-#include "broker/credentials.h"
-#include "broker/handlers.h"
-#include "broker/pairindex.h"
-#include "broker/scope.h"
-#include "broker/store.h"
+#include "broker/core/broker_int.h" /* b->creds, to see what a reload kept */
+#include "broker/auth/credentials.h"
+#include "broker/core/broker.h"
+#include "broker/config/pairindex.h"
+#include "broker/config/scope.h"
+#include "broker/store/store.h"
 #include "codec/proto.h"
 #include "common/entity.h"
 #include "tap.h"

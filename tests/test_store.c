@@ -5,7 +5,7 @@
  * paths, and atomicity under kill -9 of a committing process.
  * Everything happens under one mkdtemp() directory removed at the end.
  */
-#include "broker/store.h"
+#include "broker/store/store.h"
 #include "codec/proto.h"
 #include "tap.h"
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The Kafka store's record format (lib/broker/store_record.c): a commit
+ * The Kafka store's record format (lib/broker/store/store_record.c): a commit
  * written as a record reads back as the same commit; tombstones and claims
  * read as such; whatever else a topic may hold (not JSON, another shape,
  * an unknown type, a non-canonical user name, a value an alter would
  * refuse, a malformed change, a claim without its epoch) is refused with
  * a reason.
  */
-#include "broker/store_record.h"
+#include "broker/store/store_record.h"
 #include "codec/proto.h"
 #include "tap.h"
 

@@ -4,12 +4,12 @@
  * the Kafka wire protocol, stores them in SQLite, prints its audit history.
  */
 #include "config.h"
-#include "broker/credentials.h"
-#include "broker/handlers.h"
-#include "broker/server.h"
-#include "broker/store.h"
-#include "broker/store_kafka.h"
-#include "broker/transfer.h"
+#include "broker/auth/credentials.h"
+#include "broker/core/broker.h"
+#include "broker/net/server.h"
+#include "broker/store/store.h"
+#include "broker/store/store_kafka.h"
+#include "broker/store/transfer.h"
 #include "client/client_props.h"
 #include "client/kclient.h"
 #include "codec/proto.h"

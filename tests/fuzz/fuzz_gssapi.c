@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libFuzzer target: dynconfd's GSSAPI exchange (lib/broker/sasl_gssapi.c
+ * libFuzzer target: dynconfd's GSSAPI exchange (lib/broker/auth/sasl_gssapi.c
  * over Cyrus SASL and MIT Kerberos) and the principal-to-local rules
- * (lib/broker/krb_rules.c), what a client on a SASL listener and an
+ * (lib/broker/auth/krb_rules.c), what a client on a SASL listener and an
  * operator's configuration control.
  *
  * Input: one byte of mode, then
@@ -20,9 +20,9 @@
  * Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, writes a few seeds into DIR
  * and exits.
  */
-#include "broker/krb_rules.h"
-#include "broker/sasl_gssapi.h"
-#include "broker/sasl_server.h"
+#include "broker/auth/krb_rules.h"
+#include "broker/auth/sasl_gssapi.h"
+#include "broker/auth/sasl_server.h"
 
 #include <krb5.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libFuzzer target: dynconfd's OAUTHBEARER exchange (lib/broker/
- * sasl_oauthbearer.c and the token checks of lib/broker/jwt.c), what any
+ * sasl_oauthbearer.c and the token checks of lib/broker/auth/jwt.c), what any
  * client that reaches a SASL listener controls.
  *
  * Input: one byte of flags (bit 0: unsigned tokens allowed; bit 1: an
@@ -15,7 +15,7 @@
  * Seed mode: with DC_FUZZ_WRITE_SEEDS=DIR set, writes a good message and a
  * few refused ones into DIR and exits.
  */
-#include "broker/sasl_server.h"
+#include "broker/auth/sasl_server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -34,7 +34,7 @@
  * globals, released by an atexit handler. The brokers' state grows with
  * accepted alters, so they are rebuilt every REBUILD_EVERY inputs.
  */
-#include "broker/handlers.h"
+#include "broker/core/broker.h"
 #include "codec/proto.h"
 
 #include <errno.h>
