@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The agent: first fetch in dynconf_new(), a background thread that
- * re-fetches (fetch.c: DescribeConfigs over the agent's own connection),
- * and dynconf_poll() that serves events and logs on the application's
- * thread.
+ * The agent: a background thread that re-fetches (fetch.c: DescribeConfigs
+ * over the agent's own connection) and records each outcome, and
+ * dynconf_poll() that serves events and logs on the application's thread.
+ * dynconf_new() and the first fetch are in lifecycle.c.
  */
 #include "agent/agent_int.h"
 #include "common/clock.h"
-#include "common/schema.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -15,10 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 /* ---- error events -------------------------------------------------------- */
 
@@ -34,57 +30,6 @@ static dynconf_event_t *error_event(dynconf_event_type_t type,
     ev->err = err;
   }
   return ev;
-}
-
-/* ---- reading the application's configuration -------------------------- */
-
-static char *conf_get(rd_kafka_conf_t *conf, const char *name) {
-  char buf[1024];
-  size_t sz = sizeof(buf);
-  if (rd_kafka_conf_get(conf, name, buf, &sz) == RD_KAFKA_CONF_OK)
-    return strdup(buf);
-  /* Topic-level properties (acks) live in the default topic conf. */
-  rd_kafka_topic_conf_t *tc = rd_kafka_conf_get_default_topic_conf(conf);
-  rd_kafka_topic_conf_t *tmp = tc ? NULL : rd_kafka_topic_conf_new();
-  sz = sizeof(buf);
-  char *r = NULL;
-  if (rd_kafka_topic_conf_get(tc ? tc : tmp, name, buf, &sz) ==
-      RD_KAFKA_CONF_OK)
-    r = strdup(buf);
-  if (tmp)
-    rd_kafka_topic_conf_destroy(tmp);
-  return r;
-}
-
-static int64_t conf_int(rd_kafka_conf_t *conf, const char *name, int64_t def) {
-  char *v = conf_get(conf, name);
-  int64_t n;
-  if (!v || !dc_parse_int64(v, &n))
-    n = def;
-  free(v);
-  return n;
-}
-
-static void read_app_settings(dynconf_t *dc) {
-  dc_app_settings_t *a = &dc->app;
-  rd_kafka_conf_t *c = dc->app_conf;
-  a->consumer = dc->type == RD_KAFKA_CONSUMER;
-  char *idem = conf_get(c, "enable.idempotence");
-  char *txn = conf_get(c, "transactional.id");
-  /* Absent before librdkafka 2.4: then conf_get finds no such property. */
-  char *proto = conf_get(c, "group.protocol");
-  a->idempotent = idem && !strcmp(idem, "true");
-  a->transactional = txn && *txn;
-  a->broker_owns_timeouts =
-      a->consumer && proto && !strcasecmp(proto, "consumer");
-  free(idem);
-  free(txn);
-  free(proto);
-  a->max_poll_interval_ms = conf_int(c, "max.poll.interval.ms", 300000);
-  a->session_timeout_ms = conf_int(c, "session.timeout.ms", 45000);
-  a->heartbeat_interval_ms = conf_int(c, "heartbeat.interval.ms", 3000);
-  for (size_t i = 0; i < dc->allow.n; i++)
-    a->values[i] = conf_get(c, dc->allow.keys[i]);
 }
 
 /* Random interval in [ms - pct%, ms]: a fleet spreads out, and no agent
@@ -190,12 +135,8 @@ static void adopt_locked(dynconf_t *dc, dc_fetched_set_t *set, judged_t *j) {
     publish_locked(dc, j);
 }
 
-/* Records a fetch outcome and decides the next fetch. Caller holds lock.
- * On success *set becomes dc->fetched and *set gets the previous one,
- * which the caller frees (after unlocking). */
-static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
-                   judged_t *j, dynconf_err_t err, const char *errstr,
-                   int64_t took_us) {
+/* Adds one fetch's time to the statistics. Caller holds lock. */
+static void note_fetch_time(dynconf_t *dc, int64_t took_us) {
   static const int64_t bounds[DC_FETCH_BUCKETS] = DC_FETCH_BOUNDS_US;
   size_t b = 0;
   while (b < DC_FETCH_BUCKETS && took_us > bounds[b])
@@ -205,42 +146,32 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   dc->sum_fetch_us += took_us;
   if (took_us > dc->max_fetch_us)
     dc->max_fetch_us = took_us;
-  int64_t now = dc_mono_ms();
-  if (r == FETCH_OK) {
-    dc->n_fetch_ok++;
-    if (dc->state == DYNCONF_STATE_DEGRADED ||
-        dc->state == DYNCONF_STATE_UNSUPPORTED)
-      dc_agent_log_locked(dc, 6, "FETCH", "dynamic configs for client.id "
-                          "'%s' are reachable again at %s", dc->client_id,
-                          dc->bootstrap);
-    dc->state = DYNCONF_STATE_UP;
-    dc->failures = 0;
-    adopt_locked(dc, set, j);
-    dc->next_fetch_ms = now + jittered(dc, dc->interval_ms);
-    dc->conn.watch_off = false; /* the server may watch again */
-    return;
+}
+
+/* The server answered that it serves no dynamic configs: an outage, if
+ * any, is over; probe again later. Caller holds lock. */
+static void record_unsupported(dynconf_t *dc, dynconf_err_t err,
+                               const char *errstr, int64_t now) {
+  dc->n_fetch_unsupported++;
+  dc->failures = 0;
+  if (dc->state != DYNCONF_STATE_UNSUPPORTED) {
+    dc_agent_log_locked(
+        dc, 4, "UNSUPPORTED",
+        "%s does not serve dynamic client configs (%s); using the "
+        "application's own configuration, re-probing every %d s",
+        dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
+    dynconf_event_t *ev = error_event(DYNCONF_EVENT_UNSUPPORTED, err, errstr);
+    if (ev)
+      dc_agent_enqueue_locked(dc, ev);
   }
-  dc->last_err = err;
-  snprintf(dc->last_errstr, sizeof(dc->last_errstr), "%s", errstr);
-  dc->last_err_ms = dc_wall_ms();
-  if (r == FETCH_UNSUPPORTED) {
-    /* The server answered: an outage, if any, is over. */
-    dc->n_fetch_unsupported++;
-    dc->failures = 0;
-    if (dc->state != DYNCONF_STATE_UNSUPPORTED) {
-      dc_agent_log_locked(
-          dc, 4, "UNSUPPORTED",
-          "%s does not serve dynamic client configs (%s); using the "
-          "application's own configuration, re-probing every %d s",
-          dc->bootstrap, errstr, dc->conf.unsupported_reprobe_ms / 1000);
-      dynconf_event_t *ev = error_event(DYNCONF_EVENT_UNSUPPORTED, err, errstr);
-      if (ev)
-        dc_agent_enqueue_locked(dc, ev);
-    }
-    dc->state = DYNCONF_STATE_UNSUPPORTED;
-    dc->next_fetch_ms = now + jittered(dc, dc->conf.unsupported_reprobe_ms);
-    return;
-  }
+  dc->state = DYNCONF_STATE_UNSUPPORTED;
+  dc->next_fetch_ms = now + jittered(dc, dc->conf.unsupported_reprobe_ms);
+}
+
+/* A failed fetch: reported once per outage, retried with a growing
+ * back-off. Caller holds lock. */
+static void record_failure(dynconf_t *dc, dynconf_err_t err,
+                           const char *errstr, int64_t now) {
   dc->n_fetch_err++;
   if (dc->failures == 0) {
     dc_agent_log_locked(dc, 4, "FETCH", "cannot fetch dynamic configs for "
@@ -264,7 +195,38 @@ static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
   dc->next_fetch_ms = now + jittered(dc, backoff);
 }
 
-static dc_fetch_res_t fetch_and_record(dynconf_t *dc, int timeout_ms) {
+/* Records a fetch outcome and decides the next fetch. Caller holds lock.
+ * On success *set becomes dc->fetched and *set gets the previous one,
+ * which the caller frees (after unlocking). */
+static void record(dynconf_t *dc, dc_fetch_res_t r, dc_fetched_set_t *set,
+                   judged_t *j, dynconf_err_t err, const char *errstr,
+                   int64_t took_us) {
+  note_fetch_time(dc, took_us);
+  int64_t now = dc_mono_ms();
+  if (r == FETCH_OK) {
+    dc->n_fetch_ok++;
+    if (dc->state == DYNCONF_STATE_DEGRADED ||
+        dc->state == DYNCONF_STATE_UNSUPPORTED)
+      dc_agent_log_locked(dc, 6, "FETCH", "dynamic configs for client.id "
+                          "'%s' are reachable again at %s", dc->client_id,
+                          dc->bootstrap);
+    dc->state = DYNCONF_STATE_UP;
+    dc->failures = 0;
+    adopt_locked(dc, set, j);
+    dc->next_fetch_ms = now + jittered(dc, dc->interval_ms);
+    dc->conn.watch_off = false; /* the server may watch again */
+    return;
+  }
+  dc->last_err = err;
+  snprintf(dc->last_errstr, sizeof(dc->last_errstr), "%s", errstr);
+  dc->last_err_ms = dc_wall_ms();
+  if (r == FETCH_UNSUPPORTED)
+    record_unsupported(dc, err, errstr, now);
+  else
+    record_failure(dc, err, errstr, now);
+}
+
+dc_fetch_res_t dc_agent_fetch_and_record(dynconf_t *dc, int timeout_ms) {
   dc_fetched_set_t set;
   dynconf_err_t err = DYNCONF_ERR_NO_ERROR;
   char errstr[512] = "";
@@ -428,7 +390,7 @@ static int64_t watch_within_session(dynconf_t *dc, int64_t wait) {
   return 0;
 }
 
-static void *agent_thread(void *arg) {
+void *dc_agent_thread(void *arg) {
   dynconf_t *dc = arg;
   pthread_setname_np(pthread_self(), "dynconf:agent");
   /* In the fleet view from the connection dynconf_new() opened, not from
@@ -477,8 +439,9 @@ static void *agent_thread(void *arg) {
     /* A watching agent reports from its next Watch answer, which names
      * the version; one that cannot watch reports the version it was
      * served (-1 from a server that does not say: it knows). */
-    if (fetch_and_record(dc, dc->conf.request_timeout_ms) == FETCH_OK &&
-        !(dc->conf.watch && dc_agent_watch_offered(dc)))
+    dc_fetch_res_t r =
+        dc_agent_fetch_and_record(dc, dc->conf.request_timeout_ms);
+    if (r == FETCH_OK && !(dc->conf.watch && dc_agent_watch_offered(dc)))
       report(dc, dc->conn.fetched_version);
     pthread_mutex_lock(&dc->lock);
   }
@@ -486,165 +449,14 @@ static void *agent_thread(void *arg) {
   return NULL;
 }
 
-/* 128 random bits in hex: the agent's name in the server's fleet view,
- * the same across its reconnects. */
-static void instance_id_make(char *out, size_t size) {
-  uint8_t r[16];
-  if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
-    uint64_t x = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32);
-    for (size_t i = 0; i < sizeof(r); i++, x = x * 6364136223846793005ull + 1)
-      r[i] = (uint8_t)(x >> 56);
-  }
-  for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < size; i++)
-    snprintf(out + 2 * i, 3, "%02x", r[i]);
-}
-
 /* ---- public API ---------------------------------------------------------- */
-
-static void agent_free(dynconf_t *dc) {
-  dc_agent_conn_free(&dc->conn);
-  if (dc->app_conf)
-    rd_kafka_conf_destroy(dc->app_conf);
-  for (size_t i = 0; i < DC_AGENT_MAX_KEYS; i++)
-    free(dc->app.values[i]);
-  dc_fetched_set_free(&dc->fetched);
-  dc_effective_free(&dc->eff);
-  dc_agent_queues_free(dc);
-  dc_event_free(dc->last_rejected);
-  dc_certwatch_free(&dc->cw);
-  dc_oauth_free(&dc->oauth);
-  free(dc->client_id);
-  free(dc->bootstrap);
-  dc_conf_free_fields(&dc->conf);
-  pthread_cond_destroy(&dc->wake);
-  pthread_cond_destroy(&dc->ready);
-  pthread_mutex_destroy(&dc->lock);
-  free(dc);
-}
-
-static void serve_logs(dynconf_t *dc);
-
-dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
-                       dynconf_conf_t *conf, char *errstr,
-                       size_t errstr_size) {
-  if (!app_conf) {
-    dc_seterr(errstr, errstr_size, "app_conf must not be NULL");
-    return NULL;
-  }
-  dynconf_t *dc = calloc(1, sizeof(*dc));
-  if (!dc) {
-    dc_seterr(errstr, errstr_size, "out of memory");
-    return NULL;
-  }
-  dc->conn.cancel[0] = dc->conn.cancel[1] = -1; /* none yet */
-  dc->server_version = -1;
-  pthread_mutex_init(&dc->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&dc->wake, &ca);
-  pthread_cond_init(&dc->ready, &ca);
-  pthread_condattr_destroy(&ca);
-  /* Work on a copy of conf so that on failure the caller still owns it. */
-  dynconf_conf_t *copy = conf ? dynconf_conf_dup(conf) : dynconf_conf_new();
-  if (!copy) {
-    dc_seterr(errstr, errstr_size, "out of memory");
-    agent_free(dc);
-    return NULL;
-  }
-  dc->conf = *copy;
-  free(copy);
-  dc->type = type;
-  dc->started_ms = dc_wall_ms();
-  dc->watched_version = -1;
-  instance_id_make(dc->instance_id, sizeof(dc->instance_id));
-  /* dc->report starts "applied", nothing to say: the calloc's zeros. */
-  dc->rng = (uint64_t)dc_mono_us() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)dc;
-  if (!dc->rng)
-    dc->rng = 88172645463325252ull;
-  dc->app_conf = rd_kafka_conf_dup(app_conf);
-  if (dc_allow_parse(dc->conf.allow_keys, &dc->allow, errstr, errstr_size))
-    goto fail;
-
-  char *cid = *dc->conf.client_id ? strdup(dc->conf.client_id)
-                                   : conf_get(dc->app_conf, "client.id");
-  dc->client_id = cid ? cid : strdup("rdkafka");
-  char *bs = *dc->conf.bootstrap_servers ? strdup(dc->conf.bootstrap_servers)
-                                         : conf_get(dc->app_conf, "bootstrap.servers");
-  if (!bs || !*bs) {
-    free(bs);
-    dc_seterr(errstr, errstr_size, "no config server: set bootstrap.servers in "
-             "the application's configuration or dynconf.bootstrap.servers");
-    goto fail;
-  }
-  dc->bootstrap = bs;
-  dc->interval_ms = dc->conf.refresh_interval_ms >= 0
-                        ? dc->conf.refresh_interval_ms
-                        : (int)conf_int(dc->app_conf,
-                                        "topic.metadata.refresh.interval.ms",
-                                        300000);
-  if (dc->interval_ms < 10)
-    dc->interval_ms = 10; /* librdkafka's -1 (disabled) included */
-  read_app_settings(dc);
-  /* The baseline of the ssl.* files is what the connection loads. */
-  if (dc_certwatch_init(dc)) {
-    dc_seterr(errstr, errstr_size, "out of memory");
-    goto fail;
-  }
-  if (dc_agent_conn_init(dc, errstr, errstr_size))
-    goto fail;
-
-  /* The first fetch, synchronous, so the first JoinGroup already carries
-   * the dynamic timeouts; an OAUTHBEARER token is asked for first. */
-  dc_oauth_start(dc, dc_agent_uses_oauthbearer(dc));
-  int startup = dc->conf.startup_timeout_ms;
-  fetch_and_record(dc, startup);
-  pthread_mutex_lock(&dc->lock);
-  dynconf_state_t st = dc->state;
-  if (st != DYNCONF_STATE_UP && dc->conf.startup_required) {
-    dc_seterr(errstr, errstr_size,
-             "dynconf.startup.required=true and the first fetch for "
-             "client.id '%s' failed: %s",
-             dc->client_id, dc->last_errstr);
-    pthread_mutex_unlock(&dc->lock);
-    goto fail;
-  }
-  pthread_mutex_unlock(&dc->lock);
-  if (pthread_create(&dc->thread, NULL, agent_thread, dc)) {
-    dc_seterr(errstr, errstr_size, "cannot start the agent thread: %s",
-             strerror(errno));
-    goto fail;
-  }
-  dc->thread_started = true;
-  dynconf_conf_destroy(conf); /* ours now: we work on the copy */
-  serve_logs(dc);             /* we are on the application's thread */
-  return dc;
-fail:
-  /* conf stays the caller's; only our copy goes. */
-  agent_free(dc);
-  return NULL;
-}
-
-void dynconf_destroy(dynconf_t *dc) {
-  if (!dc)
-    return;
-  pthread_mutex_lock(&dc->lock);
-  dc->stop = true;
-  pthread_cond_broadcast(&dc->wake);
-  pthread_mutex_unlock(&dc->lock);
-  dc_agent_conn_cancel(&dc->conn); /* abandon a fetch in flight */
-  if (dc->thread_started)
-    pthread_join(dc->thread, NULL);
-  agent_free(dc);
-}
 
 static void default_log(const dynconf_t *dc, int level, const char *fac,
                         const char *msg) {
   fprintf(stderr, "%%%d|DYNCONF|%s|%s: %s\n", level, dc->client_id, fac, msg);
 }
 
-/* Serves queued log lines through the log callback. Application thread. */
-static void serve_logs(dynconf_t *dc) {
+void dc_agent_serve_logs(dynconf_t *dc) {
   pthread_mutex_lock(&dc->lock);
   dc_logmsg_t *m = dc->logq_head;
   dc->logq_head = dc->logq_tail = NULL;
@@ -677,7 +489,7 @@ int dynconf_poll(dynconf_t *dc, int timeout_ms) {
   dc->evq_head = dc->evq_tail = NULL;
   dc->evq_len = 0;
   pthread_mutex_unlock(&dc->lock);
-  serve_logs(dc);
+  dc_agent_serve_logs(dc);
   dc_oauth_poll(dc);
   int served = 0;
   while (evs) {

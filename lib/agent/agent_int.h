@@ -437,6 +437,17 @@ dc_fetch_res_t dc_agent_fetch(dynconf_t *dc, int timeout_ms,
                               dc_fetched_set_t *out, dynconf_err_t *errp,
                               char *errstr, size_t errstr_size);
 
+/* ---- agent.c: the agent thread and dynconf_poll() --------------------- */
+
+/* One fetch and what it changes: the state, events, when the next fetch
+ * is due. Takes dc->lock. dynconf_new() (lifecycle.c) or the agent
+ * thread. */
+dc_fetch_res_t dc_agent_fetch_and_record(dynconf_t *dc, int timeout_ms);
+/* The agent thread (arg: the dynconf_t), until dc->stop. */
+void *dc_agent_thread(void *arg);
+/* Serves queued log lines through the log callback. Application thread. */
+void dc_agent_serve_logs(dynconf_t *dc);
+
 /* ---- answer.c: one DescribeConfigs answer, read (pure) ----------------- */
 
 /* What the answer must be about. */

@@ -66,33 +66,18 @@ static void file_unreadable(dc_cw_file_t *f, const char *what, bool missing) {
   f->len = 0;
 }
 
-/* Reads f again unless its stat is the one of the content last read. */
-static void refresh_file(dc_cw_file_t *f) {
-  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st)) {
-    file_unreadable(f, strerror(errno), errno == ENOENT);
-    if (fd >= 0)
-      close(fd);
-    return;
-  }
-  if (f->have_stat && f->st_dev == (uint64_t)st.st_dev &&
-      f->st_ino == (uint64_t)st.st_ino &&
-      f->st_size == (uint64_t)st.st_size &&
-      f->st_mtime_ns == ts_ns(&st.st_mtim) &&
-      f->st_ctime_ns == ts_ns(&st.st_ctim)) {
-    close(fd); /* unchanged: no read, no hash */
-    return;
-  }
-  if (!S_ISREG(st.st_mode) || st.st_size > CW_MAX_FILE) {
-    file_unreadable(f,
-                    S_ISREG(st.st_mode) ? "larger than 1 MiB"
-                                        : "not a regular file",
-                    false);
-    close(fd);
-    return;
-  }
-  /* st_size is a hint: read to EOF, bounded. */
+/* Whether st is the stat of the content f holds. */
+static bool same_stat(const dc_cw_file_t *f, const struct stat *st) {
+  return f->have_stat && f->st_dev == (uint64_t)st->st_dev &&
+         f->st_ino == (uint64_t)st->st_ino &&
+         f->st_size == (uint64_t)st->st_size &&
+         f->st_mtime_ns == ts_ns(&st->st_mtim) &&
+         f->st_ctime_ns == ts_ns(&st->st_ctim);
+}
+
+/* fd read to EOF (st_size is a hint), at most CW_MAX_FILE bytes: a
+ * malloc'd buffer of *lenp bytes, or NULL with *why set. Closes fd. */
+static unsigned char *read_bounded(int fd, size_t *lenp, const char **why) {
   unsigned char *buf = malloc(CW_MAX_FILE + 1);
   size_t len = 0;
   ssize_t r = 0;
@@ -105,16 +90,19 @@ static void refresh_file(dc_cw_file_t *f) {
   close(fd);
   if (!buf || r < 0 || len > CW_MAX_FILE) {
     free(buf);
-    file_unreadable(f,
-                    !buf    ? "out of memory"
-                    : r < 0 ? strerror(read_errno)
-                            : "larger than 1 MiB",
-                    false);
-    return;
+    *why = !buf    ? "out of memory"
+           : r < 0 ? strerror(read_errno)
+                   : "larger than 1 MiB";
+    return NULL;
   }
   unsigned char *data = realloc(buf, len ? len : 1);
-  if (data)
-    buf = data;
+  *lenp = len;
+  return data ? data : buf;
+}
+
+/* f now holds buf[0..len), read from a file with stat st. */
+static void file_seen(dc_cw_file_t *f, unsigned char *buf, size_t len,
+                      const struct stat *st) {
   free(f->data);
   f->data = buf;
   f->len = len;
@@ -123,15 +111,47 @@ static void refresh_file(dc_cw_file_t *f) {
   f->seen_ok = true;
   f->seen_missing = false;
   f->seen_err[0] = '\0';
-  f->st_dev = (uint64_t)st.st_dev;
-  f->st_ino = (uint64_t)st.st_ino;
-  f->st_size = (uint64_t)st.st_size;
-  f->st_mtime_ns = ts_ns(&st.st_mtim);
-  f->st_ctime_ns = ts_ns(&st.st_ctim);
+  f->st_dev = (uint64_t)st->st_dev;
+  f->st_ino = (uint64_t)st->st_ino;
+  f->st_size = (uint64_t)st->st_size;
+  f->st_mtime_ns = ts_ns(&st->st_mtim);
+  f->st_ctime_ns = ts_ns(&st->st_ctim);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   f->have_stat = ts_ns(&now) - f->st_mtime_ns > CW_SETTLE_NS &&
                  ts_ns(&now) - f->st_ctime_ns > CW_SETTLE_NS;
+}
+
+/* Reads f again unless its stat is the one of the content last read. */
+static void refresh_file(dc_cw_file_t *f) {
+  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) {
+    file_unreadable(f, strerror(errno), errno == ENOENT);
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  if (same_stat(f, &st)) {
+    close(fd); /* unchanged: no read, no hash */
+    return;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > CW_MAX_FILE) {
+    file_unreadable(f,
+                    S_ISREG(st.st_mode) ? "larger than 1 MiB"
+                                        : "not a regular file",
+                    false);
+    close(fd);
+    return;
+  }
+  size_t len = 0;
+  const char *why = NULL;
+  unsigned char *buf = read_bounded(fd, &len, &why);
+  if (!buf) {
+    file_unreadable(f, why, false);
+    return;
+  }
+  file_seen(f, buf, len, &st);
 }
 
 static bool differs(const dc_cw_file_t *f) {
@@ -465,19 +485,13 @@ static void unusable(dynconf_t *dc, const char *why, bool wait) {
                  "certificate stays in use", why, checks);
 }
 
-/* Queues the CHANGE event of a rotation and moves the generation. */
-static void rotate(dynconf_t *dc, const cw_candidate_t *c) {
-  dc_certwatch_t *cw = &dc->cw;
-  bool changed[3];
-  for (int i = 0; i < 3; i++)
-    changed[i] = differs(&cw->f[i]);
-  /* Entries sorted by key: ca < certificate < key. */
+/* One entry per changed file of a rotation from the files in use to c,
+ * sorted by key: ca < certificate < key. Caller holds lock. */
+static void add_rotation_entries(dynconf_event_t *ev, const dc_certwatch_t *cw,
+                                 const cw_candidate_t *c,
+                                 const bool changed[3]) {
   static const int order[3] = {DC_CW_CA, DC_CW_CERT, DC_CW_KEY};
-  dynconf_event_t *ev = calloc(1, sizeof(*ev));
-  if (ev)
-    ev->entries = calloc(3, sizeof(*ev->entries));
-  pthread_mutex_lock(&dc->lock);
-  for (int j = 0; ev && ev->entries && j < 3; j++) {
+  for (int j = 0; j < 3; j++) {
     int i = order[j];
     if (!changed[i])
       continue;
@@ -493,6 +507,31 @@ static void rotate(dynconf_t *dc, const cw_candidate_t *c) {
       en->new_value = cert_value(i == DC_CW_CA ? &c->ca : &c->cert);
     }
   }
+}
+
+static void log_rotation(dynconf_t *dc, const cw_candidate_t *c, int64_t gen) {
+  if (c->cert.valid)
+    dc_agent_log(dc, 6, "SSL", "rotated to the certificate %s (SHA-256 %s, "
+                 "expires %s); generation %lld, clients rebuild",
+                 c->cert.subject, c->cert.fingerprint, c->cert.not_after,
+                 (long long)gen);
+  else
+    dc_agent_log(dc, 6, "SSL", "rotated to the CA %s; generation %lld, "
+                 "clients rebuild", c->ca.subject, (long long)gen);
+}
+
+/* Queues the CHANGE event of a rotation and moves the generation. */
+static void rotate(dynconf_t *dc, const cw_candidate_t *c) {
+  dc_certwatch_t *cw = &dc->cw;
+  bool changed[3];
+  for (int i = 0; i < 3; i++)
+    changed[i] = differs(&cw->f[i]);
+  dynconf_event_t *ev = calloc(1, sizeof(*ev));
+  if (ev)
+    ev->entries = calloc(3, sizeof(*ev->entries));
+  pthread_mutex_lock(&dc->lock);
+  if (ev && ev->entries)
+    add_rotation_entries(ev, cw, c, changed);
   dc->generation++;
   cw->rotations++;
   cw->last_rotation_ms = dc_wall_ms();
@@ -518,14 +557,7 @@ static void rotate(dynconf_t *dc, const cw_candidate_t *c) {
     memcpy(cw->f[i].applied_hash, cw->f[i].seen_hash, 32);
   }
   cw->have_pending_id = false;
-  if (c->cert.valid)
-    dc_agent_log(dc, 6, "SSL", "rotated to the certificate %s (SHA-256 %s, "
-                 "expires %s); generation %lld, clients rebuild",
-                 c->cert.subject, c->cert.fingerprint, c->cert.not_after,
-                 (long long)gen);
-  else
-    dc_agent_log(dc, 6, "SSL", "rotated to the CA %s; generation %lld, "
-                 "clients rebuild", c->ca.subject, (long long)gen);
+  log_rotation(dc, c, gen);
 }
 
 void dc_certwatch_check(dynconf_t *dc) {

@@ -88,18 +88,33 @@ int dc_scram_client_first(dc_scram_client_t *c, char **out, size_t *outlen,
   return 0;
 }
 
-int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
-                          size_t n, char **out, size_t *outlen, char *errstr,
-                          size_t errstr_size) {
-  *out = NULL;
-  *outlen = 0;
-  const char *sf = (const char *)server_first;
-  const char *mech = dc_scram_mechanism_name(c->hash);
-  if (c->state != C_SENT_FIRST) {
-    dc_seterr(errstr, errstr_size, "%s: server-first message out of order", mech);
-    return -1;
+/* What server-first carries: the whole nonce, the salt and the
+ * iteration count. */
+typedef struct server_first {
+  const char *r;
+  size_t rl;
+  uint8_t salt[DC_SCRAM_MAX_SALT];
+  long saltn;
+  long iters;
+} server_first_t;
+
+/* The decimal count i[0..il); -1 when it is not one or is above the most
+ * accepted. */
+static long parse_iterations(const char *i, size_t il) {
+  long iters = 0;
+  for (size_t k = 0; k < il; k++) {
+    if (i[k] < '0' || i[k] > '9' || iters > DC_SCRAM_MAX_ITERATIONS)
+      return -1;
+    iters = iters * 10 + (i[k] - '0');
   }
-  c->state = C_FAILED;
+  return iters;
+}
+
+/* Parses and checks server-first (sf[0..n)); 0, or -1 with errstr set. */
+static int parse_server_first(const dc_scram_client_t *c, const char *sf,
+                              size_t n, server_first_t *f, char *errstr,
+                              size_t errstr_size) {
+  const char *mech = dc_scram_mechanism_name(c->hash);
   size_t rl = 0, sl = 0, il = 0;
   const char *r = NULL, *s = NULL, *i = NULL;
   if (sf && !memchr(sf, '\0', n)) {
@@ -127,14 +142,7 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
       dc_seterr(errstr, errstr_size, "%s: bad character in server nonce", mech);
       return -1;
     }
-  long iters = 0;
-  for (size_t k = 0; k < il; k++) {
-    if (i[k] < '0' || i[k] > '9' || iters > DC_SCRAM_MAX_ITERATIONS) {
-      iters = -1;
-      break;
-    }
-    iters = iters * 10 + (i[k] - '0');
-  }
+  long iters = parse_iterations(i, il);
   if (il == 0 || iters < DC_SCRAM_MIN_ITERATIONS ||
       iters > DC_SCRAM_MAX_ITERATIONS) {
     dc_seterr(errstr, errstr_size,
@@ -143,15 +151,79 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
            DC_SCRAM_MAX_ITERATIONS);
     return -1;
   }
-  uint8_t salt[DC_SCRAM_MAX_SALT];
-  long saltn = dc_b64_decode(s, sl, salt, sizeof(salt));
-  if (saltn <= 0) {
+  f->saltn = dc_b64_decode(s, sl, f->salt, sizeof(f->salt));
+  if (f->saltn <= 0) {
     dc_seterr(errstr, errstr_size, "%s: bad salt in server-first message", mech);
     return -1;
   }
+  f->r = r;
+  f->rl = rl;
+  f->iters = iters;
+  return 0;
+}
+
+/* The client-final message: without (client-final-message-without-proof)
+ * and the proof over auth (the AuthMessage); keeps the server signature
+ * to expect. 0, or -1 with errstr set. */
+static int prove(dc_scram_client_t *c, const server_first_t *f,
+                 const char *without, const char *auth, size_t al,
+                 char **out, size_t *outlen, char *errstr,
+                 size_t errstr_size) {
+  size_t dl = dc_scram_digest_len(c->hash);
+  uint8_t salted[DC_SCRAM_MAX_DIGEST], ck[DC_SCRAM_MAX_DIGEST],
+      stored[DC_SCRAM_MAX_DIGEST], sk[DC_SCRAM_MAX_DIGEST],
+      sig[DC_SCRAM_MAX_DIGEST];
+  int rc = -1;
+  char *proof_b64 = NULL;
+  if (dc_scram_salted_password(c->hash, c->password, strlen(c->password),
+                               f->salt, (size_t)f->saltn, (int)f->iters,
+                               salted) ||
+      dc_scram_derive_keys(c->hash, salted, ck, stored, sk) ||
+      dc_scram_hmac(c->hash, stored, dl, auth, al, sig) ||
+      dc_scram_hmac(c->hash, sk, dl, auth, al, c->server_sig)) {
+    dc_seterr(errstr, errstr_size, "%s: key derivation failed (OpenSSL error)",
+           dc_scram_mechanism_name(c->hash));
+    goto out;
+  }
+  for (size_t k = 0; k < dl; k++)
+    ck[k] ^= sig[k]; /* ClientProof */
+  proof_b64 = dc_b64_encode(ck, dl);
+  size_t ol = strlen(without) + 3 + (proof_b64 ? strlen(proof_b64) : 0);
+  char *msg = proof_b64 ? malloc(ol + 1) : NULL;
+  if (!msg) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    goto out;
+  }
+  snprintf(msg, ol + 1, "%s,p=%s", without, proof_b64);
+  *out = msg;
+  *outlen = ol;
+  rc = 0;
+out:
+  OPENSSL_cleanse(salted, sizeof(salted));
+  OPENSSL_cleanse(ck, sizeof(ck));
+  OPENSSL_cleanse(sk, sizeof(sk));
+  free(proof_b64);
+  return rc;
+}
+
+int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
+                          size_t n, char **out, size_t *outlen, char *errstr,
+                          size_t errstr_size) {
+  *out = NULL;
+  *outlen = 0;
+  const char *sf = (const char *)server_first;
+  if (c->state != C_SENT_FIRST) {
+    dc_seterr(errstr, errstr_size, "%s: server-first message out of order",
+              dc_scram_mechanism_name(c->hash));
+    return -1;
+  }
+  c->state = C_FAILED;
+  server_first_t f;
+  if (parse_server_first(c, sf, n, &f, errstr, errstr_size))
+    return -1;
 
   /* client-final-message-without-proof, then AuthMessage. */
-  size_t wl = 9 + rl; /* "c=biws,r=" + nonce */
+  size_t wl = 9 + f.rl; /* "c=biws,r=" + nonce */
   char *without = malloc(wl + 1);
   size_t bl = strlen(c->first_bare);
   size_t al = bl + 1 + n + 1 + wl;
@@ -162,43 +234,11 @@ int dc_scram_client_final(dc_scram_client_t *c, const uint8_t *server_first,
     dc_seterr(errstr, errstr_size, "out of memory");
     return -1;
   }
-  snprintf(without, wl + 1, "c=biws,r=%.*s", (int)rl, r);
+  snprintf(without, wl + 1, "c=biws,r=%.*s", (int)f.rl, f.r);
   snprintf(auth, al + 1, "%s,%.*s,%s", c->first_bare, (int)n, sf, without);
-
-  size_t dl = dc_scram_digest_len(c->hash);
-  uint8_t salted[DC_SCRAM_MAX_DIGEST], ck[DC_SCRAM_MAX_DIGEST],
-      stored[DC_SCRAM_MAX_DIGEST], sk[DC_SCRAM_MAX_DIGEST],
-      sig[DC_SCRAM_MAX_DIGEST];
-  int rc = -1;
-  char *proof_b64 = NULL;
-  if (dc_scram_salted_password(c->hash, c->password, strlen(c->password), salt,
-                               (size_t)saltn, (int)iters, salted) ||
-      dc_scram_derive_keys(c->hash, salted, ck, stored, sk) ||
-      dc_scram_hmac(c->hash, stored, dl, auth, al, sig) ||
-      dc_scram_hmac(c->hash, sk, dl, auth, al, c->server_sig)) {
-    dc_seterr(errstr, errstr_size, "%s: key derivation failed (OpenSSL error)",
-           mech);
-    goto out;
-  }
-  for (size_t k = 0; k < dl; k++)
-    ck[k] ^= sig[k]; /* ClientProof */
-  proof_b64 = dc_b64_encode(ck, dl);
-  size_t ol = wl + 3 + (proof_b64 ? strlen(proof_b64) : 0);
-  char *msg = proof_b64 ? malloc(ol + 1) : NULL;
-  if (!msg) {
-    dc_seterr(errstr, errstr_size, "out of memory");
-    goto out;
-  }
-  snprintf(msg, ol + 1, "%s,p=%s", without, proof_b64);
-  *out = msg;
-  *outlen = ol;
-  c->state = C_SENT_FINAL;
-  rc = 0;
-out:
-  OPENSSL_cleanse(salted, sizeof(salted));
-  OPENSSL_cleanse(ck, sizeof(ck));
-  OPENSSL_cleanse(sk, sizeof(sk));
-  free(proof_b64);
+  int rc = prove(c, &f, without, auth, al, out, outlen, errstr, errstr_size);
+  if (!rc)
+    c->state = C_SENT_FINAL;
   free(without);
   free(auth);
   return rc;
