@@ -352,134 +352,152 @@ static void usage(FILE *f) {
           "                      [--refresh-ms 1000]\n");
 }
 
-static int measure(const opts_t *o) {
-  bool agent = !strcmp(o->mode, "agent");
-  char err[512];
-  int rc = 0;
-  sample_t *s0 = calloc(4, sizeof(*s0)); /* start, after agent, warm, end */
-  char *payload = calloc(1, (size_t)o->size + 1);
-  if (!s0 || !payload) {
-    free(s0);
-    free(payload);
-    fprintf(stderr, "agent_overhead: out of memory\n");
-    return 1;
-  }
-  sample_t *s_agent = &s0[1], *s_warm = &s0[2], *s_end = &s0[3];
-  memset(payload, 'x', (size_t)o->size);
-  counters_t cnt = {0, 0, ""};
-  agent_counts_t ac = {0, 0, 0};
-  g_ac = &ac;
+/* One measured run: its samples, its handles and what the workload saw. */
+typedef struct meas {
+  const opts_t *o;
+  sample_t *s0, *s_agent, *s_warm, *s_end; /* s0[0..3], owned via s0 */
+  char *payload;                           /* owned */
+  counters_t cnt;
+  agent_counts_t ac;
+  dynconf_t *dc;  /* owned; NULL in baseline mode */
+  rd_kafka_t *rk; /* owned */
+  char acks[16];
+  long sent, queue_full, n_poll, n_stalls, unflushed;
+  int64_t max_poll_us, sum_poll_us, max_late_us;
+  bool warm;
+  long long fetch_ok, fetch_err, avg_us; /* the agent's stats */
+  const char *state;
+} meas_t;
 
-  take_sample(s0);
+/* The application's producer conf; NULL after saying why. */
+static rd_kafka_conf_t *app_conf(meas_t *m, char *err, size_t err_size) {
+  const opts_t *o = m->o;
   rd_kafka_conf_t *app = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(app, "bootstrap.servers", o->bootstrap, err, sizeof(err)) ||
-      rd_kafka_conf_set(app, "client.id", o->client_id, err, sizeof(err)) ||
-      rd_kafka_conf_set(app, "acks", "1", err, sizeof(err)) ||
-      rd_kafka_conf_set(app, "linger.ms", "5", err, sizeof(err))) {
+  if (rd_kafka_conf_set(app, "bootstrap.servers", o->bootstrap, err, err_size) ||
+      rd_kafka_conf_set(app, "client.id", o->client_id, err, err_size) ||
+      rd_kafka_conf_set(app, "acks", "1", err, err_size) ||
+      rd_kafka_conf_set(app, "linger.ms", "5", err, err_size)) {
     fprintf(stderr, "agent_overhead: %s\n", err);
     rd_kafka_conf_destroy(app);
-    free(s0);
-    free(payload);
-    return 1;
+    return NULL;
   }
   rd_kafka_conf_set_dr_msg_cb(app, dr_cb);
-  rd_kafka_conf_set_opaque(app, &cnt);
+  rd_kafka_conf_set_opaque(app, &m->cnt);
+  return app;
+}
 
-  dynconf_t *dc = NULL;
-  rd_kafka_conf_t *pconf; /* handed to rd_kafka_new */
-  if (agent) {
-    dynconf_conf_t *dconf = dynconf_conf_new();
-    char rs[32];
-    snprintf(rs, sizeof(rs), "%d", o->refresh_ms);
-    if (dynconf_conf_set(dconf, "dynconf.bootstrap.servers", o->dynconf, err,
-                         sizeof(err)) ||
-        dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", rs, err,
-                         sizeof(err)) ||
-        dynconf_conf_set(dconf, "dynconf.startup.required", "true", err,
-                         sizeof(err))) {
-      fprintf(stderr, "agent_overhead: %s\n", err);
-      dynconf_conf_destroy(dconf);
-      rd_kafka_conf_destroy(app);
-      free(s0);
-      free(payload);
-      return 1;
-    }
-    dynconf_conf_set_change_cb(dconf, on_change);
-    dynconf_conf_set_log_cb(dconf, on_log);
-    dynconf_conf_set_opaque(dconf, &ac);
-    dc = dynconf_new(RD_KAFKA_PRODUCER, app, dconf, err, sizeof(err));
-    if (!dc) {
-      fprintf(stderr, "agent_overhead: dynconf_new: %s\n", err);
-      dynconf_conf_destroy(dconf);
-      rd_kafka_conf_destroy(app);
-      free(s0);
-      free(payload);
-      return 1;
-    }
-    pconf = dynconf_effective_conf(dc);
+/* The agent built on app (always consumed): m->dc, and the conf the
+ * producer gets into *pconf. -1 after saying why. */
+static int new_agent(meas_t *m, rd_kafka_conf_t *app, rd_kafka_conf_t **pconf,
+                     char *err, size_t err_size) {
+  const opts_t *o = m->o;
+  dynconf_conf_t *dconf = dynconf_conf_new();
+  char rs[32];
+  snprintf(rs, sizeof(rs), "%d", o->refresh_ms);
+  if (dynconf_conf_set(dconf, "dynconf.bootstrap.servers", o->dynconf, err,
+                       err_size) ||
+      dynconf_conf_set(dconf, "dynconf.refresh.interval.ms", rs, err,
+                       err_size) ||
+      dynconf_conf_set(dconf, "dynconf.startup.required", "true", err,
+                       err_size)) {
+    fprintf(stderr, "agent_overhead: %s\n", err);
+    dynconf_conf_destroy(dconf);
     rd_kafka_conf_destroy(app);
-  } else {
-    pconf = app;
+    return -1;
   }
-  take_sample(s_agent);
-  rd_kafka_t *rk = pconf ? rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof(err))
-                         : NULL;
-  if (!rk) {
+  dynconf_conf_set_change_cb(dconf, on_change);
+  dynconf_conf_set_log_cb(dconf, on_log);
+  dynconf_conf_set_opaque(dconf, &m->ac);
+  m->dc = dynconf_new(RD_KAFKA_PRODUCER, app, dconf, err, err_size);
+  if (!m->dc) {
+    fprintf(stderr, "agent_overhead: dynconf_new: %s\n", err);
+    dynconf_conf_destroy(dconf);
+    rd_kafka_conf_destroy(app);
+    return -1;
+  }
+  *pconf = dynconf_effective_conf(m->dc);
+  rd_kafka_conf_destroy(app);
+  return 0;
+}
+
+/* The producer (after the agent in agent mode), sampled before and after
+ * the agent. -1 after saying why; nothing is left to free then. */
+static int start_producer(meas_t *m) {
+  char err[512];
+  take_sample(m->s0);
+  rd_kafka_conf_t *app = app_conf(m, err, sizeof(err));
+  if (!app)
+    return -1;
+  rd_kafka_conf_t *pconf = app; /* handed to rd_kafka_new */
+  if (!strcmp(m->o->mode, "agent") &&
+      new_agent(m, app, &pconf, err, sizeof(err)))
+    return -1;
+  take_sample(m->s_agent);
+  m->rk = pconf ? rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof(err))
+                : NULL;
+  if (!m->rk) {
     fprintf(stderr, "agent_overhead: rd_kafka_new: %s\n", pconf ? err : "no conf");
     if (pconf)
       rd_kafka_conf_destroy(pconf);
-    dynconf_destroy(dc);
-    free(s0);
-    free(payload);
-    return 1;
+    dynconf_destroy(m->dc);
+    m->dc = NULL;
+    return -1;
   }
-  char acks[16] = "?";
-  if (dc)
-    dynconf_effective_get(dc, "acks", acks, sizeof(acks), NULL);
+  snprintf(m->acks, sizeof(m->acks), "?");
+  if (m->dc)
+    dynconf_effective_get(m->dc, "acks", m->acks, sizeof(m->acks), NULL);
+  return 0;
+}
 
-  /* The workload: a fixed message rate on a 10 ms tick. */
-  long sent = 0, queue_full = 0, n_poll = 0, n_stalls = 0;
-  int64_t max_poll_us = 0, sum_poll_us = 0, max_late_us = 0;
+/* One tick: the messages due by now, the producer's and the agent's
+ * polls. */
+static void tick_work(meas_t *m, int64_t now, int64_t t0) {
+  long due = (long)((now - t0) * m->o->rate / 1000000);
+  while (m->sent < due) {
+    if (rd_kafka_producev(m->rk, RD_KAFKA_V_TOPIC("bench"),
+                          RD_KAFKA_V_VALUE(m->payload, (size_t)m->o->size),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_END)) {
+      m->queue_full++;
+      break;
+    }
+    m->sent++;
+  }
+  rd_kafka_poll(m->rk, 0);
+  if (m->dc) {
+    /* What the agent costs the application's own thread per call. */
+    int64_t p0 = mono_us();
+    dynconf_poll(m->dc, 0);
+    int64_t took = mono_us() - p0;
+    if (m->warm && took > m->max_poll_us)
+      m->max_poll_us = took;
+    m->sum_poll_us += m->warm ? took : 0;
+    m->n_poll += m->warm;
+  }
+}
+
+/* The workload: a fixed message rate on a 10 ms tick, warm-up then the
+ * window; the warm and end samples. 1 when interrupted in the warm-up. */
+static int run_workload(meas_t *m) {
+  const opts_t *o = m->o;
   int64_t t0 = mono_us();
   int64_t warm_at = t0 + (int64_t)o->warmup * 1000000;
   int64_t end_at = warm_at + (int64_t)o->seconds * 1000000;
-  bool warm = false;
   for (int64_t tick = t0; !g_stop;) {
     int64_t now = mono_us();
-    if (!warm && now >= warm_at) {
-      take_sample(s_warm);
-      warm = true;
+    if (!m->warm && now >= warm_at) {
+      take_sample(m->s_warm);
+      m->warm = true;
     }
     if (now >= end_at)
       break;
-    long due = (long)((now - t0) * o->rate / 1000000);
-    while (sent < due) {
-      if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("bench"),
-                            RD_KAFKA_V_VALUE(payload, (size_t)o->size),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                            RD_KAFKA_V_END)) {
-        queue_full++;
-        break;
-      }
-      sent++;
-    }
-    rd_kafka_poll(rk, 0);
-    if (dc) {
-      /* What the agent costs the application's own thread per call. */
-      int64_t p0 = mono_us();
-      dynconf_poll(dc, 0);
-      int64_t took = mono_us() - p0;
-      if (warm && took > max_poll_us)
-        max_poll_us = took;
-      sum_poll_us += warm ? took : 0;
-      n_poll += warm;
-    }
+    tick_work(m, now, t0);
     /* How late this tick started: stalls of the loop, whatever the cause
      * (our code, librdkafka, or the shared machine's scheduler). */
-    if (warm && now - tick > max_late_us)
-      max_late_us = now - tick;
-    if (warm && now - tick > 100000) {
-      n_stalls++;
+    if (m->warm && now - tick > m->max_late_us)
+      m->max_late_us = now - tick;
+    if (m->warm && now - tick > 100000) {
+      m->n_stalls++;
       fprintf(stderr, "agent_overhead: the loop stalled: tick at +%.2f s "
               "started %.1f ms late\n", (double)(tick - t0) / 1e6,
               (double)(now - tick) / 1000);
@@ -491,77 +509,103 @@ static int measure(const opts_t *o) {
       tick = after;
     sleep_until_us(tick);
   }
-  take_sample(s_end);
-  if (!warm) {
-    fprintf(stderr, "agent_overhead: interrupted during warm-up\n");
-    rc = 1;
-    *s_warm = *s_agent;
-  }
-  rd_kafka_flush(rk, 10000);
-  long unflushed = rd_kafka_outq_len(rk);
+  take_sample(m->s_end);
+  if (m->warm)
+    return 0;
+  fprintf(stderr, "agent_overhead: interrupted during warm-up\n");
+  *m->s_warm = *m->s_agent;
+  return 1;
+}
 
+/* Delivery and agent health after the run; 1 when either failed. */
+static int check_run(meas_t *m) {
+  int rc = 0;
+  rd_kafka_flush(m->rk, 10000);
+  m->unflushed = rd_kafka_outq_len(m->rk);
   /* Agent health: it must have stayed in step with dynconfd throughout. */
-  long long fetch_ok = 0, fetch_err = 0, avg_us = 0;
-  const char *state = "-";
-  if (dc) {
-    char *js = dynconf_stats_json(dc);
-    fetch_ok = json_num(js, "ok");
-    fetch_err = json_num(js, "errors");
-    avg_us = json_num(js, "avg_us");
+  m->state = "-";
+  if (m->dc) {
+    char *js = dynconf_stats_json(m->dc);
+    m->fetch_ok = json_num(js, "ok");
+    m->fetch_err = json_num(js, "errors");
+    m->avg_us = json_num(js, "avg_us");
     free(js);
-    state = dynconf_state_name(dynconf_state(dc));
-    if (dynconf_state(dc) != DYNCONF_STATE_UP || fetch_err > 0 ||
-        fetch_ok < 2) {
+    m->state = dynconf_state_name(dynconf_state(m->dc));
+    if (dynconf_state(m->dc) != DYNCONF_STATE_UP || m->fetch_err > 0 ||
+        m->fetch_ok < 2) {
       fprintf(stderr, "agent_overhead: the agent was not in step with %s "
               "(state %s, %lld fetches ok, %lld failed)\n",
-              o->dynconf, state, fetch_ok, fetch_err);
+              m->o->dynconf, m->state, m->fetch_ok, m->fetch_err);
       rc = 1;
     }
   }
-  if (cnt.failed || unflushed || cnt.delivered != sent) {
+  if (m->cnt.failed || m->unflushed || m->cnt.delivered != m->sent) {
     fprintf(stderr, "agent_overhead: %ld of %ld messages delivered, %ld failed "
-            "(%s), %ld not flushed\n", cnt.delivered, sent, cnt.failed,
-            cnt.first_err, unflushed);
+            "(%s), %ld not flushed\n", m->cnt.delivered, m->sent,
+            m->cnt.failed, m->cnt.first_err, m->unflushed);
     rc = 1;
   }
+  return rc;
+}
 
-  double win_s = (double)(s_end->mono_us - s_warm->mono_us) / 1e6;
+/* The figures over the window that the report prints. */
+typedef struct window {
+  double win_s, cpu_pct, agent_thr_pct;
   int n_agent_thr, n_agent_exited;
-  long long agent_ns;
+  size_t nar; /* rows of arows */
   name_row_t arows[MAX_THREADS];
-  size_t nar = agent_threads(s0, s_agent, s_warm, s_end, arows, &agent_ns,
-                             &n_agent_thr, &n_agent_exited);
-  double agent_thr_pct = win_s > 0 ? 100.0 * (double)agent_ns / 1e9 / win_s : 0;
-  double cpu_pct = win_s > 0 ? 100.0 * (double)(s_end->cpu_us - s_warm->cpu_us) /
-                                   ((double)(s_end->mono_us - s_warm->mono_us))
-                             : 0;
+} window_t;
+
+static void window_figures(const meas_t *m, window_t *w) {
+  long long agent_ns;
+  w->win_s = (double)(m->s_end->mono_us - m->s_warm->mono_us) / 1e6;
+  w->nar = agent_threads(m->s0, m->s_agent, m->s_warm, m->s_end, w->arows,
+                         &agent_ns, &w->n_agent_thr, &w->n_agent_exited);
+  w->agent_thr_pct =
+      w->win_s > 0 ? 100.0 * (double)agent_ns / 1e9 / w->win_s : 0;
+  w->cpu_pct = w->win_s > 0
+                   ? 100.0 * (double)(m->s_end->cpu_us - m->s_warm->cpu_us) /
+                         ((double)(m->s_end->mono_us - m->s_warm->mono_us))
+                   : 0;
+}
+
+/* The readable lines. */
+static void print_summary(const meas_t *m, const window_t *w) {
+  const opts_t *o = m->o;
+  const sample_t *s0 = m->s0, *s_agent = m->s_agent, *s_end = m->s_end;
   printf("mode %s: producer %d msg/s x %d B to %s for %.1f s after %d s warm-up\n",
-         o->mode, o->rate, o->size, o->bootstrap, win_s, o->warmup);
-  if (dc)
+         o->mode, o->rate, o->size, o->bootstrap, w->win_s, o->warmup);
+  if (m->dc)
     printf("  agent: client.id %s, refresh %d ms, state %s, %lld fetches ok, "
            "%lld failed, avg fetch %lld us, effective acks=%s\n",
-           o->client_id, o->refresh_ms, state, fetch_ok, fetch_err, avg_us, acks);
+           o->client_id, o->refresh_ms, m->state, m->fetch_ok, m->fetch_err,
+           m->avg_us, m->acks);
   printf("  RSS: start %ld KiB, after agent %ld KiB, warm %ld KiB, end %ld KiB, "
-         "peak %ld KiB\n", s0->rss_kib, s_agent->rss_kib, s_warm->rss_kib,
+         "peak %ld KiB\n", s0->rss_kib, s_agent->rss_kib, m->s_warm->rss_kib,
          s_end->rss_kib, s_end->hwm_kib);
   printf("  of which private (RssAnon): start %ld KiB, after agent %ld KiB, "
          "end %ld KiB; file-backed (RssFile): start %ld KiB, after agent %ld "
          "KiB, end %ld KiB\n", s0->anon_kib, s_agent->anon_kib,
          s_end->anon_kib, s0->file_kib, s_agent->file_kib, s_end->file_kib);
-  printf("  threads: %zu, CPU %.3f%% of one core", s_end->nthr, cpu_pct);
-  if (dc)
+  printf("  threads: %zu, CPU %.3f%% of one core", s_end->nthr, w->cpu_pct);
+  if (m->dc)
     printf(" (the agent's own %d threads: %.4f%%; %d more it started were "
-           "gone by the end)", n_agent_thr, agent_thr_pct, n_agent_exited);
+           "gone by the end)", w->n_agent_thr, w->agent_thr_pct,
+           w->n_agent_exited);
   printf("\n");
   printf("  messages: %ld sent, %ld delivered, %ld queue-full retries; "
-         "latest tick start %.1f ms late, %ld stalls > 100 ms\n", sent,
-         cnt.delivered, queue_full, (double)max_late_us / 1000, n_stalls);
-  if (dc)
+         "latest tick start %.1f ms late, %ld stalls > 100 ms\n", m->sent,
+         m->cnt.delivered, m->queue_full, (double)m->max_late_us / 1000,
+         m->n_stalls);
+  if (m->dc)
     printf("  dynconf_poll(dc, 0) on the app thread: %ld calls, mean %.2f us, "
-           "max %lld us\n", n_poll,
-           n_poll ? (double)sum_poll_us / (double)n_poll : 0.0,
-           (long long)max_poll_us);
+           "max %lld us\n", m->n_poll,
+           m->n_poll ? (double)m->sum_poll_us / (double)m->n_poll : 0.0,
+           (long long)m->max_poll_us);
+}
 
+static void print_result(const meas_t *m, const window_t *w) {
+  const sample_t *s0 = m->s0, *s_agent = m->s_agent, *s_end = m->s_end;
   printf("RESULT mode=%s seconds=%.1f rss_start_kib=%ld rss_after_agent_kib=%ld "
          "rss_warm_kib=%ld rss_end_kib=%ld hwm_kib=%ld threads_after_agent=%zu "
          "threads=%zu cpu_pct=%.4f sent=%ld delivered=%ld fetch_ok=%lld "
@@ -571,34 +615,68 @@ static int measure(const opts_t *o) {
          "agent_cpu_pct=%.4f agent_threads_exited=%d anon_start_kib=%ld "
          "anon_after_agent_kib=%ld anon_end_kib=%ld file_start_kib=%ld "
          "file_after_agent_kib=%ld file_end_kib=%ld\n",
-         o->mode, win_s, s0->rss_kib, s_agent->rss_kib, s_warm->rss_kib,
-         s_end->rss_kib, s_end->hwm_kib, s_agent->nthr, s_end->nthr, cpu_pct,
-         sent, cnt.delivered, fetch_ok, fetch_err, avg_us, ac.changes,
-         n_agent_thr, agent_thr_pct, n_poll,
-         n_poll ? (double)sum_poll_us / (double)n_poll : 0.0,
-         (long long)max_poll_us, (double)max_late_us / 1000, n_stalls,
-         agent_thr_pct + (win_s > 0 ? 100.0 * (double)sum_poll_us / 1e6 / win_s
-                                    : 0),
-         n_agent_exited, s0->anon_kib, s_agent->anon_kib, s_end->anon_kib,
+         m->o->mode, w->win_s, s0->rss_kib, s_agent->rss_kib,
+         m->s_warm->rss_kib, s_end->rss_kib, s_end->hwm_kib, s_agent->nthr,
+         s_end->nthr, w->cpu_pct, m->sent, m->cnt.delivered, m->fetch_ok,
+         m->fetch_err, m->avg_us, m->ac.changes, w->n_agent_thr,
+         w->agent_thr_pct, m->n_poll,
+         m->n_poll ? (double)m->sum_poll_us / (double)m->n_poll : 0.0,
+         (long long)m->max_poll_us, (double)m->max_late_us / 1000, m->n_stalls,
+         w->agent_thr_pct + (w->win_s > 0 ? 100.0 * (double)m->sum_poll_us /
+                                                1e6 / w->win_s
+                                          : 0),
+         w->n_agent_exited, s0->anon_kib, s_agent->anon_kib, s_end->anon_kib,
          s0->file_kib, s_agent->file_kib, s_end->file_kib);
+}
+
+/* THREADS, THREADCPU and AGENTTHREADS lines. */
+static void print_threads(const meas_t *m, const window_t *w) {
+  const char *mode = m->o->mode;
   name_row_t rows[MAX_THREADS];
-  size_t nr = group_threads(s_end, s_warm, rows);
-  printf("THREADS mode=%s", o->mode);
+  size_t nr = group_threads(m->s_end, m->s_warm, rows);
+  printf("THREADS mode=%s", mode);
   for (size_t i = 0; i < nr; i++)
     printf(" %s=%d", rows[i].name, rows[i].count);
-  printf("\nTHREADCPU mode=%s", o->mode);
+  printf("\nTHREADCPU mode=%s", mode);
   for (size_t i = 0; i < nr; i++)
     printf(" %s=%lld", rows[i].name, rows[i].ns / 1000);
-  printf("\nAGENTTHREADS mode=%s", o->mode);
-  for (size_t i = 0; i < nar; i++)
-    printf(" %s=%d:%lld", arows[i].name, arows[i].count, arows[i].ns / 1000);
+  printf("\nAGENTTHREADS mode=%s", mode);
+  for (size_t i = 0; i < w->nar; i++)
+    printf(" %s=%d:%lld", w->arows[i].name, w->arows[i].count,
+           w->arows[i].ns / 1000);
   printf("\n");
   fflush(stdout);
+}
 
-  rd_kafka_destroy(rk);
-  dynconf_destroy(dc);
-  free(s0);
-  free(payload);
+static int measure(const opts_t *o) {
+  meas_t m = {.o = o};
+  m.s0 = calloc(4, sizeof(*m.s0)); /* start, after agent, warm, end */
+  m.payload = calloc(1, (size_t)o->size + 1);
+  if (!m.s0 || !m.payload) {
+    free(m.s0);
+    free(m.payload);
+    fprintf(stderr, "agent_overhead: out of memory\n");
+    return 1;
+  }
+  m.s_agent = &m.s0[1];
+  m.s_warm = &m.s0[2];
+  m.s_end = &m.s0[3];
+  memset(m.payload, 'x', (size_t)o->size);
+  g_ac = &m.ac;
+  int rc = 1;
+  if (!start_producer(&m)) {
+    rc = run_workload(&m);
+    rc |= check_run(&m);
+    window_t w;
+    window_figures(&m, &w);
+    print_summary(&m, &w);
+    print_result(&m, &w);
+    print_threads(&m, &w);
+    rd_kafka_destroy(m.rk);
+    dynconf_destroy(m.dc);
+  }
+  free(m.s0);
+  free(m.payload);
   return rc;
 }
 
@@ -611,12 +689,36 @@ static int parse_int(const char *s, int min, int *out) {
   return 0;
 }
 
+/* One option a with its value v into o; nonzero when either is bad. */
+static int parse_opt(opts_t *o, const char *a, const char *v) {
+  if (!strcmp(a, "--mode"))
+    o->mode = v;
+  else if (!strcmp(a, "--bootstrap"))
+    o->bootstrap = v;
+  else if (!strcmp(a, "--dynconf"))
+    o->dynconf = v;
+  else if (!strcmp(a, "--client-id"))
+    o->client_id = v;
+  else if (!strcmp(a, "--seconds"))
+    return parse_int(v, 1, &o->seconds);
+  else if (!strcmp(a, "--warmup"))
+    return parse_int(v, 0, &o->warmup);
+  else if (!strcmp(a, "--rate"))
+    return parse_int(v, 0, &o->rate);
+  else if (!strcmp(a, "--size"))
+    return parse_int(v, 1, &o->size);
+  else if (!strcmp(a, "--refresh-ms"))
+    return parse_int(v, 10, &o->refresh_ms);
+  else
+    return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   opts_t o = {NULL, NULL, NULL, "overhead-bench", 30, 5, 1000, 100, 1000};
   bool mock = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int bad = 0;
     if (!strcmp(a, "--serve-mock")) {
       mock = true;
       continue;
@@ -629,27 +731,7 @@ int main(int argc, char **argv) {
       usage(stderr);
       return 2;
     }
-    if (!strcmp(a, "--mode"))
-      o.mode = v;
-    else if (!strcmp(a, "--bootstrap"))
-      o.bootstrap = v;
-    else if (!strcmp(a, "--dynconf"))
-      o.dynconf = v;
-    else if (!strcmp(a, "--client-id"))
-      o.client_id = v;
-    else if (!strcmp(a, "--seconds"))
-      bad = parse_int(v, 1, &o.seconds);
-    else if (!strcmp(a, "--warmup"))
-      bad = parse_int(v, 0, &o.warmup);
-    else if (!strcmp(a, "--rate"))
-      bad = parse_int(v, 0, &o.rate);
-    else if (!strcmp(a, "--size"))
-      bad = parse_int(v, 1, &o.size);
-    else if (!strcmp(a, "--refresh-ms"))
-      bad = parse_int(v, 10, &o.refresh_ms);
-    else
-      bad = 1;
-    if (bad) {
+    if (parse_opt(&o, a, v)) {
       fprintf(stderr, "agent_overhead: bad option %s %s\n", a, v);
       usage(stderr);
       return 2;

@@ -303,8 +303,15 @@ static const char *victim_linger(dc_kclient_t *kc, dc_arena_t *a) {
   return "-";
 }
 
-static int cmd_envelope(const cfg_t *c) {
-  /* The wrapped request: header and body, as a replica would forward it. */
+/* What the forged Envelopes got back. */
+typedef struct env_tally {
+  long refused, accepted, closed;
+  int code; /* the first refusal's error code */
+} env_tally_t;
+
+/* The wrapped request into inner: header and body, as a replica would
+ * forward it. Nonzero after saying it could not be encoded. */
+static int wrap_alter(dc_buf_t *inner) {
   dc_alter_config_t op = {"linger.ms", DC_OP_SET, ENVELOPE_VALUE};
   dc_alter_resource_t res = {DC_RES_CLIENT, ENVELOPE_VICTIM, 1, &op};
   dc_alter_configs_req_t alter = {1, &res, false};
@@ -312,16 +319,19 @@ static int cmd_envelope(const cfg_t *c) {
                        .api_version = 1,
                        .correlation_id = 1,
                        .client_id = "admin-console"};
-  dc_buf_t inner;
-  dc_buf_init(&inner);
-  int bad = dc_req_header_encode(&inner, &h) ||
-            bench_enc_incremental(&inner, 1, &alter) || inner.err;
+  int bad = dc_req_header_encode(inner, &h) ||
+            bench_enc_incremental(inner, 1, &alter) || inner->err;
   if (bad)
     fprintf(stderr, "attack: cannot encode the wrapped request\n");
+  return bad;
+}
+
+/* An Envelope of inner (borrowed) in the name of User:admin. */
+static dc_envelope_req_t forged_envelope(const dc_buf_t *inner) {
   static const char principal[] = "User:admin", host[] = "127.0.0.1:4242";
   dc_envelope_req_t env = {
-      .request_data = inner.data,
-      .request_data_len = (int32_t)inner.len,
+      .request_data = inner->data,
+      .request_data_len = (int32_t)inner->len,
       .principal = (const uint8_t *)principal,
       .principal_len = (int32_t)strlen(principal),
       .client_host = (const uint8_t *)host,
@@ -330,17 +340,21 @@ static int cmd_envelope(const cfg_t *c) {
       .signer = 2,
   };
   memset(env.signature, 0x5a, sizeof(env.signature));
-  long refused = 0, accepted = 0, closed = 0;
-  int code = 0;
+  return env;
+}
+
+/* Sends c->n Envelopes, 8 in flight, on *kcp (a new connection whenever
+ * dynconfd closes one; every other one signed). 1 when a connection the
+ * flood needs could not be made. */
+static int envelope_flood(const cfg_t *c, dc_kclient_t **kcp,
+                          dc_envelope_req_t *env, env_tally_t *t) {
   char msg[512] = "";
-  dc_kclient_t *kc = bad ? NULL : connect_as(c->target, NULL, NULL);
-  bad |= !kc;
-  bench_phase_t p = bench_phase_begin(c->pid);
+  int bad = 0;
   for (int sent = 0, got = 0; !bad && got < c->n;) {
-    while (sent < c->n && dc_kclient_in_flight(kc) < DC_KCLIENT_MAX_INFLIGHT) {
-      env.has_signature = sent % 2;
-      env.signed_ms = dc_wall_ms();
-      if (dc_kclient_send(kc, DC_API_ENVELOPE, 0, enc_envelope, &env, 600000,
+    while (sent < c->n && dc_kclient_in_flight(*kcp) < DC_KCLIENT_MAX_INFLIGHT) {
+      env->has_signature = sent % 2;
+      env->signed_ms = dc_wall_ms();
+      if (dc_kclient_send(*kcp, DC_API_ENVELOPE, 0, enc_envelope, env, 600000,
                           NULL, msg, sizeof(msg)))
         break;
       sent++;
@@ -349,45 +363,65 @@ static int cmd_envelope(const cfg_t *c) {
     dc_arena_init(&a);
     dc_rd_t rd;
     dc_envelope_resp_t r;
-    size_t lost = dc_kclient_in_flight(kc);
-    if (!dc_kclient_receive(kc, 600000, NULL, &rd, &a, msg, sizeof(msg)) &&
+    size_t lost = dc_kclient_in_flight(*kcp);
+    if (!dc_kclient_receive(*kcp, 600000, NULL, &rd, &a, msg, sizeof(msg)) &&
         !dc_envelope_resp_decode(&rd, 0, &r)) {
       got++;
       if (r.error_code) {
-        refused++;
-        code = code ? code : r.error_code;
+        t->refused++;
+        t->code = t->code ? t->code : r.error_code;
       } else {
-        accepted++;
+        t->accepted++;
       }
     } else {
       /* dynconfd closed the connection: each Envelope in flight counts as
        * refused that way; go on with a new connection. */
-      closed += (long)(lost ? lost : 1);
+      t->closed += (long)(lost ? lost : 1);
       got += (int)(lost ? lost : 1);
       sent = got;
-      dc_kclient_destroy(kc);
-      bad |= !(kc = connect_as(c->target, NULL, NULL));
+      dc_kclient_destroy(*kcp);
+      bad |= !(*kcp = connect_as(c->target, NULL, NULL));
     }
     dc_arena_free(&a);
   }
+  return bad;
+}
+
+/* The OUTCOME line: refusals and whether the victim was altered. 1 when
+ * the DescribeConfigs failed. */
+static int envelope_outcome(const cfg_t *c, dc_kclient_t *kc,
+                            const env_tally_t *t) {
+  dc_arena_t a;
+  dc_arena_init(&a);
+  const char *v = victim_linger(kc, &a);
+  char how[128] = "";
+  if (t->closed)
+    snprintf(how, sizeof(how), "%s%ld by closing the connection",
+             t->refused ? ", " : "", t->closed);
+  outcome(c->name, "%ld of %d refused%s%s%s%s; %s", t->refused + t->closed,
+          c->n, t->code ? ": " : "", t->code ? dc_err_name(t->code) : "", how,
+          t->accepted ? " (SOME ACCEPTED)" : "",
+          !v ? "DescribeConfigs failed"
+          : !strcmp(v, ENVELOPE_VALUE) ? "the victim WAS altered"
+                                       : "nothing altered");
+  dc_arena_free(&a);
+  return !v;
+}
+
+static int cmd_envelope(const cfg_t *c) {
+  dc_buf_t inner;
+  dc_buf_init(&inner);
+  int bad = wrap_alter(&inner);
+  dc_envelope_req_t env = forged_envelope(&inner);
+  env_tally_t t = {0, 0, 0, 0};
+  dc_kclient_t *kc = bad ? NULL : connect_as(c->target, NULL, NULL);
+  bad |= !kc;
+  bench_phase_t p = bench_phase_begin(c->pid);
+  if (!bad)
+    bad = envelope_flood(c, &kc, &env, &t);
   bench_phase_end(&p, c->name, c->n);
-  if (!bad) {
-    dc_arena_t a;
-    dc_arena_init(&a);
-    const char *v = victim_linger(kc, &a);
-    bad = !v;
-    char how[128] = "";
-    if (closed)
-      snprintf(how, sizeof(how), "%s%ld by closing the connection",
-               refused ? ", " : "", closed);
-    outcome(c->name, "%ld of %d refused%s%s%s%s; %s", refused + closed, c->n,
-            code ? ": " : "", code ? dc_err_name(code) : "", how,
-            accepted ? " (SOME ACCEPTED)" : "",
-            !v ? "DescribeConfigs failed"
-            : !strcmp(v, ENVELOPE_VALUE) ? "the victim WAS altered"
-                                         : "nothing altered");
-    dc_arena_free(&a);
-  }
+  if (!bad)
+    bad = envelope_outcome(c, kc, &t);
   dc_kclient_destroy(kc);
   dc_buf_free(&inner);
   return bad ? 1 : 0;
@@ -543,19 +577,13 @@ static int login_setup(const cfg_t *c, login_t *L) {
   return (L->took_us = calloc((size_t)c->n, sizeof(*L->took_us))) ? 0 : -1;
 }
 
-static int cmd_login(const cfg_t *c) {
-  login_t *L = calloc(1, sizeof(*L)); /* owned here */
-  pthread_t *th = calloc((size_t)c->concurrency, sizeof(*th));
-  int started = 0, bad = !L || !th;
-  if (!bad) {
-    pthread_mutex_init(&L->lock, NULL);
-    bad = login_setup(c, L) != 0;
-  }
-  bench_phase_t p = bench_phase_begin(c->pid);
+/* Starts c->concurrency threads on L and waits for them all. */
+static void login_threads(const cfg_t *c, login_t *L, pthread_t *th) {
+  int started = 0;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 512 * 1024);
-  for (; !bad && started < c->concurrency; started++)
+  for (; started < c->concurrency; started++)
     if (pthread_create(&th[started], &attr, login_thread, L)) {
       fprintf(stderr, "attack: cannot start thread %d\n", started);
       atomic_store(&L->next, c->n); /* the others stop */
@@ -564,42 +592,61 @@ static int cmd_login(const cfg_t *c) {
   pthread_attr_destroy(&attr);
   for (int i = 0; i < started; i++)
     pthread_join(th[i], NULL);
-  bench_phase_result_t r = bench_phase_end(&p, c->name, c->n);
+}
+
+/* The flood's summary, RESULT and OUTCOME lines; 1 when nothing was
+ * answered. */
+static int login_report(const cfg_t *c, login_t *L,
+                        const bench_phase_result_t *r) {
+  long done = atomic_load(&L->done), failed = atomic_load(&L->failed);
+  int64_t *v = malloc((size_t)c->n * sizeof(*v));
+  size_t k = 0;
+  for (int i = 0; v && i < c->n; i++)
+    if (L->took_us[i] >= 0)
+      v[k++] = L->took_us[i];
+  double a50 = v && k ? (double)bench_pct(v, k, 50) / 1000 : -1;
+  double a99 = v && k ? (double)bench_pct(v, k, 99) / 1000 : -1;
+  free(v);
+  double rate = r->wall_s > 0 ? (double)done / r->wall_s : 0;
+  char what[160];
+  if (L->mode == MODE_TLS)
+    snprintf(what, sizeof(what), "%ld handshakes", done);
+  else
+    snprintf(what, sizeof(what), "%ld refused%s%s%s", atomic_load(&L->refused),
+             L->code ? " (" : "", L->code ? dc_err_name(L->code) : "",
+             L->code ? ")" : "");
+  printf("  %d attempts, %d at a time: %ld answered in %.2f s (%.0f/s), "
+         "%ld failed%s%s; time to the answer p50 %.1f ms, p99 %.1f ms; "
+         "dynconfd CPU %.2f s\n", c->n, c->concurrency, done, r->wall_s,
+         rate, failed, failed ? ", first: " : "",
+         failed ? L->first_failure : "", a50, a99, r->cpu_s);
+  printf("RESULT phase=%s_rate attempts=%d answered=%ld failed=%ld "
+         "per_s=%.1f answer_p50_ms=%.2f answer_p99_ms=%.2f\n", c->name,
+         c->n, done, failed, rate, a50, a99);
+  outcome(c->name, "%s%s%s, %.0f/s (answer p50 %.0f ms); dynconfd CPU "
+          "%.1f s", what,
+          atomic_load(&L->accepted) ? ", SOME ACCEPTED" : "",
+          failed ? ", some failed" : "", rate, a50, r->cpu_s);
+  if (failed)
+    printf("  %ld attempts failed; the first: %s\n", failed,
+           L->first_failure);
+  return done == 0;
+}
+
+static int cmd_login(const cfg_t *c) {
+  login_t *L = calloc(1, sizeof(*L)); /* owned here */
+  pthread_t *th = calloc((size_t)c->concurrency, sizeof(*th));
+  int bad = !L || !th;
   if (!bad) {
-    long done = atomic_load(&L->done), failed = atomic_load(&L->failed);
-    int64_t *v = malloc((size_t)c->n * sizeof(*v));
-    size_t k = 0;
-    for (int i = 0; v && i < c->n; i++)
-      if (L->took_us[i] >= 0)
-        v[k++] = L->took_us[i];
-    double a50 = v && k ? (double)bench_pct(v, k, 50) / 1000 : -1;
-    double a99 = v && k ? (double)bench_pct(v, k, 99) / 1000 : -1;
-    free(v);
-    double rate = r.wall_s > 0 ? (double)done / r.wall_s : 0;
-    char what[160];
-    if (L->mode == MODE_TLS)
-      snprintf(what, sizeof(what), "%ld handshakes", done);
-    else
-      snprintf(what, sizeof(what), "%ld refused%s%s%s", atomic_load(&L->refused),
-               L->code ? " (" : "", L->code ? dc_err_name(L->code) : "",
-               L->code ? ")" : "");
-    printf("  %d attempts, %d at a time: %ld answered in %.2f s (%.0f/s), "
-           "%ld failed%s%s; time to the answer p50 %.1f ms, p99 %.1f ms; "
-           "dynconfd CPU %.2f s\n", c->n, c->concurrency, done, r.wall_s,
-           rate, failed, failed ? ", first: " : "",
-           failed ? L->first_failure : "", a50, a99, r.cpu_s);
-    printf("RESULT phase=%s_rate attempts=%d answered=%ld failed=%ld "
-           "per_s=%.1f answer_p50_ms=%.2f answer_p99_ms=%.2f\n", c->name,
-           c->n, done, failed, rate, a50, a99);
-    outcome(c->name, "%s%s%s, %.0f/s (answer p50 %.0f ms); dynconfd CPU "
-            "%.1f s", what,
-            atomic_load(&L->accepted) ? ", SOME ACCEPTED" : "",
-            failed ? ", some failed" : "", rate, a50, r.cpu_s);
-    if (failed)
-      printf("  %ld attempts failed; the first: %s\n", failed,
-             L->first_failure);
-    bad = done == 0;
+    pthread_mutex_init(&L->lock, NULL);
+    bad = login_setup(c, L) != 0;
   }
+  bench_phase_t p = bench_phase_begin(c->pid);
+  if (!bad)
+    login_threads(c, L, th);
+  bench_phase_result_t r = bench_phase_end(&p, c->name, c->n);
+  if (!bad)
+    bad = login_report(c, L, &r);
   if (L) {
     lg_tls_destroy(L->tls);
     free(L->took_us);
@@ -622,6 +669,57 @@ static void usage(FILE *f) {
         f);
 }
 
+/* One getopt_long result into c; -1 when it is not an option. */
+static int parse_opt(cfg_t *c, int o, char *arg) {
+  switch (o) {
+  case 't': c->target = arg; break;
+  case 'p': c->pid = (pid_t)atol(arg); break;
+  case 'N': c->name = arg; break;
+  case 'n': c->n = atoi(arg); break;
+  case 's': c->seconds = atof(arg); break;
+  case 'A': c->after_ms = atoi(arg); break;
+  case 'S': c->sasl = arg; break;
+  case 'u': c->user_a = arg; break;
+  case 'w': c->password_a = arg; break;
+  case 'U': c->user_b = arg; break;
+  case 'W': c->password_b = arg; break;
+  case 'a': c->attack = arg; break;
+  case 'm': c->mode = arg; break;
+  case 'x': c->user = arg; break;
+  case 'y': c->password = arg; break;
+  case 'c': c->tls_ca = arg; break;
+  case 'C': c->concurrency = atoi(arg); break;
+  default: return -1;
+  }
+  return 0;
+}
+
+/* What the command needs of the options, once all are read; has_cmd:
+ * words follow them (run's command). -1 when something is missing. */
+static int check_cfg(const cfg_t *c, bool has_cmd) {
+  if (!c->target || c->pid <= 0 || c->n <= 0 || c->concurrency <= 0 ||
+      c->seconds <= 0 || c->after_ms < 0 || has_cmd != !strcmp(c->cmd, "run"))
+    return -1;
+  if (!strcmp(c->cmd, "hijack"))
+    return c->sasl && c->user_a && c->password_a && c->user_b &&
+                   c->password_b
+               ? 0
+               : -1;
+  if (!strcmp(c->cmd, "login"))
+    return c->attack && c->mode &&
+                   (!strcmp(c->mode, "tls")
+                        ? c->tls_ca != NULL
+                        : (!strcmp(c->mode, "plain") ||
+                           !strcmp(c->mode, "scram")) &&
+                              c->user && c->password)
+               ? 0
+               : -1;
+  return !strcmp(c->cmd, "idle") || !strcmp(c->cmd, "run") ||
+                 !strcmp(c->cmd, "envelope")
+             ? 0
+             : -1;
+}
+
 static int parse(int argc, char **argv, cfg_t *c) {
   static const struct option opts[] = {
       {"target", 1, NULL, 't'},     {"pid", 1, NULL, 'p'},
@@ -637,54 +735,13 @@ static int parse(int argc, char **argv, cfg_t *c) {
     return -1;
   *c = (cfg_t){.cmd = argv[1], .name = argv[1], .concurrency = 128,
                .seconds = 5};
-  bool is_login = !strcmp(c->cmd, "login");
-  c->n = is_login ? 3000 : 1000;
+  c->n = !strcmp(c->cmd, "login") ? 3000 : 1000;
   int o;
-  while ((o = getopt_long(argc - 1, argv + 1, "", opts, NULL)) != -1) {
-    switch (o) {
-    case 't': c->target = optarg; break;
-    case 'p': c->pid = (pid_t)atol(optarg); break;
-    case 'N': c->name = optarg; break;
-    case 'n': c->n = atoi(optarg); break;
-    case 's': c->seconds = atof(optarg); break;
-    case 'A': c->after_ms = atoi(optarg); break;
-    case 'S': c->sasl = optarg; break;
-    case 'u': c->user_a = optarg; break;
-    case 'w': c->password_a = optarg; break;
-    case 'U': c->user_b = optarg; break;
-    case 'W': c->password_b = optarg; break;
-    case 'a': c->attack = optarg; break;
-    case 'm': c->mode = optarg; break;
-    case 'x': c->user = optarg; break;
-    case 'y': c->password = optarg; break;
-    case 'c': c->tls_ca = optarg; break;
-    case 'C': c->concurrency = atoi(optarg); break;
-    default: return -1;
-    }
-  }
+  while ((o = getopt_long(argc - 1, argv + 1, "", opts, NULL)) != -1)
+    if (parse_opt(c, o, optarg))
+      return -1;
   c->argv = argv + 1 + optind;
-  bool has_cmd = 1 + optind < argc;
-  if (!c->target || c->pid <= 0 || c->n <= 0 || c->concurrency <= 0 ||
-      c->seconds <= 0 || c->after_ms < 0 || has_cmd != !strcmp(c->cmd, "run"))
-    return -1;
-  if (!strcmp(c->cmd, "hijack"))
-    return c->sasl && c->user_a && c->password_a && c->user_b &&
-                   c->password_b
-               ? 0
-               : -1;
-  if (is_login)
-    return c->attack && c->mode &&
-                   (!strcmp(c->mode, "tls")
-                        ? c->tls_ca != NULL
-                        : (!strcmp(c->mode, "plain") ||
-                           !strcmp(c->mode, "scram")) &&
-                              c->user && c->password)
-               ? 0
-               : -1;
-  return !strcmp(c->cmd, "idle") || !strcmp(c->cmd, "run") ||
-                 !strcmp(c->cmd, "envelope")
-             ? 0
-             : -1;
+  return check_cfg(c, 1 + optind < argc);
 }
 
 int main(int argc, char **argv) {

@@ -27,15 +27,13 @@
  */
 #include "client/gssapi_client.h"
 #include "codec/proto.h"
-#include "lg_setup.h"
-#include "lg_tls.h"
+#include "lg_run.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -51,110 +49,6 @@
 
 #define MAX_FRAME (16u << 20) /* a response larger than this is an error */
 #define DRAIN_TIMEOUT_NS (10ull * 1000000000ull)
-
-/* ---- latency histogram -------------------------------------------------
- * Values in nanoseconds. Below 2*SUB exact; above, SUB linear sub-buckets
- * per power of two, so the relative error stays under 1/SUB. */
-#define H_SUB_BITS 10
-#define H_SUB (1u << H_SUB_BITS)
-#define H_MAX_BITS 40 /* values are clamped to 2^40 ns (~18 min) */
-#define H_BUCKETS (2 * H_SUB + (H_MAX_BITS - H_SUB_BITS) * H_SUB)
-
-typedef struct hist {
-  uint64_t count[H_BUCKETS];
-  uint64_t total, max;
-} hist_t;
-
-static size_t h_index(uint64_t v) {
-  if (v >= (1ull << H_MAX_BITS))
-    v = (1ull << H_MAX_BITS) - 1;
-  if (v < 2 * H_SUB)
-    return (size_t)v;
-  int msb = 63 - __builtin_clzll(v);
-  int s = msb - H_SUB_BITS; /* >= 1: v >> s lies in [SUB, 2*SUB) */
-  return 2 * H_SUB + (size_t)(s - 1) * H_SUB + (size_t)((v >> s) - H_SUB);
-}
-
-/* Highest value that maps to bucket i. */
-static uint64_t h_value(size_t i) {
-  if (i < 2 * H_SUB)
-    return i;
-  size_t s = (i - 2 * H_SUB) / H_SUB + 1;
-  uint64_t m = (i - 2 * H_SUB) % H_SUB + H_SUB;
-  return ((m + 1) << s) - 1;
-}
-
-static void h_record(hist_t *h, uint64_t v) {
-  h->count[h_index(v)]++;
-  h->total++;
-  if (v > h->max)
-    h->max = v;
-}
-
-static uint64_t h_percentile(const hist_t *h, double p) {
-  if (!h->total)
-    return 0;
-  uint64_t want = (uint64_t)(p / 100.0 * (double)h->total + 0.999999);
-  if (want < 1)
-    want = 1;
-  uint64_t seen = 0;
-  for (size_t i = 0; i < H_BUCKETS; i++) {
-    seen += h->count[i];
-    if (seen >= want)
-      return h_value(i) < h->max ? h_value(i) : h->max;
-  }
-  return h->max;
-}
-
-/* ---- state -------------------------------------------------------------- */
-enum { API_DESCRIBE, API_METADATA };
-
-typedef struct slot {
-  int32_t corr;
-  uint64_t sent_ns;
-} slot_t;
-
-typedef struct conn {
-  int fd;
-  SSL *ssl; /* owned; NULL on plaintext */
-  bool dead;
-  dc_buf_t in, out; /* owned; freed at exit */
-  size_t out_off;   /* bytes of out already written */
-  slot_t *ring;     /* owned; pipeline entries, FIFO of requests in flight */
-  int head, inflight;
-  uint32_t next_corr; /* wraps; ids sent are its low 31 bits */
-} conn_t;
-
-typedef struct cfg {
-  const char *target;
-  int api;
-  int16_t version;
-  int connections, pipeline;
-  double duration_s; /* with --requests: a limit only when given */
-  bool duration_set;
-  uint64_t requests; /* 0 = duration mode */
-  bool mock, quiet;
-  const char *client_name;
-  const char *tls_ca, *tls_cert, *tls_key; /* TLS when tls_ca is set */
-  lg_sasl_conf_t sasl;                     /* SASL when mechanism is set */
-  uint64_t setup_count;                    /* --setup N; 0 = load mode */
-} cfg_t;
-
-typedef struct run {
-  cfg_t cfg;
-  dc_buf_t tmpl; /* owned: one complete request frame */
-  conn_t *conns; /* owned */
-  hist_t *hist;  /* owned */
-  dc_arena_t arena; /* response decode scratch, reset after each response */
-  /* errors = requests that failed: lost with a connection, never
-   * answered, or answered with an error or undecodable response. */
-  uint64_t sent, done, lost, errors, resp_errors, conn_failures, logged;
-  uint64_t rx_bytes; /* response frames, size fields included */
-  bool stopping;
-  lg_tls_t *tls;      /* owned; NULL without --tls-ca */
-  char tls_desc[96];  /* protocol and cipher of the last handshake */
-  double setup_cpu_s; /* --setup: this process's CPU during the loop */
-} run_t;
 
 static volatile sig_atomic_t g_interrupted;
 static void on_signal(int sig) {
@@ -331,6 +225,47 @@ static void conn_fail(run_t *r, conn_t *c, const char *why) {
   c->fd = -1;
 }
 
+/* Handles every complete response in c->in; *used gets the bytes they
+ * took. False when the connection failed. */
+static bool consume_responses(run_t *r, conn_t *c, hist_t *h, size_t *used) {
+  uint64_t t = now_ns(); /* one clock read per batch of responses */
+  size_t pos = 0;
+  for (;;) {
+    int32_t size;
+    int pk = dc_frame_peek(c->in.data + pos, c->in.len - pos, MAX_FRAME,
+                           &size);
+    if (pk == 0)
+      break;
+    if (pk < 0 || size < 4) {
+      conn_fail(r, c, "bad response frame");
+      return false;
+    }
+    const uint8_t *f = c->in.data + pos + 4;
+    int32_t corr = (int32_t)(((uint32_t)f[0] << 24) |
+                             ((uint32_t)f[1] << 16) |
+                             ((uint32_t)f[2] << 8) | f[3]);
+    slot_t *s = &c->ring[c->head];
+    if (c->inflight == 0 || s->corr != corr) {
+      conn_fail(r, c, "response correlation id does not match");
+      return false;
+    }
+    h_record(h, t - s->sent_ns);
+    r->rx_bytes += 4 + (uint64_t)size;
+    c->head = (c->head + 1) % r->cfg.pipeline;
+    c->inflight--;
+    r->done++;
+    if (!response_ok(r, f, (size_t)size)) {
+      r->resp_errors++;
+      r->errors++;
+      log_problem(r, "%s response carries an error or does not decode",
+                r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata");
+    }
+    pos += 4 + (size_t)size;
+  }
+  *used = pos;
+  return true;
+}
+
 /* Reads until EAGAIN and consumes every complete response. */
 static void conn_read(run_t *r, conn_t *c, hist_t *h) {
   for (;;) {
@@ -356,66 +291,17 @@ static void conn_read(run_t *r, conn_t *c, hist_t *h) {
       return;
     }
     c->in.len += (size_t)n;
-    uint64_t t = now_ns(); /* one clock read per batch of responses */
-    size_t pos = 0;
-    for (;;) {
-      int32_t size;
-      int pk = dc_frame_peek(c->in.data + pos, c->in.len - pos, MAX_FRAME,
-                             &size);
-      if (pk == 0)
-        break;
-      if (pk < 0 || size < 4) {
-        conn_fail(r, c, "bad response frame");
-        return;
-      }
-      const uint8_t *f = c->in.data + pos + 4;
-      int32_t corr = (int32_t)(((uint32_t)f[0] << 24) |
-                               ((uint32_t)f[1] << 16) |
-                               ((uint32_t)f[2] << 8) | f[3]);
-      slot_t *s = &c->ring[c->head];
-      if (c->inflight == 0 || s->corr != corr) {
-        conn_fail(r, c, "response correlation id does not match");
-        return;
-      }
-      h_record(h, t - s->sent_ns);
-      r->rx_bytes += 4 + (uint64_t)size;
-      c->head = (c->head + 1) % r->cfg.pipeline;
-      c->inflight--;
-      r->done++;
-      if (!response_ok(r, f, (size_t)size)) {
-        r->resp_errors++;
-        r->errors++;
-        log_problem(r, "%s response carries an error or does not decode",
-                  r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata");
-      }
-      pos += 4 + (size_t)size;
-    }
+    size_t pos;
+    if (!consume_responses(r, c, h, &pos))
+      return;
     dc_buf_consume(&c->in, pos);
   }
 }
 
 /* ---- setup -------------------------------------------------------------- */
-static int split_hostport(const char *target, char *host, size_t hsz,
-                          char *port, size_t psz) {
-  const char *colon = strrchr(target, ':');
-  if (!colon || colon == target || !colon[1])
-    return -1;
-  size_t hl = (size_t)(colon - target);
-  if (target[0] == '[' && hl >= 2 && target[hl - 1] == ']') { /* [v6]:port */
-    target++;
-    hl -= 2;
-  }
-  if (hl >= hsz || strlen(colon + 1) >= psz)
-    return -1;
-  memcpy(host, target, hl);
-  host[hl] = 0;
-  snprintf(port, psz, "%s", colon + 1);
-  return 0;
-}
-
 static int connect_to(const char *target) {
   char host[256], port[32];
-  if (split_hostport(target, host, sizeof(host), port, sizeof(port))) {
+  if (lg_split_hostport(target, host, sizeof(host), port, sizeof(port))) {
     fprintf(stderr, "loadgen: bad target \"%s\" (want HOST:PORT)\n", target);
     return -1;
   }
@@ -451,162 +337,6 @@ static int connect_to(const char *target) {
     return -1;
   }
   return fd;
-}
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: loadgen (--target HOST:PORT | --mock) [options]\n"
-          "  --api describe|metadata  request type (default describe)\n"
-          "  --version V              API version (default: describe 1, "
-          "metadata 2)\n"
-          "  --connections N          connections (default 16)\n"
-          "  --pipeline D             requests in flight per connection "
-          "(default 32)\n"
-          "  --duration S             run for S seconds (default 10)\n"
-          "  --requests N             stop after N requests in total (and\n"
-          "                           after --duration only if also given)\n"
-          "  --client NAME            DescribeConfigs client-id entity "
-          "(default bench-client)\n"
-          "  --mock                   start librdkafka's mock cluster in this "
-          "process and target it\n"
-          "  --quiet                  only the RESULT line\n"
-          "  --tls-ca FILE            connect with TLS, trusting this CA "
-          "(PEM)\n"
-          "  --tls-cert FILE --tls-key FILE  client certificate and key "
-          "(PEM)\n"
-          "  --sasl-mechanism M       authenticate with PLAIN, SCRAM-SHA-256, "
-          "SCRAM-SHA-512 or GSSAPI\n"
-          "  --sasl-user U --sasl-password P  SASL credentials (a "
-          "throw-away bench user;\n"
-          "                           GSSAPI: a principal and its keytab, "
-          "else the ticket cache)\n"
-          "  --sasl-kerberos-service-name S  GSSAPI: the server is "
-          "S/HOST (default kafka)\n"
-          "  --setup N                measure connection set-up instead: N "
-          "connections one\n"
-          "                           after another (TCP [+ TLS] [+ SASL] + "
-          "ApiVersions, close),\n"
-          "                           stopping early at --duration if "
-          "given\n");
-}
-
-static int parse_args(int argc, char **argv, cfg_t *c) {
-  static const struct option opts[] = {
-      {"target", required_argument, 0, 't'},
-      {"api", required_argument, 0, 'a'},
-      {"version", required_argument, 0, 'v'},
-      {"connections", required_argument, 0, 'c'},
-      {"pipeline", required_argument, 0, 'p'},
-      {"duration", required_argument, 0, 'd'},
-      {"requests", required_argument, 0, 'n'},
-      {"client", required_argument, 0, 'C'},
-      {"mock", no_argument, 0, 'm'},
-      {"quiet", no_argument, 0, 'q'},
-      {"tls-ca", required_argument, 0, 'A'},
-      {"tls-cert", required_argument, 0, 'E'},
-      {"tls-key", required_argument, 0, 'K'},
-      {"sasl-mechanism", required_argument, 0, 'M'},
-      {"sasl-user", required_argument, 0, 'U'},
-      {"sasl-password", required_argument, 0, 'P'},
-      {"sasl-kerberos-service-name", required_argument, 0, 'k'},
-      {"setup", required_argument, 0, 'S'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0},
-  };
-  int version = -1;
-  c->api = API_DESCRIBE;
-  c->connections = 16;
-  c->pipeline = 32;
-  c->duration_s = 10;
-  c->client_name = "bench-client";
-  int o;
-  char *end;
-  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (o) {
-    case 't': c->target = optarg; break;
-    case 'a':
-      if (!strcmp(optarg, "describe"))
-        c->api = API_DESCRIBE;
-      else if (!strcmp(optarg, "metadata"))
-        c->api = API_METADATA;
-      else
-        return -1;
-      break;
-    case 'v':
-      version = (int)strtol(optarg, &end, 10);
-      if (*end || version < 0 || version > 32767)
-        return -1;
-      break;
-    case 'c':
-      c->connections = (int)strtol(optarg, &end, 10);
-      if (*end || c->connections < 1 || c->connections > 10000)
-        return -1;
-      break;
-    case 'p':
-      c->pipeline = (int)strtol(optarg, &end, 10);
-      if (*end || c->pipeline < 1 || c->pipeline > 100000)
-        return -1;
-      break;
-    case 'd':
-      c->duration_s = strtod(optarg, &end);
-      if (*end || !(c->duration_s > 0))
-        return -1;
-      c->duration_set = true;
-      break;
-    case 'n':
-      c->requests = strtoull(optarg, &end, 10);
-      if (*end || c->requests == 0)
-        return -1;
-      break;
-    case 'C': c->client_name = optarg; break;
-    case 'm': c->mock = true; break;
-    case 'q': c->quiet = true; break;
-    case 'A': c->tls_ca = optarg; break;
-    case 'E': c->tls_cert = optarg; break;
-    case 'K': c->tls_key = optarg; break;
-    case 'M': c->sasl.mechanism = optarg; break;
-    case 'U': c->sasl.user = optarg; break;
-    case 'P': c->sasl.password = optarg; break;
-    case 'k': c->sasl.krb_service = optarg; break;
-    case 'S':
-      c->setup_count = strtoull(optarg, &end, 10);
-      if (*end || c->setup_count == 0)
-        return -1;
-      break;
-    case 'h': usage(stdout); exit(0);
-    default: return -1;
-    }
-  }
-  if (optind != argc || (!c->target && !c->mock) || (c->target && c->mock))
-    return -1;
-  if ((c->tls_cert || c->tls_key) && !c->tls_ca) {
-    fprintf(stderr, "loadgen: --tls-cert/--tls-key need --tls-ca\n");
-    return -1;
-  }
-  char why[256];
-  if ((c->sasl.mechanism || c->sasl.user || c->sasl.password) &&
-      lg_sasl_conf_check(&c->sasl, why, sizeof(why))) {
-    fprintf(stderr, "loadgen: %s\n", why);
-    return -1;
-  }
-  if (c->sasl.mechanism && !strcmp(c->sasl.mechanism, "GSSAPI") &&
-      c->target) {
-    static char host[256], port[16];
-    if (split_hostport(c->target, host, sizeof(host), port, sizeof(port)))
-      return -1;
-    c->sasl.krb_host = host;
-    if (lg_sasl_gssapi_creds(&c->sasl, why, sizeof(why))) {
-      fprintf(stderr, "loadgen: %s\n", why);
-      return -1;
-    }
-  }
-  if (c->mock && (c->tls_ca || c->sasl.mechanism || c->setup_count)) {
-    fprintf(stderr, "loadgen: --mock speaks plaintext load only\n");
-    return -1;
-  }
-  c->version = (int16_t)(version >= 0 ? version
-                                      : c->api == API_DESCRIBE ? 1 : 2);
-  return 0;
 }
 
 /* ---- the librdkafka mock cluster (baseline peer) ------------------------ */
@@ -654,11 +384,6 @@ static void mock_stop(mock_t *m) {
 /* ---- connection security ------------------------------------------------ */
 #define SETUP_TIMEOUT_NS (10ull * 1000000000ull)
 
-static const char *security_protocol(const cfg_t *c) {
-  if (c->tls_ca)
-    return c->sasl.mechanism ? "SASL_SSL" : "SSL";
-  return c->sasl.mechanism ? "SASL_PLAINTEXT" : "PLAINTEXT";
-}
 
 /* Makes fd (connected to host) what the flags ask for: TLS handshake,
  * then SASL, then (with apiversions) one ApiVersions round trip. *ssl gets
@@ -692,7 +417,7 @@ static int secure_conn(run_t *r, int fd, const char *host, bool apiversions,
  * Stops after 10 failures: by then the cause is clear. */
 static int run_setup(run_t *r, const char *target, uint64_t *elapsed_ns) {
   char host[256], port[32], why[512];
-  if (split_hostport(target, host, sizeof(host), port, sizeof(port))) {
+  if (lg_split_hostport(target, host, sizeof(host), port, sizeof(port))) {
     fprintf(stderr, "loadgen: bad target \"%s\" (want HOST:PORT)\n", target);
     return -1;
   }
@@ -729,6 +454,77 @@ static int run_setup(run_t *r, const char *target, uint64_t *elapsed_ns) {
 }
 
 /* ---- main loop ---------------------------------------------------------- */
+
+/* Opens every connection, set up as the flags ask, and adds it to epfd. */
+static int open_conns(run_t *r, const char *target, int epfd) {
+  const cfg_t *cfg = &r->cfg;
+  r->conns = calloc((size_t)cfg->connections, sizeof(*r->conns));
+  if (!r->conns)
+    return -1;
+  for (int i = 0; i < cfg->connections; i++)
+    r->conns[i].fd = -1;
+  for (int i = 0; i < cfg->connections; i++) {
+    conn_t *c = &r->conns[i];
+    c->ring = calloc((size_t)cfg->pipeline, sizeof(*c->ring));
+    if (!c->ring)
+      return -1;
+    if ((c->fd = connect_to(target)) < 0)
+      return -1;
+    if (r->tls || cfg->sasl.mechanism) {
+      char host[256], port[32], why[512];
+      lg_split_hostport(target, host, sizeof(host), port, sizeof(port));
+      if (secure_conn(r, c->fd, host, false, &c->ssl, why, sizeof(why))) {
+        fprintf(stderr, "loadgen: connection %d to %s: %s\n", i, target, why);
+        return -1;
+      }
+    }
+    /* Edge-triggered: reads drain to EAGAIN, writes stop at EAGAIN. */
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+      perror("loadgen: epoll_ctl");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* At time t: whether the load is over (stopped and drained, every
+ * connection dead, or the drain timed out); starts stopping at the
+ * deadline, on an interrupt or once --requests are sent. */
+static bool load_over(run_t *r, uint64_t t, uint64_t deadline,
+                      uint64_t *stop_at) {
+  if (!r->stopping && ((deadline && t >= deadline) || g_interrupted)) {
+    r->stopping = true;
+    *stop_at = t;
+  }
+  if (!r->stopping && !may_send(r)) { /* --requests: all sent */
+    r->stopping = true;
+    *stop_at = t;
+  }
+  uint64_t outstanding = r->sent - r->done - r->lost;
+  int alive = 0;
+  for (int i = 0; i < r->cfg.connections; i++)
+    alive += !r->conns[i].dead;
+  if ((r->stopping && outstanding == 0) || !alive)
+    return true;
+  if (r->stopping && t - *stop_at > DRAIN_TIMEOUT_NS) {
+    log_problem(r, "%s", "responses still missing after the drain timeout");
+    r->errors += outstanding;
+    return true;
+  }
+  return false;
+}
+
+/* epoll_wait's timeout at time t: 100 ms, less to wake at the deadline. */
+static int wait_ms(const run_t *r, uint64_t t, uint64_t deadline) {
+  int timeout_ms = 100;
+  if (deadline && !r->stopping && deadline > t &&
+      (deadline - t) / 1000000 < (uint64_t)timeout_ms)
+    timeout_ms = (int)((deadline - t) / 1000000) + 1;
+  return timeout_ms;
+}
+
 static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
   const cfg_t *cfg = &r->cfg;
   int rc = -1;
@@ -737,35 +533,8 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
     perror("loadgen: epoll_create1");
     return -1;
   }
-  r->conns = calloc((size_t)cfg->connections, sizeof(*r->conns));
-  if (!r->conns)
+  if (open_conns(r, target, epfd))
     goto out;
-  for (int i = 0; i < cfg->connections; i++)
-    r->conns[i].fd = -1;
-  for (int i = 0; i < cfg->connections; i++) {
-    conn_t *c = &r->conns[i];
-    c->ring = calloc((size_t)cfg->pipeline, sizeof(*c->ring));
-    if (!c->ring)
-      goto out;
-    if ((c->fd = connect_to(target)) < 0)
-      goto out;
-    if (r->tls || cfg->sasl.mechanism) {
-      char host[256], port[32], why[512];
-      split_hostport(target, host, sizeof(host), port, sizeof(port));
-      if (secure_conn(r, c->fd, host, false, &c->ssl, why, sizeof(why))) {
-        fprintf(stderr, "loadgen: connection %d to %s: %s\n", i, target, why);
-        goto out;
-      }
-    }
-    /* Edge-triggered: reads drain to EAGAIN, writes stop at EAGAIN. */
-    struct epoll_event ev = {
-        .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
-      perror("loadgen: epoll_ctl");
-      goto out;
-    }
-  }
-
   uint64_t start = now_ns(), last = start, stop_at = 0;
   uint64_t deadline = cfg->requests && !cfg->duration_set
                           ? 0
@@ -777,30 +546,9 @@ static int run_load(run_t *r, const char *target, uint64_t *elapsed_ns) {
   struct epoll_event evs[64];
   for (;;) {
     uint64_t t = now_ns();
-    if (!r->stopping && ((deadline && t >= deadline) || g_interrupted)) {
-      r->stopping = true;
-      stop_at = t;
-    }
-    if (!r->stopping && !may_send(r)) { /* --requests: all sent */
-      r->stopping = true;
-      stop_at = t;
-    }
-    uint64_t outstanding = r->sent - r->done - r->lost;
-    int alive = 0;
-    for (int i = 0; i < cfg->connections; i++)
-      alive += !r->conns[i].dead;
-    if ((r->stopping && outstanding == 0) || !alive)
+    if (load_over(r, t, deadline, &stop_at))
       break;
-    if (r->stopping && t - stop_at > DRAIN_TIMEOUT_NS) {
-      log_problem(r, "%s", "responses still missing after the drain timeout");
-      r->errors += outstanding;
-      break;
-    }
-    int timeout_ms = 100;
-    if (deadline && !r->stopping && deadline > t &&
-        (deadline - t) / 1000000 < (uint64_t)timeout_ms)
-      timeout_ms = (int)((deadline - t) / 1000000) + 1;
-    int n = epoll_wait(epfd, evs, 64, timeout_ms);
+    int n = epoll_wait(epfd, evs, 64, wait_ms(r, t, deadline));
     if (n < 0 && errno != EINTR) {
       perror("loadgen: epoll_wait");
       goto out;
@@ -846,75 +594,39 @@ static void free_run(run_t *r) {
   lg_tls_destroy(r->tls);
 }
 
-/* --setup's summary and RESULT line; the exit status. */
-static int report_setup(const run_t *r, const char *target, double secs,
-                        double cpu) {
-  const cfg_t *c = &r->cfg;
-  double cps = secs > 0 ? (double)r->done / secs : 0;
-  double p50 = (double)h_percentile(r->hist, 50) / 1e3;
-  double p99 = (double)h_percentile(r->hist, 99) / 1e3;
-  double p999 = (double)h_percentile(r->hist, 99.9) / 1e3;
-  double mx = (double)r->hist->max / 1e3;
-  const char *mech = c->sasl.mechanism ? c->sasl.mechanism : "-";
-  if (!c->quiet) {
-    printf("loadgen: connection set-up against %s: %s%s%s%s, then "
-           "ApiVersions v3, one connection at a time\n",
-           target, security_protocol(c), c->sasl.mechanism ? " " : "",
-           c->sasl.mechanism ? mech : "",
-           c->tls_cert ? " with a client certificate" : "");
-    if (r->tls_desc[0])
-      printf("  tls       %s, full handshake every time (no resumption)\n",
-             r->tls_desc);
-    printf("  set-ups   %llu completed in %.2f s = %.0f connections/s\n",
-           (unsigned long long)r->done, secs, cps);
-    printf("  cpu       %.3f s in this process during the loop (%.0f us "
-           "per connection)\n",
-           cpu, r->done ? 1e6 * cpu / (double)r->done : 0);
-    printf("  latency   p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
-           p50, p99, p999, mx);
-    printf("  errors    %llu failed set-ups\n",
-           (unsigned long long)r->errors);
+/* The request template, the histogram and the TLS context; -1 after
+ * saying why. */
+static int run_init(run_t *r) {
+  dc_buf_init(&r->tmpl);
+  dc_arena_init(&r->arena);
+  r->hist = calloc(1, sizeof(*r->hist));
+  if (!r->hist || build_template(r))
+    return -1;
+  if (r->cfg.tls_ca) {
+    char why[512];
+    r->tls = lg_tls_new(r->cfg.tls_ca, r->cfg.tls_cert, r->cfg.tls_key, why,
+                        sizeof(why));
+    if (!r->tls) {
+      fprintf(stderr, "loadgen: %s\n", why);
+      return -1;
+    }
   }
-  char ver[96] = "-", cipher[96] = "-";
-  if (r->tls_desc[0])
-    sscanf(r->tls_desc, "%95s %95s", ver, cipher);
-  printf("RESULT mode=setup target=%s security=%s mechanism=%s "
-         "client_cert=%d tls_version=%s tls_cipher=%s attempts=%llu "
-         "connections=%llu seconds=%.3f cps=%.1f p50_us=%.1f p99_us=%.1f "
-         "p999_us=%.1f max_us=%.1f errors=%llu cpu_s=%.4f\n",
-         target, security_protocol(c), mech, c->tls_cert ? 1 : 0, ver, cipher,
-         (unsigned long long)r->sent, (unsigned long long)r->done, secs, cps,
-         p50, p99, p999, mx, (unsigned long long)r->errors, cpu);
-  fflush(stdout);
-  return (r->errors == 0 && r->done > 0) ? 0 : 1;
+  return 0;
 }
 
 int main(int argc, char **argv) {
   run_t r;
   memset(&r, 0, sizeof(r));
-  if (parse_args(argc, argv, &r.cfg)) {
-    usage(stderr);
+  if (lg_parse_args(argc, argv, &r.cfg)) {
+    lg_usage(stderr);
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  dc_buf_init(&r.tmpl);
-  dc_arena_init(&r.arena);
-  r.hist = calloc(1, sizeof(*r.hist));
-  if (!r.hist || build_template(&r)) {
+  if (run_init(&r)) {
     free_run(&r);
     return 2;
-  }
-  if (r.cfg.tls_ca) {
-    char why[512];
-    r.tls = lg_tls_new(r.cfg.tls_ca, r.cfg.tls_cert, r.cfg.tls_key, why,
-                       sizeof(why));
-    if (!r.tls) {
-      fprintf(stderr, "loadgen: %s\n", why);
-      free_run(&r);
-      return 2;
-    }
   }
 
   mock_t mock = {0};
@@ -939,63 +651,10 @@ int main(int argc, char **argv) {
 
   /* This process's CPU time: the load generator, plus the mock cluster's
    * threads in a --mock run. Tells the reader who was the bottleneck. */
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-  if (r.cfg.setup_count) {
-    int sret = report_setup(&r, target, (double)elapsed / 1e9, r.setup_cpu_s);
-    free_run(&r);
-    return sret;
-  }
-  const char *api = r.cfg.api == API_DESCRIBE ? "describe" : "metadata";
+  double cpu = process_cpu_s();
   double secs = (double)elapsed / 1e9;
-  double rps = secs > 0 ? (double)r.done / secs : 0;
-  double p50 = (double)h_percentile(r.hist, 50) / 1e3;
-  double p99 = (double)h_percentile(r.hist, 99) / 1e3;
-  double p999 = (double)h_percentile(r.hist, 99.9) / 1e3;
-  double mx = (double)r.hist->max / 1e3;
-  if (!r.cfg.quiet) {
-    printf("loadgen: %s%s v%d against %s%s, %d connections x %d in flight\n",
-           api, r.cfg.api == API_DESCRIBE ? " (DescribeConfigs CLIENT)" : "",
-           r.cfg.version, target,
-           r.cfg.mock ? " (librdkafka mock cluster)" : "", r.cfg.connections,
-           r.cfg.pipeline);
-    printf("  requests  %llu completed in %.2f s = %.0f req/s\n",
-           (unsigned long long)r.done, secs, rps);
-    printf("  received  %.1f MB/s of responses (%.0f bytes each)\n",
-           secs > 0 ? (double)r.rx_bytes / secs / 1e6 : 0,
-           r.done ? (double)r.rx_bytes / (double)r.done : 0);
-    printf("  cpu       %.2f s in this process (%.0f%% of one core)%s\n", cpu,
-           secs > 0 ? 100 * cpu / secs : 0,
-           r.cfg.mock ? ", mock cluster included" : "");
-    printf("  latency   p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
-           p50, p99, p999, mx);
-    printf("  errors    %llu failed requests (%llu error responses, %llu "
-           "connections failed)\n",
-           (unsigned long long)r.errors, (unsigned long long)r.resp_errors,
-           (unsigned long long)r.conn_failures);
-    if (r.cfg.mock)
-      printf("  note: the mock cluster's broker thread runs inside this "
-             "loadgen process and shares its cores\n");
-    if (r.tls || r.cfg.sasl.mechanism)
-      printf("  security  %s%s%s%s%s (set up before the load started)\n",
-             security_protocol(&r.cfg), r.cfg.sasl.mechanism ? " " : "",
-             r.cfg.sasl.mechanism ? r.cfg.sasl.mechanism : "",
-             r.tls_desc[0] ? ", " : "", r.tls_desc);
-  }
-  printf("RESULT target=%s api=%s version=%d mock=%d connections=%d "
-         "pipeline=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f "
-         "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu "
-         "rx_bytes=%llu cpu_s=%.2f security=%s mechanism=%s\n",
-         target, api, r.cfg.version, r.cfg.mock ? 1 : 0, r.cfg.connections,
-         r.cfg.pipeline, (unsigned long long)r.done, secs, rps, p50, p99, p999,
-         mx, (unsigned long long)r.errors,
-         (unsigned long long)r.conn_failures,
-         (unsigned long long)r.rx_bytes, cpu, security_protocol(&r.cfg),
-         r.cfg.sasl.mechanism ? r.cfg.sasl.mechanism : "-");
-  fflush(stdout);
-  int ret = (r.errors == 0 && r.conn_failures == 0 && r.done > 0) ? 0 : 1;
+  int ret = r.cfg.setup_count ? lg_report_setup(&r, target, secs, r.setup_cpu_s)
+                              : lg_report_load(&r, target, secs, cpu);
   free_run(&r);
   return ret;
 }

@@ -167,6 +167,50 @@ typedef struct series {
   bool validate_only;
 } series_t;
 
+/* What one series came to. */
+typedef struct tally {
+  int n, errors;
+  bool capped;
+  double secs;
+  char first_err[700];
+} tally_t;
+
+/* Request i of series s: an alter (persisted ones alternate a and b,
+ * flipped when a is stored) or a describe. Its result code. */
+static int series_request(const cfg_t *c, dc_kclient_t *kc, int16_t v,
+                          const series_t *s, const char *entity, int i,
+                          bool flip, const char *fixed, char *msg,
+                          size_t msg_size) {
+  if (!s->key)
+    return describe(kc, entity, NULL, NULL, c->timeout_ms, msg, msg_size);
+  const char *val = s->validate_only ? fixed
+                    : ((i % 2 == 0) != flip) ? s->a
+                                             : s->b;
+  return bench_alter_set(kc, v, entity, 1, &s->key, &val, s->validate_only,
+                         c->timeout_ms, msg, msg_size);
+}
+
+/* The series' line, its first error and its RESULT line. */
+static void series_report(const series_t *s, const char *entity,
+                          const int64_t *lat, const tally_t *t) {
+  int n = t->n;
+  printf("%-13s %-8s %-14s n=%-4d p50=%lld us p99=%lld us max=%lld us "
+         "errors=%d%s (%.1f s)\n",
+         s->name, s->key ? (s->validate_only ? "validate" : "commit") : "-",
+         entity, n, (long long)pct(lat, n, 50), (long long)pct(lat, n, 99),
+         (long long)(n ? lat[n - 1] : 0), t->errors,
+         t->capped ? ", time cap reached" : "", t->secs);
+  if (t->first_err[0])
+    printf("  first error: %s\n", t->first_err);
+  printf("RESULT series=%s mode=%s n=%d p50_us=%lld p99_us=%lld max_us=%lld "
+         "errors=%d capped=%d seconds=%.2f\n",
+         s->name, s->key ? (s->validate_only ? "validate" : "commit") : "read",
+         n, (long long)pct(lat, n, 50), (long long)pct(lat, n, 99),
+         (long long)(n ? lat[n - 1] : 0), t->errors, t->capped ? 1 : 0,
+         t->secs);
+  fflush(stdout);
+}
+
 /* Runs one series on *kcp (reconnecting when a request broke the
  * connection) and prints its RESULT line. */
 static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
@@ -174,9 +218,9 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
   const char *entity = s->entity ? s->entity : c->client;
   int limit = s->key ? c->alters : c->describes;
   int64_t *lat = calloc((size_t)limit + 1, sizeof(*lat));
-  char msg[700] = "", first_err[700] = "";
-  int n = 0, errors = 0, failed = 0;
-  bool capped = false;
+  char msg[700] = "";
+  tally_t t = {0, 0, false, 0, ""};
+  int failed = 0;
   char *cur = NULL;
   if (!lat) {
     fprintf(stderr, "scale: out of memory\n");
@@ -186,7 +230,7 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
                          sizeof(msg)) != 0) {
     fprintf(stderr, "scale: reading %s of %s failed: %s\n", s->key, entity,
             msg);
-    failed = errors = 1;
+    failed = t.errors = 1;
   }
   /* Persisted: start with the value that differs from the stored one. */
   bool flip = cur && !strcmp(cur, s->a);
@@ -195,25 +239,17 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
   for (int i = 0; !failed && i <= limit; i++) {
     /* i == 0 is a warm-up and is not recorded. */
     if (i > 0 && dc_mono_us() >= deadline) {
-      capped = true;
+      t.capped = true;
       break;
     }
-    int rc;
     int64_t t0 = dc_mono_us();
-    if (s->key) {
-      const char *val = s->validate_only ? fixed
-                        : ((i % 2 == 0) != flip) ? s->a
-                                                 : s->b;
-      rc = bench_alter_set(*kcp, *v, entity, 1, &s->key, &val, s->validate_only,
-                     c->timeout_ms, msg, sizeof(msg));
-    } else {
-      rc = describe(*kcp, entity, NULL, NULL, c->timeout_ms, msg, sizeof(msg));
-    }
+    int rc = series_request(c, *kcp, *v, s, entity, i, flip, fixed, msg,
+                            sizeof(msg));
     int64_t t1 = dc_mono_us();
     if (rc != 0) {
-      errors++;
-      if (!first_err[0])
-        snprintf(first_err, sizeof(first_err), "%s", msg);
+      t.errors++;
+      if (!t.first_err[0])
+        snprintf(t.first_err, sizeof(t.first_err), "%s", msg);
     }
     if (rc < 0) { /* the connection is gone: a new one for what follows */
       dc_kclient_destroy(*kcp);
@@ -223,24 +259,11 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
       failed = 1;
     }
     if (i > 0 && rc == 0)
-      lat[n++] = t1 - t0;
+      lat[t.n++] = t1 - t0;
   }
-  double secs = (double)(dc_mono_us() - t_start) / 1e6;
-  qsort(lat, (size_t)n, sizeof(*lat), cmp_i64);
-  printf("%-13s %-8s %-14s n=%-4d p50=%lld us p99=%lld us max=%lld us "
-         "errors=%d%s (%.1f s)\n",
-         s->name, s->key ? (s->validate_only ? "validate" : "commit") : "-",
-         entity, n, (long long)pct(lat, n, 50), (long long)pct(lat, n, 99),
-         (long long)(n ? lat[n - 1] : 0), errors,
-         capped ? ", time cap reached" : "", secs);
-  if (first_err[0])
-    printf("  first error: %s\n", first_err);
-  printf("RESULT series=%s mode=%s n=%d p50_us=%lld p99_us=%lld max_us=%lld "
-         "errors=%d capped=%d seconds=%.2f\n",
-         s->name, s->key ? (s->validate_only ? "validate" : "commit") : "read",
-         n, (long long)pct(lat, n, 50), (long long)pct(lat, n, 99),
-         (long long)(n ? lat[n - 1] : 0), errors, capped ? 1 : 0, secs);
-  fflush(stdout);
+  t.secs = (double)(dc_mono_us() - t_start) / 1e6;
+  qsort(lat, (size_t)t.n, sizeof(*lat), cmp_i64);
+  series_report(s, entity, lat, &t);
   free(cur);
   free(lat);
 }
@@ -488,131 +511,180 @@ typedef struct aconn {
   int64_t progress_us; /* last time a send made progress */
 } aconn_t;
 
-static int cmd_attack(const cfg_t *c) {
-  dc_buf_t frame;
-  dc_buf_init(&frame);
-  int32_t reps = 0;
-  if (build_attack_frame(&frame, c->client, c->request_bytes, &reps)) {
+/* One attack run: its frame, its connections and what it has seen. */
+typedef struct attack {
+  const cfg_t *c;
+  dc_buf_t frame; /* owned */
+  int32_t reps;
+  aconn_t *cs;       /* owned */
+  struct pollfd *pf; /* owned */
+  int alive;
+  long idle_rss, idle_hwm, rss, hwm, max_rss;
+  long long cpu_mark;
+  int64_t t0, deadline, cpu_mark_us;
+  const char *why, *reason;
+} attack_t;
+
+/* The frame, dynconfd's idle memory and the connections; -1 after saying
+ * why. */
+static int attack_setup(attack_t *a) {
+  const cfg_t *c = a->c;
+  if (build_attack_frame(&a->frame, c->client, c->request_bytes, &a->reps)) {
     fprintf(stderr, "scale: cannot build a %ld-byte DescribeConfigs v3 "
                     "request\n", c->request_bytes);
-    return 1;
+    return -1;
   }
-  long idle_rss, idle_hwm;
-  if (!proc_mem(c->pid, &idle_rss, &idle_hwm)) {
+  if (!proc_mem(c->pid, &a->idle_rss, &a->idle_hwm)) {
     fprintf(stderr, "scale: no process %ld\n", c->pid);
-    return 1;
+    return -1;
   }
-  aconn_t *cs = calloc((size_t)c->connections, sizeof(*cs));
-  struct pollfd *pf = calloc((size_t)c->connections, sizeof(*pf));
-  if (!cs || !pf)
-    return 1;
-  for (int i = 0; i < c->connections; i++) {
-    cs[i].fd = tcp_connect(c->target);
-    if (cs[i].fd < 0) {
-      fprintf(stderr, "scale: cannot connect to %s\n", c->target);
-      return 1;
-    }
-  }
-  printf("attack: %d connections, each sending %zu-byte DescribeConfigs v3 "
-         "requests naming %s %d times, never reading\n",
-         c->connections, frame.len, c->client, reps);
-  fflush(stdout);
-
-  int64_t t0 = dc_mono_us(), deadline = t0 + (int64_t)(c->seconds * 1e6);
-  long long cpu_mark = bench_proc_ticks((pid_t)c->pid);
-  int64_t cpu_mark_us = t0;
-  long rss = idle_rss, hwm = idle_hwm, max_rss = idle_rss;
-  const char *why = "time limit", *reason = "time";
-  int alive = c->connections;
+  a->cs = calloc((size_t)c->connections, sizeof(*a->cs));
+  a->pf = calloc((size_t)c->connections, sizeof(*a->pf));
+  if (!a->cs || !a->pf)
+    return -1;
   for (int i = 0; i < c->connections; i++)
-    cs[i].progress_us = t0;
-  for (;;) {
-    int64_t now = dc_mono_us();
-    for (int i = 0; i < c->connections; i++) {
-      aconn_t *a = &cs[i];
-      while (a->fd >= 0) {
-        ssize_t n = send(a->fd, frame.data + a->off, frame.len - a->off,
-                         MSG_NOSIGNAL);
-        if (n > 0) {
-          a->progress_us = now;
-          a->off += (size_t)n;
-          if (a->off == frame.len) {
-            a->off = 0;
-            a->frames++;
-          }
-          continue;
-        }
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-          break;
-        close(a->fd); /* the server closed it: counted, not retried */
-        a->fd = -1;
-        alive--;
-      }
-      pf[i] = (struct pollfd){a->fd, POLLOUT, 0};
+    a->cs[i].fd = -1;
+  for (int i = 0; i < c->connections; i++) {
+    a->cs[i].fd = tcp_connect(c->target);
+    if (a->cs[i].fd < 0) {
+      fprintf(stderr, "scale: cannot connect to %s\n", c->target);
+      return -1;
     }
-    if (!proc_mem(c->pid, &rss, &hwm)) {
-      why = "dynconfd exited";
-      reason = "exited";
-      break;
-    }
-    if (rss > max_rss)
-      max_rss = rss;
-    if (rss >= c->rss_cap_mb * 1024) {
-      why = "RSS cap reached";
-      reason = "cap";
-      break;
-    }
-    if (alive == 0) {
-      why = "every connection was closed by dynconfd";
-      reason = "closed";
-      break;
-    }
-    now = dc_mono_us();
-    if (now >= deadline)
-      break;
-    /* Settled: no send progressed for a second and dynconfd used no CPU
-     * over the last second, so nothing is left in flight to grow. */
-    long long cpu = bench_proc_ticks((pid_t)c->pid);
-    if (now - cpu_mark_us >= 1000000) {
-      bool blocked = true;
-      for (int i = 0; i < c->connections; i++)
-        if (cs[i].fd >= 0 && now - cs[i].progress_us < 1000000)
-          blocked = false;
-      if (blocked && cpu == cpu_mark) {
-        why = "settled (every connection blocked, dynconfd idle for 1 s)";
-        reason = "settled";
-        break;
-      }
-      cpu_mark = cpu;
-      cpu_mark_us = now;
-    }
-    poll(pf, (nfds_t)c->connections, 10); /* also paces the RSS samples */
   }
-  double secs = (double)(dc_mono_us() - t0) / 1e6;
+  return 0;
+}
+
+/* Sends on every connection until it would block; a connection the
+ * server closed is counted and dropped. */
+static void attack_send(attack_t *a, int64_t now) {
+  for (int i = 0; i < a->c->connections; i++) {
+    aconn_t *k = &a->cs[i];
+    while (k->fd >= 0) {
+      ssize_t n = send(k->fd, a->frame.data + k->off, a->frame.len - k->off,
+                       MSG_NOSIGNAL);
+      if (n > 0) {
+        k->progress_us = now;
+        k->off += (size_t)n;
+        if (k->off == a->frame.len) {
+          k->off = 0;
+          k->frames++;
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        break;
+      close(k->fd); /* the server closed it: counted, not retried */
+      k->fd = -1;
+      a->alive--;
+    }
+    a->pf[i] = (struct pollfd){k->fd, POLLOUT, 0};
+  }
+}
+
+/* Whether the attack is over: dynconfd gone, the RSS cap, every
+ * connection closed, the time limit, or settled. Sets why and reason. */
+static bool attack_over(attack_t *a) {
+  const cfg_t *c = a->c;
+  if (!proc_mem(c->pid, &a->rss, &a->hwm)) {
+    a->why = "dynconfd exited";
+    a->reason = "exited";
+    return true;
+  }
+  if (a->rss > a->max_rss)
+    a->max_rss = a->rss;
+  if (a->rss >= c->rss_cap_mb * 1024) {
+    a->why = "RSS cap reached";
+    a->reason = "cap";
+    return true;
+  }
+  if (a->alive == 0) {
+    a->why = "every connection was closed by dynconfd";
+    a->reason = "closed";
+    return true;
+  }
+  int64_t now = dc_mono_us();
+  if (now >= a->deadline)
+    return true;
+  /* Settled: no send progressed for a second and dynconfd used no CPU
+   * over the last second, so nothing is left in flight to grow. */
+  long long cpu = bench_proc_ticks((pid_t)c->pid);
+  if (now - a->cpu_mark_us >= 1000000) {
+    bool blocked = true;
+    for (int i = 0; i < c->connections; i++)
+      if (a->cs[i].fd >= 0 && now - a->cs[i].progress_us < 1000000)
+        blocked = false;
+    if (blocked && cpu == a->cpu_mark) {
+      a->why = "settled (every connection blocked, dynconfd idle for 1 s)";
+      a->reason = "settled";
+      return true;
+    }
+    a->cpu_mark = cpu;
+    a->cpu_mark_us = now;
+  }
+  return false;
+}
+
+static void attack_report(attack_t *a) {
+  const cfg_t *c = a->c;
+  double secs = (double)(dc_mono_us() - a->t0) / 1e6;
   long frames = 0;
   for (int i = 0; i < c->connections; i++)
-    frames += cs[i].frames;
-  proc_mem(c->pid, &rss, &hwm);
-  if (rss > max_rss)
-    max_rss = rss;
+    frames += a->cs[i].frames;
+  proc_mem(c->pid, &a->rss, &a->hwm);
+  if (a->rss > a->max_rss)
+    a->max_rss = a->rss;
   printf("attack stopped after %.1f s: %s; %ld whole requests sent, %d of %d "
          "connections open\n",
-         secs, why, frames, alive, c->connections);
+         secs, a->why, frames, a->alive, c->connections);
   printf("dynconfd RSS: idle %ld kB, now %ld kB, peak (VmHWM) %ld kB\n",
-         idle_rss, rss, hwm);
+         a->idle_rss, a->rss, a->hwm);
   printf("RESULT idle_kb=%ld rss_kb=%ld hwm_kb=%ld max_sampled_kb=%ld "
          "seconds=%.2f frames=%ld frame_bytes=%zu reps=%d alive=%d "
          "reason=%s\n",
-         idle_rss, rss, hwm, max_rss, secs, frames, frame.len, reps, alive,
-         reason);
+         a->idle_rss, a->rss, a->hwm, a->max_rss, secs, frames, a->frame.len,
+         a->reps, a->alive, a->reason);
+}
+
+static void attack_free(attack_t *a) {
+  for (int i = 0; a->cs && i < a->c->connections; i++)
+    if (a->cs[i].fd >= 0)
+      close(a->cs[i].fd);
+  free(a->cs);
+  free(a->pf);
+  dc_buf_free(&a->frame);
+}
+
+static int cmd_attack(const cfg_t *c) {
+  attack_t a = {.c = c, .why = "time limit", .reason = "time"};
+  dc_buf_init(&a.frame);
+  if (attack_setup(&a)) {
+    attack_free(&a);
+    return 1;
+  }
+  printf("attack: %d connections, each sending %zu-byte DescribeConfigs v3 "
+         "requests naming %s %d times, never reading\n",
+         c->connections, a.frame.len, c->client, a.reps);
+  fflush(stdout);
+
+  a.t0 = dc_mono_us();
+  a.deadline = a.t0 + (int64_t)(c->seconds * 1e6);
+  a.cpu_mark = bench_proc_ticks((pid_t)c->pid);
+  a.cpu_mark_us = a.t0;
+  a.rss = a.max_rss = a.idle_rss;
+  a.hwm = a.idle_hwm;
+  a.alive = c->connections;
   for (int i = 0; i < c->connections; i++)
-    if (cs[i].fd >= 0)
-      close(cs[i].fd);
-  free(cs);
-  free(pf);
-  dc_buf_free(&frame);
+    a.cs[i].progress_us = a.t0;
+  for (;;) {
+    attack_send(&a, dc_mono_us());
+    if (attack_over(&a))
+      break;
+    poll(a.pf, (nfds_t)c->connections, 10); /* also paces the RSS samples */
+  }
+  attack_report(&a);
+  attack_free(&a);
   return 0;
 }
 
@@ -629,15 +701,8 @@ static void usage(FILE *f) {
           "The client side of bench/run-scale.sh; see the top of bench/scale.c.\n");
 }
 
-int main(int argc, char **argv) {
-  cfg_t c = {.alters = 300, .describes = 1000, .timeout_ms = 120000,
-             .seconds = 8, .value_bytes = 1024, .connections = 40,
-             .request_bytes = 1048576, .rss_cap_mb = 3072};
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const char *cmd = argv[1];
+/* The options after the command into c; -1 on a usage error. */
+static int parse_opts(int argc, char **argv, cfg_t *c) {
   static const struct option opts[] = {
       {"target", required_argument, NULL, 't'},
       {"client", required_argument, NULL, 'c'},
@@ -655,23 +720,37 @@ int main(int argc, char **argv) {
   optind = 2;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
-    case 't': c.target = optarg; break;
-    case 'c': c.client = optarg; break;
-    case 'a': c.alters = atoi(optarg); break;
-    case 'd': c.describes = atoi(optarg); break;
-    case 's': c.seconds = atof(optarg); break;
-    case 'T': c.timeout_ms = atoi(optarg); break;
-    case 'v': c.value_bytes = atoi(optarg); break;
-    case 'p': c.pid = atol(optarg); break;
-    case 'n': c.connections = atoi(optarg); break;
-    case 'r': c.request_bytes = atol(optarg); break;
-    case 'm': c.rss_cap_mb = atol(optarg); break;
-    default: usage(stderr); return 2;
+    case 't': c->target = optarg; break;
+    case 'c': c->client = optarg; break;
+    case 'a': c->alters = atoi(optarg); break;
+    case 'd': c->describes = atoi(optarg); break;
+    case 's': c->seconds = atof(optarg); break;
+    case 'T': c->timeout_ms = atoi(optarg); break;
+    case 'v': c->value_bytes = atoi(optarg); break;
+    case 'p': c->pid = atol(optarg); break;
+    case 'n': c->connections = atoi(optarg); break;
+    case 'r': c->request_bytes = atol(optarg); break;
+    case 'm': c->rss_cap_mb = atol(optarg); break;
+    default: return -1;
     }
   }
-  if (!c.target || !c.client || c.alters < 1 || c.describes < 1 ||
-      c.seconds <= 0 || c.timeout_ms < 1 || c.value_bytes < 1 ||
-      c.connections < 1 || c.request_bytes < 128 || c.rss_cap_mb < 1) {
+  if (!c->target || !c->client || c->alters < 1 || c->describes < 1 ||
+      c->seconds <= 0 || c->timeout_ms < 1 || c->value_bytes < 1 ||
+      c->connections < 1 || c->request_bytes < 128 || c->rss_cap_mb < 1)
+    return -1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cfg_t c = {.alters = 300, .describes = 1000, .timeout_ms = 120000,
+             .seconds = 8, .value_bytes = 1024, .connections = 40,
+             .request_bytes = 1048576, .rss_cap_mb = 3072};
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *cmd = argv[1];
+  if (parse_opts(argc, argv, &c)) {
     usage(stderr);
     return 2;
   }

@@ -125,7 +125,8 @@ static long num_arg(const char *s, long min, long max) {
   return *s && !*end && v >= min && v <= max ? v : min - 1;
 }
 
-int main(int argc, char **argv) {
+/* The command line into c. Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, cfg_t *c) {
   static const struct option opts[] = {
       {"target", required_argument, 0, 't'},
       {"entity", required_argument, 0, 'e'},
@@ -138,24 +139,21 @@ int main(int argc, char **argv) {
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
-  cfg_t c = {.entity = "bench-alter", .key = "linger.ms", .alters = 500,
-             .warmup = 20, .base = 100000, .timeout_ms = 30000,
-             .max_seconds = 120};
   int o;
   char *end;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     bool bad = false;
     switch (o) {
-    case 't': c.target = optarg; break;
-    case 'e': c.entity = optarg; break;
-    case 'k': c.key = optarg; break;
-    case 'n': bad = (c.alters = num_arg(optarg, 1, 10000000)) < 1; break;
-    case 'w': bad = (c.warmup = num_arg(optarg, 0, 10000000)) < 0; break;
-    case 'b': bad = (c.base = num_arg(optarg, 0, 1000000000)) < 0; break;
-    case 'T': bad = (c.timeout_ms = (int)num_arg(optarg, 1, 3600000)) < 1; break;
+    case 't': c->target = optarg; break;
+    case 'e': c->entity = optarg; break;
+    case 'k': c->key = optarg; break;
+    case 'n': bad = (c->alters = num_arg(optarg, 1, 10000000)) < 1; break;
+    case 'w': bad = (c->warmup = num_arg(optarg, 0, 10000000)) < 0; break;
+    case 'b': bad = (c->base = num_arg(optarg, 0, 1000000000)) < 0; break;
+    case 'T': bad = (c->timeout_ms = (int)num_arg(optarg, 1, 3600000)) < 1; break;
     case 's':
-      c.max_seconds = strtod(optarg, &end);
-      bad = *end || !(c.max_seconds > 0);
+      c->max_seconds = strtod(optarg, &end);
+      bad = *end || !(c->max_seconds > 0);
       break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -165,95 +163,135 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (optind != argc || !c.target) {
+  if (optind != argc || !c->target) {
     usage(stderr);
     return 2;
   }
+  return -1;
+}
 
+/* A connection to the target that serves IncrementalAlterConfigs, whose
+ * version goes to *v; NULL after saying why. */
+static dc_kclient_t *connect_target(const cfg_t *c, int16_t *v) {
   char err[700] = "";
   dc_kclient_t *kc = dc_kclient_new("dynconf-store-alter");
   if (!kc) {
     fprintf(stderr, "store_alter: out of memory\n");
-    return 1;
+    return NULL;
   }
-  if (dc_kclient_connect(kc, c.target, 5000, err, sizeof(err)) ||
+  if (dc_kclient_connect(kc, c->target, 5000, err, sizeof(err)) ||
       dc_kclient_api_versions(kc, 5000, err, sizeof(err))) {
     fprintf(stderr, "store_alter: %s\n", err);
     dc_kclient_destroy(kc);
-    return 1;
+    return NULL;
   }
-  int16_t v = dc_kclient_pick_version(kc, DC_API_INCREMENTAL_ALTER_CONFIGS);
-  if (v < 0) {
+  *v = dc_kclient_pick_version(kc, DC_API_INCREMENTAL_ALTER_CONFIGS);
+  if (*v < 0) {
     fprintf(stderr, "store_alter: %s does not serve IncrementalAlterConfigs\n",
-            c.target);
+            c->target);
     dc_kclient_destroy(kc);
-    return 1;
+    return NULL;
   }
+  return kc;
+}
 
-  int64_t *lat = calloc((size_t)c.alters, sizeof(*lat));
-  if (!lat) {
-    fprintf(stderr, "store_alter: out of memory\n");
-    dc_kclient_destroy(kc);
-    return 1;
-  }
-  char first_err[700] = "";
-  long n = 0, errors = 0, last = -1;
-  bool capped = false, broken = false;
-  int64_t t_start = 0, deadline = 0, sum = 0;
-  for (long i = 0; i < c.warmup + c.alters; i++) {
-    if (i == c.warmup) {
-      t_start = dc_mono_us();
-      deadline = t_start + (int64_t)(c.max_seconds * 1e6);
-    } else if (i > c.warmup && dc_mono_us() >= deadline) {
-      capped = true;
+/* What the alters came to. */
+typedef struct outcome {
+  int64_t *lat; /* [alters]: recorded latencies (owned) */
+  long n, errors, last; /* last: the last value set, -1 = none */
+  bool capped, broken, verified;
+  int64_t t_start, sum;
+  double secs;
+  char first_err[700];
+} outcome_t;
+
+/* The warm-up and recorded alters, one after another, until the count,
+ * the time cap or a broken connection. */
+static void run_alters(dc_kclient_t *kc, int16_t v, const cfg_t *c,
+                       outcome_t *r) {
+  char err[700] = "";
+  int64_t deadline = 0;
+  for (long i = 0; i < c->warmup + c->alters; i++) {
+    if (i == c->warmup) {
+      r->t_start = dc_mono_us();
+      deadline = r->t_start + (int64_t)(c->max_seconds * 1e6);
+    } else if (i > c->warmup && dc_mono_us() >= deadline) {
+      r->capped = true;
       break;
     }
     char value[32];
-    snprintf(value, sizeof(value), "%ld", c.base + i);
+    snprintf(value, sizeof(value), "%ld", c->base + i);
     int64_t t0 = dc_mono_us();
-    int rc = alter_set(kc, v, &c, value, err, sizeof(err));
+    int rc = alter_set(kc, v, c, value, err, sizeof(err));
     int64_t t1 = dc_mono_us();
     if (rc != 0) {
-      errors++;
-      if (!first_err[0])
-        snprintf(first_err, sizeof(first_err), "alter %ld: %s", i, err);
+      r->errors++;
+      if (!r->first_err[0])
+        snprintf(r->first_err, sizeof(r->first_err), "alter %ld: %s", i, err);
       if (rc < 0) { /* the connection is gone */
-        broken = true;
+        r->broken = true;
         break;
       }
       continue;
     }
-    last = c.base + i;
-    if (i >= c.warmup) {
-      lat[n++] = t1 - t0;
-      sum += t1 - t0;
+    r->last = c->base + i;
+    if (i >= c->warmup) {
+      r->lat[r->n++] = t1 - t0;
+      r->sum += t1 - t0;
     }
   }
-  double secs = t_start ? (double)(dc_mono_us() - t_start) / 1e6 : 0;
-  bool verified = false;
-  if (!broken && last >= 0) {
-    verified = served(kc, &c, last, err, sizeof(err));
-    if (!verified && !first_err[0])
-      snprintf(first_err, sizeof(first_err), "after the alters: %s", err);
-  }
-  dc_kclient_destroy(kc);
+  r->secs = r->t_start ? (double)(dc_mono_us() - r->t_start) / 1e6 : 0;
+}
 
-  qsort(lat, (size_t)n, sizeof(*lat), cmp_i64);
-  long long p50 = pct(lat, n, 50), p90 = pct(lat, n, 90),
-            p99 = pct(lat, n, 99), mx = n ? lat[n - 1] : 0,
-            mean = n ? sum / n : 0;
+/* The summary and the RESULT line; the exit status. */
+static int report(const cfg_t *c, outcome_t *r) {
+  long n = r->n;
+  qsort(r->lat, (size_t)n, sizeof(*r->lat), cmp_i64);
+  long long p50 = pct(r->lat, n, 50), p90 = pct(r->lat, n, 90),
+            p99 = pct(r->lat, n, 99), mx = n ? r->lat[n - 1] : 0,
+            mean = n ? r->sum / n : 0;
   printf("%s %s: %ld alters (after %ld warm-up) in %.1f s: p50 %lld us, "
          "p90 %lld us, p99 %lld us, max %lld us, mean %lld us; errors %ld%s; "
          "last value %s\n",
-         c.target, c.key, n, c.warmup, secs, p50, p90, p99, mx, mean, errors,
-         capped ? ", time cap reached" : "",
-         verified ? "served" : "NOT served");
+         c->target, c->key, n, c->warmup, r->secs, p50, p90, p99, mx, mean,
+         r->errors, r->capped ? ", time cap reached" : "",
+         r->verified ? "served" : "NOT served");
   printf("RESULT n=%ld p50_us=%lld p90_us=%lld p99_us=%lld max_us=%lld "
          "mean_us=%lld errors=%ld capped=%d verified=%d seconds=%.2f\n",
-         n, p50, p90, p99, mx, mean, errors, capped ? 1 : 0, verified ? 1 : 0,
-         secs);
-  if (first_err[0])
-    fprintf(stderr, "store_alter: %s\n", first_err);
-  free(lat);
-  return errors == 0 && n > 0 && verified ? 0 : 1;
+         n, p50, p90, p99, mx, mean, r->errors, r->capped ? 1 : 0,
+         r->verified ? 1 : 0, r->secs);
+  if (r->first_err[0])
+    fprintf(stderr, "store_alter: %s\n", r->first_err);
+  return r->errors == 0 && n > 0 && r->verified ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  cfg_t c = {.entity = "bench-alter", .key = "linger.ms", .alters = 500,
+             .warmup = 20, .base = 100000, .timeout_ms = 30000,
+             .max_seconds = 120};
+  int rc = parse_args(argc, argv, &c);
+  if (rc >= 0)
+    return rc;
+  int16_t v;
+  dc_kclient_t *kc = connect_target(&c, &v);
+  if (!kc)
+    return 1;
+  outcome_t r = {.last = -1};
+  r.lat = calloc((size_t)c.alters, sizeof(*r.lat));
+  if (!r.lat) {
+    fprintf(stderr, "store_alter: out of memory\n");
+    dc_kclient_destroy(kc);
+    return 1;
+  }
+  run_alters(kc, v, &c, &r);
+  if (!r.broken && r.last >= 0) {
+    char err[700] = "";
+    r.verified = served(kc, &c, r.last, err, sizeof(err));
+    if (!r.verified && !r.first_err[0])
+      snprintf(r.first_err, sizeof(r.first_err), "after the alters: %s", err);
+  }
+  dc_kclient_destroy(kc);
+  rc = report(&c, &r);
+  free(r.lat);
+  return rc;
 }

@@ -290,29 +290,59 @@ typedef struct sums {
   double p99, poll, cpu_us; /* cpu_us: dynconfd's per woken watcher */
 } sums_t;
 
+/* The version every fan-<i> resolves to now (all inherit <default>),
+ * asked on the first watcher; -1 after saying none came. */
+static int64_t current_version(watcher_t *ws, dc_buf_t *b) {
+  dc_watch_req_t now_req = {ws[0].client, -1, 1, -1};
+  frame(b, DC_API_WATCH, 0, 1, enc_watch, &now_req);
+  bool changed;
+  int64_t v = -1;
+  if (!write_all(ws[0].fd, b->data, b->len) && !wait_frame(&ws[0]))
+    v = watch_answer(&ws[0], &changed);
+  if (v < 0)
+    fprintf(stderr, "watch_fanout: no version from dynconfd\n");
+  return v;
+}
+
+/* Parks a Watch past version v on every watcher. */
+static int park_all(const cfg_t *c, watcher_t *ws, dc_buf_t *b, int64_t v) {
+  for (int i = 0; i < c->n; i++) {
+    dc_buf_clear(b);
+    dc_watch_req_t req = {ws[i].client, v, 120000, -1};
+    frame(b, DC_API_WATCH, 0, 2, enc_watch, &req);
+    if (write_all(ws[i].fd, b->data, b->len))
+      return -1;
+  }
+  return 0;
+}
+
+/* Sends one DescribeConfigs from every watcher at once; -1 when one could
+ * not be sent. */
+static int describe_all(const cfg_t *c, watcher_t *ws, dc_buf_t *b) {
+  for (int i = 0; i < c->n; i++) {
+    dc_buf_clear(b);
+    dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, ws[i].client,
+                                              -1, NULL};
+    dc_describe_configs_req_t d = {1, &res, false, false, 0, false};
+    frame(b, DC_API_DESCRIBE_CONFIGS, 4, 3, enc_describe, &d);
+    if (write_all(ws[i].fd, b->data, b->len))
+      return -1;
+  }
+  return 0;
+}
+
+/* One round: every watcher parks, one alter of <default> wakes them all;
+ * then the baseline, every client polling once at the same moment. */
 static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
                int round, double *lat, sums_t *sum) {
   dc_buf_t b;
   dc_buf_init(&b);
-  /* The version every fan-<i> resolves to now (all inherit <default>). */
-  dc_watch_req_t now_req = {ws[0].client, -1, 1, -1};
-  frame(&b, DC_API_WATCH, 0, 1, enc_watch, &now_req);
-  bool changed;
-  int64_t v = -1;
-  if (!write_all(ws[0].fd, b.data, b.len) && !wait_frame(&ws[0]))
-    v = watch_answer(&ws[0], &changed);
-  if (v < 0) {
-    fprintf(stderr, "watch_fanout: no version from dynconfd\n");
+  int64_t v = current_version(ws, &b);
+  if (v < 0)
     return -1;
-  }
   long long rss0 = rss_kib(c->pid);
-  for (int i = 0; i < c->n; i++) {
-    dc_buf_clear(&b);
-    dc_watch_req_t req = {ws[i].client, v, 120000, -1};
-    frame(&b, DC_API_WATCH, 0, 2, enc_watch, &req);
-    if (write_all(ws[i].fd, b.data, b.len))
-      return -1;
-  }
+  if (park_all(c, ws, &b, v))
+    return -1;
   double wait_until = now_ms() + 30000;
   while (c->metrics && parked_now(c->metrics) < c->n && now_ms() < wait_until)
     usleep(20000);
@@ -332,17 +362,9 @@ static int run(const cfg_t *c, watcher_t *ws, int ep, dc_kclient_t *admin,
   qsort(lat, (size_t)got, sizeof(*lat), cmp_double);
   double p50 = got ? lat[got / 2] : -1, p99 = got ? lat[(got * 99) / 100] : -1;
   double last = got ? lat[got - 1] : -1;
-  /* Baseline: every client polls once, at the same moment. */
   double p0 = now_ms();
-  for (int i = 0; i < c->n; i++) {
-    dc_buf_clear(&b);
-    dc_describe_configs_req_resource_t res = {DC_RES_CLIENT, ws[i].client,
-                                              -1, NULL};
-    dc_describe_configs_req_t d = {1, &res, false, false, 0, false};
-    frame(&b, DC_API_DESCRIBE_CONFIGS, 4, 3, enc_describe, &d);
-    if (write_all(ws[i].fd, b.data, b.len))
-      return -1;
-  }
+  if (describe_all(c, ws, &b))
+    return -1;
   int pbad = 0, pgot = collect(c->n, ep, p0, false, lat, &pbad);
   double poll_all = pgot ? lat[pgot - 1] : -1;
   printf("round %d: %d/%d watchers answered (%d wrong, answers of %zu B): "
