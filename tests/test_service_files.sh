@@ -64,6 +64,12 @@ dc_start_daemon "$DC_TMP/data-json" --log-format json ||
   tap_bail "dynconfd --log-format json did not start"
 printf 'not a kafka frame, "quoted"\n' |
   timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$DC_PORT" 2>/dev/null
+# The loop logs the refused frame after the sender is gone: stopping the
+# daemon before it did would leave no warning to look at.
+for ((i = 0; i < 100; i++)); do
+  tail -n "+$((mark + 1))" "$DC_DAEMON_LOG" | grep -q 'closing connection from' && break
+  sleep 0.1
+done
 dc_stop_daemon
 tail -n "+$((mark + 1))" "$DC_DAEMON_LOG" >"$DC_TMP/json.log"
 cat >"$DC_TMP/check.py" <<'PY'
