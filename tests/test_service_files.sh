@@ -29,7 +29,7 @@ done
 
 # Every key dynconfd's settings parser knows (its "key" comparisons; the
 # aliases listen and advertise aside) is in the sample, set or commented.
-keys=$(grep -o 'strcmp(key, "[a-z.]*")' "$DC_SRCDIR/tools/dynconfd.c" |
+keys=$(grep -ho 'strcmp(key, "[a-z.]*")' "$DC_SRCDIR"/tools/dynconfd*.c |
   sed 's/.*"\(.*\)")/\1/' | grep -vx 'listen\|advertise' | sort -u)
 missing=
 for k in $keys; do
