@@ -203,40 +203,35 @@ void ex_appendf(char *buf, size_t n, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Formats a change event the way an operator wants to read it. */
-static void format_change(const ex_events_t *e, const dynconf_event_t *ev,
-                          char *line, size_t n, bool *applied) {
-  snprintf(line, n, "[%s %s]", e->who, e->client_id);
-  *applied = false;
-  if (dynconf_event_type(ev) != DYNCONF_EVENT_CHANGE) {
-    ex_appendf(line, n, " %s: %s (keeping the last good configuration)",
-               dynconf_event_type(ev) == DYNCONF_EVENT_UNSUPPORTED
-                   ? "config server has no client configs"
-                   : "config fetch failed",
-               dynconf_event_error_string(ev));
-    return;
+/* A refused change set: every key it asked for, then the culprit's
+ * reason (the others only say "change set rejected"). */
+static void format_rejected(const dynconf_event_t *ev, char *line, size_t n) {
+  size_t cnt = dynconf_event_entry_count(ev);
+  ex_appendf(line, n, " rejected");
+  for (size_t i = 0; i < cnt; i++) {
+    const char *v = dynconf_event_new_value(ev, i);
+    ex_appendf(line, n, "%s %s=%s", i ? "," : "", dynconf_event_key(ev, i),
+               v ? v : "(unset)");
   }
+  const char *why = NULL;
+  for (size_t i = 0; i < cnt && !why; i++) {
+    const char *r = dynconf_event_reason(ev, i);
+    if (r && strncmp(r, "change set rejected", 19))
+      why = r;
+  }
+  if (!why && cnt)
+    why = dynconf_event_reason(ev, 0);
+  ex_appendf(line, n, ": %s", why ? why : "refused");
+}
+
+/* An accepted change set: the keys applied (old -> new value, the app's
+ * own where the agent has none), then those pinned, then those ignored.
+ * True when a key was applied. */
+static bool format_outcomes(const ex_events_t *e, const dynconf_event_t *ev,
+                            char *line, size_t n) {
   size_t cnt = dynconf_event_entry_count(ev);
   char vbuf[256];
-  if (!dynconf_event_accepted(ev)) {
-    ex_appendf(line, n, " rejected");
-    for (size_t i = 0; i < cnt; i++) {
-      const char *v = dynconf_event_new_value(ev, i);
-      ex_appendf(line, n, "%s %s=%s", i ? "," : "", dynconf_event_key(ev, i),
-                 v ? v : "(unset)");
-    }
-    /* The culprit's reason; the others only say "change set rejected". */
-    const char *why = NULL;
-    for (size_t i = 0; i < cnt && !why; i++) {
-      const char *r = dynconf_event_reason(ev, i);
-      if (r && strncmp(r, "change set rejected", 19))
-        why = r;
-    }
-    if (!why && cnt)
-      why = dynconf_event_reason(ev, 0);
-    ex_appendf(line, n, ": %s", why ? why : "refused");
-    return;
-  }
+  bool applied = false;
   const char *sep = " ";
   for (int pass = 0; pass < 3; pass++) {
     for (size_t i = 0; i < cnt; i++) {
@@ -257,7 +252,7 @@ static void format_change(const ex_events_t *e, const dynconf_event_t *ev,
         else /* same value, now from elsewhere */
           ex_appendf(line, n, "%sapplied %s: stays %s (now from %s)", sep, k,
                      nv, ex_source_text(dynconf_event_source(ev, i)));
-        *applied = true;
+        applied = true;
       } else if (pass == 1 && o == DYNCONF_OUTCOME_PINNED) {
         ex_appendf(line, n, "%spinned %s: %s", sep, k, r ? r : "");
       } else if (pass == 2 && o == DYNCONF_OUTCOME_IGNORED) {
@@ -271,6 +266,26 @@ static void format_change(const ex_events_t *e, const dynconf_event_t *ev,
   }
   if (!cnt)
     ex_appendf(line, n, " configuration unchanged");
+  return applied;
+}
+
+/* Formats a change event the way an operator wants to read it. */
+static void format_change(const ex_events_t *e, const dynconf_event_t *ev,
+                          char *line, size_t n, bool *applied) {
+  snprintf(line, n, "[%s %s]", e->who, e->client_id);
+  *applied = false;
+  if (dynconf_event_type(ev) != DYNCONF_EVENT_CHANGE) {
+    ex_appendf(line, n, " %s: %s (keeping the last good configuration)",
+               dynconf_event_type(ev) == DYNCONF_EVENT_UNSUPPORTED
+                   ? "config server has no client configs"
+                   : "config fetch failed",
+               dynconf_event_error_string(ev));
+    return;
+  }
+  if (!dynconf_event_accepted(ev))
+    format_rejected(ev, line, n);
+  else
+    *applied = format_outcomes(e, ev, line, n);
 }
 
 void ex_on_change(dynconf_t *dc, const dynconf_event_t *ev, void *opaque) {

@@ -388,6 +388,205 @@ static int set(rd_kafka_conf_t *c, const char *k, const char *v) {
   return -1;
 }
 
+/* The application's own configuration, the agent and the managed
+ * consumer: 0, or the exit status after saying why not. */
+static int start_consumer(app_t *a) {
+  a->app_conf = rd_kafka_conf_new();
+  if (set(a->app_conf, "bootstrap.servers", a->o.bootstrap) ||
+      set(a->app_conf, "client.id", a->o.client_id) ||
+      set(a->app_conf, "group.id", a->group) ||
+      set(a->app_conf, "auto.offset.reset", "earliest") ||
+      (a->instance_id &&
+       set(a->app_conf, "group.instance.id", a->instance_id)) ||
+      (a->o.debug && set(a->app_conf, "debug", a->o.debug))) {
+    rd_kafka_conf_destroy(a->app_conf);
+    return 2;
+  }
+  rd_kafka_conf_set_rebalance_cb(a->app_conf, on_rebalance);
+  rd_kafka_conf_set_opaque(a->app_conf, a);
+  int rc = ex_agent_new(RD_KAFKA_CONSUMER, "consumer", &a->o, a->app_conf,
+                        on_log, &a->ev, &a->dc);
+  if (rc) {
+    rd_kafka_conf_destroy(a->app_conf);
+    return rc;
+  }
+  char errstr[512];
+  a->c = dynconf_consumer_new(a->dc, errstr, sizeof(errstr));
+  if (!a->c) {
+    fprintf(stderr, "dynconf_consumer_new: %s\n", errstr);
+    dynconf_destroy(a->dc);
+    rd_kafka_conf_destroy(a->app_conf);
+    return 1;
+  }
+  a->ev.initial_gen = dynconf_generation(a->dc);
+  return 0;
+}
+
+/* Subscribes to the topic: 0, or 1 after saying why not. */
+static int subscribe(app_t *a) {
+  rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, a->o.topic, RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t err = dynconf_consumer_subscribe(a->c, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (err) {
+    fprintf(stderr, "subscribe: %s\n", rd_kafka_err2str(err));
+    return 1;
+  }
+  return 0;
+}
+
+/* One line: what it consumes, and the two settings an operator changes
+ * with their sources. */
+static void announce(app_t *a) {
+  char st[32] = "", hb[32] = "";
+  dynconf_source_t ss = DYNCONF_SOURCE_APP, hs = DYNCONF_SOURCE_APP;
+  dynconf_effective_get(a->dc, "session.timeout.ms", st, sizeof(st), &ss);
+  dynconf_effective_get(a->dc, "heartbeat.interval.ms", hb, sizeof(hb), &hs);
+  printf("[consumer %s] consuming %s in group %s%s%s, session.timeout.ms=%s "
+         "(%s), heartbeat.interval.ms=%s (%s)\n",
+         a->o.client_id, a->o.topic, a->group,
+         a->instance_id ? " as static member " : "",
+         a->instance_id ? a->instance_id : "", st, ex_source_text(ss), hb,
+         ex_source_text(hs));
+  fflush(stdout);
+}
+
+/* Whether the run is over before the next poll: --duration passed, or
+ * (--expect) every message the producer reported arrived or catching up
+ * took too long. Loads the producer's report once it exists. */
+static bool run_over(app_t *a, double t_start, double *last_expect_check) {
+  double now = ex_now_ms();
+  if (a->o.duration > 0 && now - t_start >= a->o.duration * 1000)
+    return true;
+  if (a->expect && !a->expect_loaded && now - *last_expect_check >= 250) {
+    *last_expect_check = now;
+    load_expect(a);
+  }
+  if (a->expect_loaded) {
+    if (caught_up(a))
+      return true;
+    if (now - a->expect_seen_ms >= a->catchup_s * 1000) {
+      printf("[consumer %s] gave up catching up after %.0f s\n",
+             a->o.client_id, a->catchup_s);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The first message after a rebuild: how long consuming took to resume,
+ * and how long it paused. */
+static void note_resumed(app_t *a, double now_msg) {
+  double r = ex_now_ms() - a->rebuilt_at;
+  if (r > a->resume_ms_max)
+    a->resume_ms_max = r;
+  a->rebuilt_at = 0;
+  printf("[consumer %s] rejoined: consuming again %.1f s after the "
+         "rebuild\n",
+         a->o.client_id, r / 1000.0);
+  if (a->last_msg_ms) { /* a message came before the rebuild */
+    double p = now_msg - a->last_msg_ms;
+    if (p > a->pause_ms_max)
+      a->pause_ms_max = p;
+    printf("[consumer %s] consumption paused %.1f ms (from the last "
+           "message before the rebuild to the first after it)\n",
+           a->o.client_id, p);
+  }
+}
+
+/* Records one message (or counts an error) and destroys it. False for
+ * an error, which does not count towards --count. */
+static bool consume_message(app_t *a, rd_kafka_message_t *m) {
+  if (m->err) {
+    if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && ++a->errors <= 10)
+      fprintf(stderr, "[consumer %s] %s\n", a->o.client_id,
+              rd_kafka_message_errstr(m));
+    rd_kafka_message_destroy(m);
+    return false;
+  }
+  a->consumed++;
+  double now_msg = ex_now_ms();
+  if (!a->first_msg_ms)
+    a->first_msg_ms = now_msg;
+  if (a->rebuilt_at) /* first message after a rebuild */
+    note_resumed(a, now_msg);
+  a->last_msg_ms = now_msg;
+  if (!record(a, m))
+    a->corrupt++;
+  rd_kafka_message_destroy(m);
+  return true;
+}
+
+/* Consumes until a signal, --count, --duration or --expect ends the run;
+ * *tb_start: the tracker's size at the start sample. */
+static void consume(app_t *a, double t_start, size_t *tb_start) {
+  double last_expect_check = 0;
+  while (!ex_stop_requested && !run_over(a, t_start, &last_expect_check)) {
+    rd_kafka_message_t *m = poll_once(a, 100);
+    if (ex_start_sample_due(&a->start, a->first_msg_ms, a->o.warmup_ms,
+                            a->last_rebuild_ms)) {
+      ex_take_sample(&a->start);
+      *tb_start = tracker_bytes(a);
+    }
+    if (m && consume_message(a, m) && a->o.count && a->unique >= a->o.count)
+      break;
+  }
+}
+
+/* After the run: the producer's report if it came late, a change served
+ * last, and the samples (the start one too if the run never had one). */
+static void wind_down(app_t *a, size_t *tb_start, size_t *tb_end) {
+  if (a->expect && !a->expect_loaded)
+    load_expect(a); /* stopped by a signal after the producer finished */
+  poll_once(a, 0); /* print a change served last */
+  if (!a->start.taken) { /* no quiet moment after the warm-up */
+    fprintf(stderr, "[consumer %s] no start sample was taken (run shorter "
+                    "than the warm-up, or rebuilding all the time)\n",
+            a->o.client_id);
+    ex_take_sample(&a->start);
+    *tb_start = tracker_bytes(a);
+  }
+  ex_take_sample(&a->end);
+  *tb_end = tracker_bytes(a);
+}
+
+/* The summary line and the report; the exit status (rc, or 1 when a
+ * message is missing, out of order or corrupt). */
+static int summarize(app_t *a, int rc, double secs, size_t tb_start,
+                     size_t tb_end) {
+  totals_t t;
+  totals(a, &t);
+  printf("[consumer %s] done: consumed %lld (%lld unique, %lld duplicates), "
+         "%lld missing, %lld order violations; %lld change(s) seen, %lld "
+         "applied, %lld rejected; %lld rebuild(s), longest %.1f ms\n",
+         a->o.client_id, a->consumed, t.unique, t.dups, t.missing,
+         t.order_violations, a->ev.changes_seen, a->ev.changes_applied,
+         a->ev.changes_rejected, (long long)dynconf_consumer_rebuilds(a->c),
+         a->rebuild_ms_max);
+  if (a->o.report && write_report(a, a->o.report, &t, secs, tb_start, tb_end))
+    rc = 1;
+  if (t.missing || t.order_violations || a->corrupt)
+    rc = rc ? rc : 1;
+  return rc;
+}
+
+/* Closes the consumer (it commits and, unless static, leaves the group)
+ * and frees everything. */
+static void close_app(app_t *a) {
+  dynconf_consumer_close(a->c);
+  dynconf_consumer_destroy(a->c);
+  dynconf_destroy(a->dc);
+  rd_kafka_conf_destroy(a->app_conf);
+  for (int i = 0; i < a->nprod; i++) {
+    for (int j = 0; j < MAX_PARTITIONS; j++) {
+      if (a->prod[i]->parts[j])
+        free(a->prod[i]->parts[j]->bits);
+      free(a->prod[i]->parts[j]);
+    }
+    free(a->prod[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   static app_t a; /* large (tables); zeroed */
   a.o.topic = "orders";
@@ -402,155 +601,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   ex_verbose_logs = a.o.verbose;
-
-  a.app_conf = rd_kafka_conf_new();
-  if (set(a.app_conf, "bootstrap.servers", a.o.bootstrap) ||
-      set(a.app_conf, "client.id", a.o.client_id) ||
-      set(a.app_conf, "group.id", a.group) ||
-      set(a.app_conf, "auto.offset.reset", "earliest") ||
-      (a.instance_id && set(a.app_conf, "group.instance.id", a.instance_id)) ||
-      (a.o.debug && set(a.app_conf, "debug", a.o.debug))) {
-    rd_kafka_conf_destroy(a.app_conf);
-    return 2;
-  }
-  rd_kafka_conf_set_rebalance_cb(a.app_conf, on_rebalance);
-  rd_kafka_conf_set_opaque(a.app_conf, &a);
-  int rc = ex_agent_new(RD_KAFKA_CONSUMER, "consumer", &a.o, a.app_conf,
-                        on_log, &a.ev, &a.dc);
-  if (rc) {
-    rd_kafka_conf_destroy(a.app_conf);
+  int rc = start_consumer(&a);
+  if (rc)
     return rc;
-  }
-  char errstr[512];
-  a.c = dynconf_consumer_new(a.dc, errstr, sizeof(errstr));
-  if (!a.c) {
-    fprintf(stderr, "dynconf_consumer_new: %s\n", errstr);
-    dynconf_destroy(a.dc);
-    rd_kafka_conf_destroy(a.app_conf);
-    return 1;
-  }
-  a.ev.initial_gen = dynconf_generation(a.dc);
-  rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(topics, a.o.topic, RD_KAFKA_PARTITION_UA);
-  rd_kafka_resp_err_t err = dynconf_consumer_subscribe(a.c, topics);
-  rd_kafka_topic_partition_list_destroy(topics);
-  if (err) {
-    fprintf(stderr, "subscribe: %s\n", rd_kafka_err2str(err));
-    rc = 1;
-  }
+  rc = subscribe(&a);
   ex_catch_signals();
+  announce(&a);
 
-  char st[32] = "", hb[32] = "";
-  dynconf_source_t ss = DYNCONF_SOURCE_APP, hs = DYNCONF_SOURCE_APP;
-  dynconf_effective_get(a.dc, "session.timeout.ms", st, sizeof(st), &ss);
-  dynconf_effective_get(a.dc, "heartbeat.interval.ms", hb, sizeof(hb), &hs);
-  printf("[consumer %s] consuming %s in group %s%s%s, session.timeout.ms=%s "
-         "(%s), heartbeat.interval.ms=%s (%s)\n",
-         a.o.client_id, a.o.topic, a.group,
-         a.instance_id ? " as static member " : "",
-         a.instance_id ? a.instance_id : "", st, ex_source_text(ss), hb,
-         ex_source_text(hs));
-  fflush(stdout);
-
-  double t_start = ex_now_ms(), last_expect_check = 0;
-  size_t tb_start = 0;
-  while (!rc && !ex_stop_requested) {
-    double now = ex_now_ms();
-    if (a.o.duration > 0 && now - t_start >= a.o.duration * 1000)
-      break;
-    if (a.expect && !a.expect_loaded && now - last_expect_check >= 250) {
-      last_expect_check = now;
-      load_expect(&a);
-    }
-    if (a.expect_loaded) {
-      if (caught_up(&a))
-        break;
-      if (now - a.expect_seen_ms >= a.catchup_s * 1000) {
-        printf("[consumer %s] gave up catching up after %.0f s\n",
-               a.o.client_id, a.catchup_s);
-        break;
-      }
-    }
-    rd_kafka_message_t *m = poll_once(&a, 100);
-    if (ex_start_sample_due(&a.start, a.first_msg_ms, a.o.warmup_ms,
-                            a.last_rebuild_ms)) {
-      ex_take_sample(&a.start);
-      tb_start = tracker_bytes(&a);
-    }
-    if (!m)
-      continue;
-    if (m->err) {
-      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && ++a.errors <= 10)
-        fprintf(stderr, "[consumer %s] %s\n", a.o.client_id,
-                rd_kafka_message_errstr(m));
-      rd_kafka_message_destroy(m);
-      continue;
-    }
-    a.consumed++;
-    double now_msg = ex_now_ms();
-    if (!a.first_msg_ms)
-      a.first_msg_ms = now_msg;
-    if (a.rebuilt_at) { /* first message after a rebuild */
-      double r = ex_now_ms() - a.rebuilt_at;
-      if (r > a.resume_ms_max)
-        a.resume_ms_max = r;
-      a.rebuilt_at = 0;
-      printf("[consumer %s] rejoined: consuming again %.1f s after the "
-             "rebuild\n",
-             a.o.client_id, r / 1000.0);
-      if (a.last_msg_ms) { /* a message came before the rebuild */
-        double p = now_msg - a.last_msg_ms;
-        if (p > a.pause_ms_max)
-          a.pause_ms_max = p;
-        printf("[consumer %s] consumption paused %.1f ms (from the last "
-               "message before the rebuild to the first after it)\n",
-               a.o.client_id, p);
-      }
-    }
-    a.last_msg_ms = now_msg;
-    if (!record(&a, m))
-      a.corrupt++;
-    rd_kafka_message_destroy(m);
-    if (a.o.count && a.unique >= a.o.count)
-      break;
-  }
-  if (a.expect && !a.expect_loaded)
-    load_expect(&a); /* stopped by a signal after the producer finished */
-  poll_once(&a, 0); /* print a change served last */
-  if (!a.start.taken) { /* no quiet moment after the warm-up */
-    fprintf(stderr, "[consumer %s] no start sample was taken (run shorter "
-                    "than the warm-up, or rebuilding all the time)\n",
-            a.o.client_id);
-    ex_take_sample(&a.start);
-    tb_start = tracker_bytes(&a);
-  }
-  ex_take_sample(&a.end);
-  size_t tb_end = tracker_bytes(&a);
-  double secs = (ex_now_ms() - t_start) / 1000.0;
-  totals_t t;
-  totals(&a, &t);
-  printf("[consumer %s] done: consumed %lld (%lld unique, %lld duplicates), "
-         "%lld missing, %lld order violations; %lld change(s) seen, %lld "
-         "applied, %lld rejected; %lld rebuild(s), longest %.1f ms\n",
-         a.o.client_id, a.consumed, t.unique, t.dups, t.missing,
-         t.order_violations, a.ev.changes_seen, a.ev.changes_applied,
-         a.ev.changes_rejected, (long long)dynconf_consumer_rebuilds(a.c),
-         a.rebuild_ms_max);
-  if (a.o.report && write_report(&a, a.o.report, &t, secs, tb_start, tb_end))
-    rc = 1;
-  if (t.missing || t.order_violations || a.corrupt)
-    rc = rc ? rc : 1;
-  dynconf_consumer_close(a.c); /* commits, leaves (unless static) */
-  dynconf_consumer_destroy(a.c);
-  dynconf_destroy(a.dc);
-  rd_kafka_conf_destroy(a.app_conf);
-  for (int i = 0; i < a.nprod; i++) {
-    for (int j = 0; j < MAX_PARTITIONS; j++) {
-      if (a.prod[i]->parts[j])
-        free(a.prod[i]->parts[j]->bits);
-      free(a.prod[i]->parts[j]);
-    }
-    free(a.prod[i]);
-  }
+  double t_start = ex_now_ms();
+  size_t tb_start = 0, tb_end;
+  if (!rc)
+    consume(&a, t_start, &tb_start);
+  wind_down(&a, &tb_start, &tb_end);
+  rc = summarize(&a, rc, (ex_now_ms() - t_start) / 1000.0, tb_start, tb_end);
+  close_app(&a);
   return rc;
 }

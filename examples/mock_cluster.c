@@ -96,90 +96,110 @@ static int serve_control(rd_kafka_mock_cluster_t *mc) {
   return quit;
 }
 
-int main(int argc, char **argv) {
-  int brokers = 1, ntopics = 0;
-  const char *debug = NULL;
-  bool control = false;
+/* The command line. */
+typedef struct mock_opts {
+  int brokers, ntopics;
+  const char *debug;
+  bool control;
   const char *topics[MAX_TOPICS];
   int partitions[MAX_TOPICS];
+} mock_opts_t;
+
+/* Fills o from argv. False when the run ends here, with *exit_code: 0
+ * after --help, 2 after a bad flag (said). */
+static bool parse_args(int argc, char **argv, mock_opts_t *o,
+                       int *exit_code) {
+  *exit_code = 2;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout, argv[0]);
-      return 0;
+      *exit_code = 0;
+      return false;
     }
     if (!strcmp(a, "--control")) {
-      control = true;
+      o->control = true;
       continue;
     }
     if (i + 1 >= argc) {
       fprintf(stderr, "%s: %s needs a value (or unknown flag)\n", argv[0], a);
       usage(stderr, argv[0]);
-      return 2;
+      return false;
     }
     const char *v = argv[++i];
     if (!strcmp(a, "--brokers")) {
-      if ((brokers = parse_count(v, 64)) < 0) {
+      if ((o->brokers = parse_count(v, 64)) < 0) {
         fprintf(stderr, "%s: --brokers wants 1..64, not '%s'\n", argv[0], v);
-        return 2;
+        return false;
       }
     } else if (!strcmp(a, "--debug")) {
-      debug = v;
+      o->debug = v;
     } else if (!strcmp(a, "--topic")) {
-      if (ntopics == MAX_TOPICS || !*v) {
+      if (o->ntopics == MAX_TOPICS || !*v) {
         fprintf(stderr, "%s: bad or too many --topic\n", argv[0]);
-        return 2;
+        return false;
       }
-      topics[ntopics] = v;
-      partitions[ntopics++] = 1;
+      o->topics[o->ntopics] = v;
+      o->partitions[o->ntopics++] = 1;
     } else if (!strcmp(a, "--partitions")) {
       int p = parse_count(v, 10000);
-      if (!ntopics || p < 0) {
+      if (!o->ntopics || p < 0) {
         fprintf(stderr, "%s: --partitions wants 1..10000 after a --topic\n",
                 argv[0]);
-        return 2;
+        return false;
       }
-      partitions[ntopics - 1] = p;
+      o->partitions[o->ntopics - 1] = p;
     } else {
       fprintf(stderr, "%s: unknown flag %s\n", argv[0], a);
       usage(stderr, argv[0]);
-      return 2;
+      return false;
     }
   }
+  return true;
+}
 
-  /* The mock cluster lives inside an rd_kafka_t; any producer will do. It
-   * never connects anywhere itself (no bootstrap.servers). */
+/* The mock cluster lives inside an rd_kafka_t; any producer will do. It
+ * never connects anywhere itself (no bootstrap.servers). NULL, with
+ * *exit_code, after saying why not. */
+static rd_kafka_t *new_host_handle(const char *argv0, const char *debug,
+                                   int *exit_code) {
   char errstr[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (debug && rd_kafka_conf_set(conf, "debug", debug, errstr,
                                  sizeof(errstr))) {
-    fprintf(stderr, "%s: --debug: %s\n", argv[0], errstr);
+    fprintf(stderr, "%s: --debug: %s\n", argv0, errstr);
     rd_kafka_conf_destroy(conf);
-    return 2;
+    *exit_code = 2;
+    return NULL;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
   if (!rk) {
     rd_kafka_conf_destroy(conf);
-    fprintf(stderr, "%s: rd_kafka_new: %s\n", argv[0], errstr);
-    return 1;
+    fprintf(stderr, "%s: rd_kafka_new: %s\n", argv0, errstr);
+    *exit_code = 1;
   }
-  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, brokers);
-  if (!mc) {
-    fprintf(stderr, "%s: cannot create the mock cluster\n", argv[0]);
-    rd_kafka_destroy(rk);
-    return 1;
-  }
-  int rc = 0;
-  for (int t = 0; t < ntopics; t++) {
+  return rk;
+}
+
+/* The topics asked for, each replicated on up to 3 brokers: 0, or 1
+ * after saying which one failed. */
+static int create_topics(const char *argv0, rd_kafka_mock_cluster_t *mc,
+                         const mock_opts_t *o) {
+  for (int t = 0; t < o->ntopics; t++) {
     rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
-        mc, topics[t], partitions[t], brokers < 3 ? brokers : 3);
+        mc, o->topics[t], o->partitions[t], o->brokers < 3 ? o->brokers : 3);
     if (err) {
-      fprintf(stderr, "%s: creating topic %s: %s\n", argv[0], topics[t],
+      fprintf(stderr, "%s: creating topic %s: %s\n", argv0, o->topics[t],
               rd_kafka_err2str(err));
-      rc = 1;
-      goto out;
+      return 1;
     }
   }
+  return 0;
+}
+
+/* Says the bootstrap addresses, then serves until a signal (or, with
+ * --control, quit or the end of input). */
+static void run(rd_kafka_mock_cluster_t *mc, bool control) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   printf("bootstrap %s\n", rd_kafka_mock_cluster_bootstraps(mc));
@@ -193,7 +213,25 @@ int main(int argc, char **argv) {
     struct timespec ts = {0, 100 * 1000000L};
     nanosleep(&ts, NULL);
   }
-out:
+}
+
+int main(int argc, char **argv) {
+  mock_opts_t o = {.brokers = 1};
+  int rc;
+  if (!parse_args(argc, argv, &o, &rc))
+    return rc;
+  rd_kafka_t *rk = new_host_handle(argv[0], o.debug, &rc);
+  if (!rk)
+    return rc;
+  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, o.brokers);
+  if (!mc) {
+    fprintf(stderr, "%s: cannot create the mock cluster\n", argv[0]);
+    rd_kafka_destroy(rk);
+    return 1;
+  }
+  rc = create_topics(argv[0], mc, &o);
+  if (!rc)
+    run(mc, o.control);
   rd_kafka_mock_cluster_destroy(mc);
   rd_kafka_destroy(rk);
   return rc;

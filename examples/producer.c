@@ -96,6 +96,68 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 
 /* ---- the producer thread ------------------------------------------------ */
 
+/* Produces the next message: the next sequence of partition sent % P.
+ * Nothing was enqueued unless it returns 0. */
+static rd_kafka_resp_err_t produce_next(app_t *a, long long sent) {
+  int part = (int)(sent % a->partitions);
+  int64_t seq = a->next_seq[part];
+  char payload[192];
+  int len = snprintf(payload, sizeof(payload), "%s %d %" PRId64,
+                     a->producer_id, part, seq);
+  void *op = (void *)(uintptr_t)(((uint64_t)part << SEQ_BITS) |
+                                 (uint64_t)seq);
+  double w0 = ex_now_ms();
+  rd_kafka_resp_err_t err = dynconf_producer_produce(
+      a->p, a->o.topic, part, payload, (size_t)len, NULL, 0, op);
+  long long waited = (long long)((ex_now_ms() - w0) * 1000);
+  if (waited > atomic_load(&a->max_wait_us))
+    atomic_store(&a->max_wait_us, waited);
+  if (!err) {
+    a->next_seq[part]++;
+    atomic_fetch_add(&a->produced, 1);
+  }
+  return err;
+}
+
+/* Counts a produce call that enqueued nothing; the same sequence is tried
+ * again. True when the thread gives up (100 errors in a row). */
+static bool produce_failed(app_t *a, rd_kafka_resp_err_t err,
+                           int *consecutive_errors) {
+  if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+      err == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+    atomic_fetch_add(&a->produce_retries, 1);
+    return false;
+  }
+  atomic_fetch_add(&a->produce_errors, 1);
+  if (++*consecutive_errors <= 3)
+    fprintf(stderr, "[producer %s] produce failed: %s\n", a->o.client_id,
+            rd_kafka_err2str(err));
+  if (*consecutive_errors >= 100) {
+    fprintf(stderr, "[producer %s] giving up after 100 errors\n",
+            a->o.client_id);
+    atomic_store(&a->stop_producing, true);
+    return true;
+  }
+  return false;
+}
+
+/* Produces until *sent reaches due (or --count); true when a produce call
+ * failed and the loop should back off a moment. */
+static bool produce_due(app_t *a, double due, long long *sent,
+                        int *consecutive_errors) {
+  while (*sent < due && (!a->o.count || *sent < a->o.count) &&
+         !atomic_load(&a->stop_producing)) {
+    rd_kafka_resp_err_t err = produce_next(a, *sent);
+    if (!err) {
+      (*sent)++;
+      *consecutive_errors = 0;
+      continue;
+    }
+    return !produce_failed(a, err, consecutive_errors);
+  }
+  return false;
+}
+
 static void *produce_loop(void *arg) {
   app_t *a = arg;
   double t0 = ex_now_ms();
@@ -108,49 +170,7 @@ static void *produce_loop(void *arg) {
     if (a->o.count > 0 && sent >= a->o.count)
       break;
     double due = a->rate > 0 ? elapsed / 1000.0 * a->rate + 1 : sent + 1000;
-    bool backoff = false;
-    while (sent < due && (!a->o.count || sent < a->o.count) &&
-           !atomic_load(&a->stop_producing)) {
-      int part = (int)(sent % a->partitions);
-      int64_t seq = a->next_seq[part];
-      char payload[192];
-      int len = snprintf(payload, sizeof(payload), "%s %d %" PRId64,
-                         a->producer_id, part, seq);
-      void *op = (void *)(uintptr_t)(((uint64_t)part << SEQ_BITS) |
-                                     (uint64_t)seq);
-      double w0 = ex_now_ms();
-      rd_kafka_resp_err_t err = dynconf_producer_produce(
-          a->p, a->o.topic, part, payload, (size_t)len, NULL, 0, op);
-      long long waited = (long long)((ex_now_ms() - w0) * 1000);
-      if (waited > atomic_load(&a->max_wait_us))
-        atomic_store(&a->max_wait_us, waited);
-      if (!err) {
-        a->next_seq[part]++;
-        sent++;
-        atomic_fetch_add(&a->produced, 1);
-        consecutive_errors = 0;
-        continue;
-      }
-      /* Nothing was enqueued: try the same sequence again. */
-      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL ||
-          err == RD_KAFKA_RESP_ERR__TIMED_OUT) {
-        atomic_fetch_add(&a->produce_retries, 1);
-      } else {
-        atomic_fetch_add(&a->produce_errors, 1);
-        if (++consecutive_errors <= 3)
-          fprintf(stderr, "[producer %s] produce failed: %s\n", a->o.client_id,
-                  rd_kafka_err2str(err));
-        if (consecutive_errors >= 100) {
-          fprintf(stderr, "[producer %s] giving up after 100 errors\n",
-                  a->o.client_id);
-          atomic_store(&a->stop_producing, true);
-          break;
-        }
-      }
-      backoff = true;
-      break;
-    }
-    if (backoff) {
+    if (produce_due(a, due, &sent, &consecutive_errors)) {
       ex_sleep_ms(5);
     } else if (a->rate > 0) {
       double next = t0 + (double)sent / a->rate * 1000.0;
@@ -320,6 +340,128 @@ static int write_report(app_t *a, const char *path, const char *pstats,
   return ex_report_close(fp, tmp, path, &a->start, &a->end);
 }
 
+/* The application's own configuration, the agent and the managed
+ * producer: 0, or the exit status after saying why not. */
+static int start_producer(app_t *a) {
+  char errstr[512];
+  a->app_conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(a->app_conf, "bootstrap.servers", a->o.bootstrap,
+                        errstr, sizeof(errstr)) ||
+      rd_kafka_conf_set(a->app_conf, "client.id", a->o.client_id, errstr,
+                        sizeof(errstr)) ||
+      (a->o.debug && rd_kafka_conf_set(a->app_conf, "debug", a->o.debug,
+                                       errstr, sizeof(errstr)))) {
+    fprintf(stderr, "%s\n", errstr);
+    rd_kafka_conf_destroy(a->app_conf);
+    return 2;
+  }
+  rd_kafka_conf_set_dr_msg_cb(a->app_conf, on_delivery);
+  rd_kafka_conf_set_opaque(a->app_conf, a);
+  int rc = ex_agent_new(RD_KAFKA_PRODUCER, "producer", &a->o, a->app_conf,
+                        on_log, &a->ev, &a->dc);
+  if (rc) {
+    rd_kafka_conf_destroy(a->app_conf);
+    return rc;
+  }
+  a->p = dynconf_producer_new(a->dc, a->policy, errstr, sizeof(errstr));
+  if (!a->p) {
+    fprintf(stderr, "dynconf_producer_new: %s\n", errstr);
+    dynconf_destroy(a->dc);
+    rd_kafka_conf_destroy(a->app_conf);
+    return 1;
+  }
+  a->ev.initial_gen = dynconf_generation(a->dc);
+  return 0;
+}
+
+/* One line: where it produces, how fast, and acks with its source. */
+static void announce(app_t *a) {
+  char errstr[512];
+  char eff[64] = "", rate[32] = "max";
+  dynconf_source_t src = DYNCONF_SOURCE_APP;
+  dynconf_effective_get(a->dc, "acks", eff, sizeof(eff), &src);
+  if (a->rate > 0)
+    snprintf(rate, sizeof(rate), "%.0f", a->rate);
+  printf("[producer %s] producing to %s (%d partitions) at %s msg/s, acks=%s "
+         "(%s), %s switch policy\n",
+         a->o.client_id, a->o.topic, a->partitions, rate,
+         eff[0] ? eff
+                : ex_app_value(a->app_conf, "acks", errstr, sizeof(errstr)),
+         ex_source_text(src),
+         a->policy == DYNCONF_SWITCH_FAST ? "fast" : "ordered");
+  fflush(stdout);
+}
+
+/* Runs the producer thread while this one polls, until it is done or a
+ * signal came; then waits for every delivery report and takes the end
+ * sample. *secs: the time it ran. 0, or 1 when the thread cannot start. */
+static int run(app_t *a, double *secs) {
+  double t_start = ex_now_ms();
+  pthread_t thr;
+  if (pthread_create(&thr, NULL, produce_loop, a)) {
+    fprintf(stderr, "pthread_create failed\n");
+    return 1;
+  }
+  while (!ex_stop_requested && !atomic_load(&a->producing_done)) {
+    poll_once(a, 20);
+    if (ex_start_sample_due(&a->start, a->first_dr_ms, a->o.warmup_ms,
+                            a->last_switch_ms))
+      ex_take_sample(&a->start);
+  }
+  atomic_store(&a->stop_producing, true);
+  while (!atomic_load(&a->producing_done))
+    poll_once(a, 5);
+
+  /* Drain: every message gets its delivery report before the summary. */
+  double flush_deadline = ex_now_ms() + 60000;
+  while (ex_now_ms() < flush_deadline &&
+         a->delivered + a->failed < atomic_load(&a->produced)) {
+    poll_once(a, 0);
+    dynconf_producer_flush(a->p, 200);
+  }
+  poll_once(a, 0);
+  if (!a->start.taken) { /* no quiet moment after the warm-up */
+    fprintf(stderr, "[producer %s] no start sample was taken (run shorter "
+                    "than the warm-up, or switching all the time)\n",
+            a->o.client_id);
+    ex_take_sample(&a->start);
+  }
+  ex_take_sample(&a->end);
+  *secs = (ex_now_ms() - t_start) / 1000.0;
+  atomic_store(&a->thread_exit, true);
+  pthread_join(thr, NULL);
+  return 0;
+}
+
+/* Destroys the managed producer (what is left fails with delivery
+ * reports, served before it returns), prints the summary and writes the
+ * report when the run got as far as producing. The exit status. */
+static int finish(app_t *a, int rc, double secs) {
+  char *pstats = dynconf_producer_stats_json(a->p);
+  long long paused_max = json_num(pstats, "switch_us_max");
+  dynconf_producer_destroy(a->p);
+  long long produced = atomic_load(&a->produced);
+  if (a->partitions) {
+    printf("[producer %s] done: produced %lld, delivered %lld, failed %lld; "
+           "%lld change(s) seen, %lld applied, %lld rejected; %lld handle "
+           "switch(es), longest %.1f ms (produce paused at most %.1f ms); "
+           "longest produce call %.1f ms\n",
+           a->o.client_id, produced, a->delivered, a->failed,
+           a->ev.changes_seen, a->ev.changes_applied, a->ev.changes_rejected,
+           json_num(pstats, "switches"),
+           a->switch_ms_max, paused_max > 0 ? (double)paused_max / 1000.0 : 0.0,
+           (double)atomic_load(&a->max_wait_us) / 1000.0);
+    if (a->o.report && write_report(a, a->o.report, pstats, secs))
+      rc = 1;
+  }
+  free(pstats);
+  if (a->failed || a->delivered != produced)
+    rc = 1;
+  dynconf_destroy(a->dc);
+  rd_kafka_conf_destroy(a->app_conf);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   static app_t a; /* large (sequence tables); zeroed */
   a.o.topic = "orders";
@@ -338,121 +480,22 @@ int main(int argc, char **argv) {
   ex_verbose_logs = a.o.verbose;
   snprintf(a.producer_id, sizeof(a.producer_id), "%s.%ld", a.o.client_id,
            (long)getpid());
-
-  char errstr[512];
-  a.app_conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(a.app_conf, "bootstrap.servers", a.o.bootstrap, errstr,
-                        sizeof(errstr)) ||
-      rd_kafka_conf_set(a.app_conf, "client.id", a.o.client_id, errstr,
-                        sizeof(errstr)) ||
-      (a.o.debug && rd_kafka_conf_set(a.app_conf, "debug", a.o.debug, errstr,
-                                      sizeof(errstr)))) {
-    fprintf(stderr, "%s\n", errstr);
-    rd_kafka_conf_destroy(a.app_conf);
-    return 2;
-  }
-  rd_kafka_conf_set_dr_msg_cb(a.app_conf, on_delivery);
-  rd_kafka_conf_set_opaque(a.app_conf, &a);
-  int rc = ex_agent_new(RD_KAFKA_PRODUCER, "producer", &a.o, a.app_conf,
-                        on_log, &a.ev, &a.dc);
-  if (rc) {
-    rd_kafka_conf_destroy(a.app_conf);
+  int rc = start_producer(&a);
+  if (rc)
     return rc;
-  }
-  a.p = dynconf_producer_new(a.dc, a.policy, errstr, sizeof(errstr));
-  if (!a.p) {
-    fprintf(stderr, "dynconf_producer_new: %s\n", errstr);
-    dynconf_destroy(a.dc);
-    rd_kafka_conf_destroy(a.app_conf);
-    return 1;
-  }
-  a.ev.initial_gen = dynconf_generation(a.dc);
   ex_catch_signals();
 
   double secs = 0;
-  if (!a.partitions) {
+  if (!a.partitions)
     a.partitions = topic_partitions(&a);
-    if (a.partitions < 1) {
-      fprintf(stderr, "[producer %s] cannot learn the partitions of %s\n",
-              a.o.client_id, a.o.topic);
-      a.partitions = 0;
-      rc = 1;
-      goto out;
-    }
-  }
-  char eff[64] = "", rate[32] = "max";
-  dynconf_source_t src = DYNCONF_SOURCE_APP;
-  dynconf_effective_get(a.dc, "acks", eff, sizeof(eff), &src);
-  if (a.rate > 0)
-    snprintf(rate, sizeof(rate), "%.0f", a.rate);
-  printf("[producer %s] producing to %s (%d partitions) at %s msg/s, acks=%s "
-         "(%s), %s switch policy\n",
-         a.o.client_id, a.o.topic, a.partitions, rate,
-         eff[0] ? eff
-                : ex_app_value(a.app_conf, "acks", errstr, sizeof(errstr)),
-         ex_source_text(src),
-         a.policy == DYNCONF_SWITCH_FAST ? "fast" : "ordered");
-  fflush(stdout);
-
-  double t_start = ex_now_ms();
-  pthread_t thr;
-  if (pthread_create(&thr, NULL, produce_loop, &a)) {
-    fprintf(stderr, "pthread_create failed\n");
+  if (a.partitions < 1) {
+    fprintf(stderr, "[producer %s] cannot learn the partitions of %s\n",
+            a.o.client_id, a.o.topic);
+    a.partitions = 0;
     rc = 1;
-    goto out;
+  } else {
+    announce(&a);
+    rc = run(&a, &secs);
   }
-  while (!ex_stop_requested && !atomic_load(&a.producing_done)) {
-    poll_once(&a, 20);
-    if (ex_start_sample_due(&a.start, a.first_dr_ms, a.o.warmup_ms,
-                            a.last_switch_ms))
-      ex_take_sample(&a.start);
-  }
-  atomic_store(&a.stop_producing, true);
-  while (!atomic_load(&a.producing_done))
-    poll_once(&a, 5);
-
-  /* Drain: every message gets its delivery report before the summary. */
-  double flush_deadline = ex_now_ms() + 60000;
-  while (ex_now_ms() < flush_deadline &&
-         a.delivered + a.failed < atomic_load(&a.produced)) {
-    poll_once(&a, 0);
-    dynconf_producer_flush(a.p, 200);
-  }
-  poll_once(&a, 0);
-  if (!a.start.taken) { /* no quiet moment after the warm-up */
-    fprintf(stderr, "[producer %s] no start sample was taken (run shorter "
-                    "than the warm-up, or switching all the time)\n",
-            a.o.client_id);
-    ex_take_sample(&a.start);
-  }
-  ex_take_sample(&a.end);
-  secs = (ex_now_ms() - t_start) / 1000.0;
-  atomic_store(&a.thread_exit, true);
-  pthread_join(thr, NULL);
-
-out:;
-  char *pstats = dynconf_producer_stats_json(a.p);
-  long long paused_max = json_num(pstats, "switch_us_max");
-  /* Fails what is left with delivery reports, served before it returns. */
-  dynconf_producer_destroy(a.p);
-  long long produced = atomic_load(&a.produced);
-  if (a.partitions) {
-    printf("[producer %s] done: produced %lld, delivered %lld, failed %lld; "
-           "%lld change(s) seen, %lld applied, %lld rejected; %lld handle "
-           "switch(es), longest %.1f ms (produce paused at most %.1f ms); "
-           "longest produce call %.1f ms\n",
-           a.o.client_id, produced, a.delivered, a.failed, a.ev.changes_seen,
-           a.ev.changes_applied, a.ev.changes_rejected,
-           json_num(pstats, "switches"),
-           a.switch_ms_max, paused_max > 0 ? (double)paused_max / 1000.0 : 0.0,
-           (double)atomic_load(&a.max_wait_us) / 1000.0);
-    if (a.o.report && write_report(&a, a.o.report, pstats, secs))
-      rc = 1;
-  }
-  free(pstats);
-  if (a.failed || a.delivered != produced)
-    rc = 1;
-  dynconf_destroy(a.dc);
-  rd_kafka_conf_destroy(a.app_conf);
-  return rc;
+  return finish(&a, rc, secs);
 }

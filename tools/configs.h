@@ -4,6 +4,8 @@
  * the ones below it:
  *   configs_main.c      option parsing, entity resolution, main()
  *   configs_fleet.c     --describe-fleet and --alter --wait
+ *   configs_shown.c     --alter --wait's first step: the replicas show
+ *                       the change
  *   configs_fleet_view.c  the fleet as every replica lists it
  *   configs_replicas.c  the replicas a fleet question goes to
  *   configs_security.c  --command-config and --reload-keystore
@@ -196,6 +198,26 @@ bool cli_fleet_view_can_park(const cli_fleet_view_t *fv);
  * EXIT_WAIT_TIMEOUT when the deadline came first. */
 int cli_fleet_view_await(cli_fleet_view_t *fv, int64_t deadline);
 void cli_fleet_view_close(cli_fleet_view_t *fv);
+
+/* ---- configs_shown.c -------------------------------------------------- */
+/* --alter --wait's first step, used by configs_fleet.c. */
+
+/* How often --wait asks again where it must poll (whether the server
+ * shows the change; the fleet of a server without DescribeFleet v1):
+ * from POLL_FIRST_MS, doubling up to POLL_MS. A rollout pushed by Watch
+ * takes milliseconds, so the first polls see its end at once; a longer
+ * one costs one request a tenth of a second. */
+#define POLL_FIRST_MS 5
+#define POLL_MS 100
+
+/* Sleeps *pause_ms (then doubles it, up to POLL_MS) and returns true when
+ * another poll fits before the deadline; else returns false at once. */
+bool cli_pause_poll(int64_t deadline, int *pause_ms);
+/* After the alter: polls DescribeConfigs on each replica of reps until it
+ * shows the change; a replica that fails is left out where
+ * cli_replicas_drop() allows. EXIT_OK, or EXIT_WAIT_TIMEOUT / EXIT_FAIL
+ * said. */
+int cli_wait_shown(const opts_t *o, cli_replicas_t *reps, int64_t deadline);
 
 /* ---- configs_fleet.c -------------------------------------------------- */
 /* DescribeFleet (dynconf's API key 20003), used by main(). */

@@ -153,7 +153,8 @@ static int parse_delete(opts_t *o, const char *spec) {
   return 0;
 }
 
-static void print_help(void) {
+/* --help: the synopsis and what the tool is for. */
+static void help_synopsis(void) {
   printf(
       "Usage: " PROG " --bootstrap-server HOST:PORT[,HOST:PORT]\n"
       "         --entity-type clients|users|brokers (--entity-name NAME | --entity-default)\n"
@@ -169,7 +170,12 @@ static void print_help(void) {
       "\n"
       "Describe or change the dynamic configuration dynconfd serves to\n"
       "librdkafka clients (KIP-649), like kafka-configs.sh.\n"
-      "\n"
+      "\n");
+}
+
+/* --help: choosing the server and the entity. */
+static void help_entity_options(void) {
+  printf(
       "  --bootstrap-server LIST  dynconfd address(es), tried in turn\n"
       "  --entity-type TYPE       clients (client-ids), users (user-principals:\n"
       "                           overrides for every client a principal runs)\n"
@@ -179,7 +185,12 @@ static void print_help(void) {
       "  --entity-name NAME       client-id, user-principal (the principal\n"
       "                           without \"User:\"), or broker node id\n"
       "  --entity-default         the default client-id entity (<default>),\n"
-      "                           inherited by every client without an override\n"
+      "                           inherited by every client without an override\n");
+}
+
+/* --help: what to do with the entity. */
+static void help_command_options(void) {
+  printf(
       "  --describe               show the entity's configs\n"
       "  --all                    with --describe: include inherited values\n"
       "  --alter                  change configs (one IncrementalAlterConfigs)\n"
@@ -192,7 +203,12 @@ static void print_help(void) {
       "                           client of the entity that reports to the\n"
       "                           server has applied the change (exit 0), one\n"
       "                           rejected it (exit 1) or --timeout-ms passed\n"
-      "                           (exit 3), saying who\n"
+      "                           (exit 3), saying who\n");
+}
+
+/* --help: --describe-fleet, the output, the connection, --reload-keystore. */
+static void help_fleet_and_connection(void) {
+  printf(
       "  --describe-fleet         the clients the server knows, grouped by\n"
       "                           whether they run the configuration that\n"
       "                           resolves for them now (up to date, behind,\n"
@@ -223,7 +239,12 @@ static void print_help(void) {
       "                           broker); one line per listener and per file\n"
       "  --listener NAME          with --reload-keystore: only this listener\n"
       "  --help, --version\n"
-      "\n"
+      "\n");
+}
+
+/* --help: the exit status and examples. */
+static void help_exit_and_examples(void) {
+  printf(
       "Exit status: 0 success, 1 server error or unreachable (with --wait: or\n"
       "a client rejected the change), 2 usage error, 3 --wait timed out,\n"
       "4 --wait: no connected client is concerned by the change.\n"
@@ -242,6 +263,14 @@ static void print_help(void) {
       "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"
       "      --entity-default --alter --add-config linger.ms=20 --wait\n"
       "  " PROG " --bootstrap-server localhost:9092 --describe-fleet\n");
+}
+
+static void print_help(void) {
+  help_synopsis();
+  help_entity_options();
+  help_command_options();
+  help_fleet_and_connection();
+  help_exit_and_examples();
 }
 
 enum {

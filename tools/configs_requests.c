@@ -168,24 +168,22 @@ static int cmp_entry(const void *a, const void *b) {
   return strcmp(x->name ? x->name : "", y->name ? y->name : "");
 }
 
-/* Prints the entity's configs (its own, or with --all every one that
- * applies) as text or JSON; v0 responses have no source: derived. */
-static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
-                          int16_t v) {
+/* The source of the entity's own values (the others are inherited). */
+static int own_source(const opts_t *o) {
   bool is_default_entity =
       o->entity_type == ENT_CLIENTS && dc_entity_is_default(o->entity_name);
-  /* The source of the entity's own values (the others are inherited). */
-  int own_src = is_default_entity           ? DC_SRC_DYNAMIC_DEFAULT
-                : o->entity_type != ENT_USERS ? DC_SRC_DYNAMIC_CLIENT
-                : o->client                   ? DC_SRC_DYNAMIC_USER_CLIENT
-                                              : DC_SRC_DYNAMIC_USER;
-  /* Select and sort. v0 has no source byte: derive it from is_default. */
-  dc_describe_configs_entry_t **sel =
-      calloc(res->n_configs > 0 ? (size_t)res->n_configs : 1, sizeof(*sel));
-  if (!sel) {
-    cli_fail("out of memory");
-    return EXIT_FAIL;
-  }
+  return is_default_entity             ? DC_SRC_DYNAMIC_DEFAULT
+         : o->entity_type != ENT_USERS ? DC_SRC_DYNAMIC_CLIENT
+         : o->client                   ? DC_SRC_DYNAMIC_USER_CLIENT
+                                       : DC_SRC_DYNAMIC_USER;
+}
+
+/* The entries to show, into sel (room for all), sorted by name; their
+ * count. v0 has no source byte: derived from is_default. Without --all,
+ * an entity's value shadowed by a level above is shown from its synonym. */
+static size_t select_entries(const opts_t *o, dc_describe_configs_result_t *res,
+                             int16_t v, dc_describe_configs_entry_t **sel) {
+  int own_src = own_source(o);
   size_t n = 0;
   for (int32_t i = 0; i < res->n_configs; i++) {
     dc_describe_configs_entry_t *e = &res->configs[i];
@@ -214,62 +212,89 @@ static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
     sel[n++] = e;
   }
   qsort(sel, n, sizeof(*sel), cmp_entry);
+  return n;
+}
 
+/* --describe --json: the entity and its configs, one object. */
+static void put_describe_json(dc_buf_t *b, const opts_t *o,
+                              dc_describe_configs_entry_t *const *sel,
+                              size_t n) {
+  char sbuf[32];
+  dc_buf_printf(b, "{");
+  cli_json_entity(b, o);
+  dc_buf_printf(b, ",\"configs\":[");
+  for (size_t i = 0; i < n; i++) {
+    const dc_describe_configs_entry_t *e = sel[i];
+    dc_buf_printf(b, "%s{\"name\":", i ? "," : "");
+    dc_json_str(b, e->name);
+    dc_buf_printf(b, ",\"value\":");
+    dc_json_str(b, e->value);
+    dc_buf_printf(b, ",\"source\":");
+    dc_json_str(b, source_name(e->config_source, sbuf, sizeof(sbuf)));
+    dc_buf_printf(b, ",\"read_only\":%s,\"sensitive\":%s,\"synonyms\":[",
+                  e->read_only ? "true" : "false",
+                  e->is_sensitive ? "true" : "false");
+    for (int32_t j = 0; j < e->n_synonyms; j++) {
+      const dc_describe_configs_synonym_t *s = &e->synonyms[j];
+      dc_buf_printf(b, "%s{\"name\":", j ? "," : "");
+      dc_json_str(b, s->name);
+      dc_buf_printf(b, ",\"value\":");
+      dc_json_str(b, s->value);
+      dc_buf_printf(b, ",\"source\":");
+      dc_json_str(b, source_name(s->source, sbuf, sizeof(sbuf)));
+      dc_buf_printf(b, "}");
+    }
+    dc_buf_printf(b, "]}");
+  }
+  dc_buf_printf(b, "]}\n");
+}
+
+/* --describe as text, like kafka-configs.sh: a heading, a line a config. */
+static void put_describe_text(dc_buf_t *b, const opts_t *o,
+                              dc_describe_configs_entry_t *const *sel,
+                              size_t n) {
+  char sbuf[32];
+  char who[600];
+  cli_entity_phrase(o, who, sizeof(who));
+  const char *kind = o->all ? "All configs"
+                     : o->entity_type == ENT_BROKERS ? "Configs"
+                                                     : "Dynamic configs";
+  dc_buf_printf(b, "%s for %s are:\n", kind, who);
+  for (size_t i = 0; i < n; i++) {
+    const dc_describe_configs_entry_t *e = sel[i];
+    dc_buf_printf(b, "  %s=%s", e->name, e->value ? e->value : "null");
+    if (o->all)
+      dc_buf_printf(b, " source=%s",
+                    source_name(e->config_source, sbuf, sizeof(sbuf)));
+    dc_buf_printf(b, " sensitive=%s synonyms={",
+                  e->is_sensitive ? "true" : "false");
+    for (int32_t j = 0; j < e->n_synonyms; j++) {
+      const dc_describe_configs_synonym_t *s = &e->synonyms[j];
+      dc_buf_printf(b, "%s%s:%s=%s", j ? ", " : "",
+                    source_name(s->source, sbuf, sizeof(sbuf)),
+                    s->name ? s->name : "", s->value ? s->value : "null");
+    }
+    dc_buf_printf(b, "}\n");
+  }
+}
+
+/* Prints the entity's configs (its own, or with --all every one that
+ * applies) as text or JSON; v0 responses have no source: derived. */
+static int print_describe(const opts_t *o, dc_describe_configs_result_t *res,
+                          int16_t v) {
+  dc_describe_configs_entry_t **sel =
+      calloc(res->n_configs > 0 ? (size_t)res->n_configs : 1, sizeof(*sel));
+  if (!sel) {
+    cli_fail("out of memory");
+    return EXIT_FAIL;
+  }
+  size_t n = select_entries(o, res, v, sel);
   dc_buf_t b;
   dc_buf_init(&b);
-  char sbuf[32];
-  if (o->json) {
-    dc_buf_printf(&b, "{");
-    cli_json_entity(&b, o);
-    dc_buf_printf(&b, ",\"configs\":[");
-    for (size_t i = 0; i < n; i++) {
-      const dc_describe_configs_entry_t *e = sel[i];
-      dc_buf_printf(&b, "%s{\"name\":", i ? "," : "");
-      dc_json_str(&b, e->name);
-      dc_buf_printf(&b, ",\"value\":");
-      dc_json_str(&b, e->value);
-      dc_buf_printf(&b, ",\"source\":");
-      dc_json_str(&b, source_name(e->config_source, sbuf, sizeof(sbuf)));
-      dc_buf_printf(&b, ",\"read_only\":%s,\"sensitive\":%s,\"synonyms\":[",
-                    e->read_only ? "true" : "false",
-                    e->is_sensitive ? "true" : "false");
-      for (int32_t j = 0; j < e->n_synonyms; j++) {
-        const dc_describe_configs_synonym_t *s = &e->synonyms[j];
-        dc_buf_printf(&b, "%s{\"name\":", j ? "," : "");
-        dc_json_str(&b, s->name);
-        dc_buf_printf(&b, ",\"value\":");
-        dc_json_str(&b, s->value);
-        dc_buf_printf(&b, ",\"source\":");
-        dc_json_str(&b, source_name(s->source, sbuf, sizeof(sbuf)));
-        dc_buf_printf(&b, "}");
-      }
-      dc_buf_printf(&b, "]}");
-    }
-    dc_buf_printf(&b, "]}\n");
-  } else {
-    char who[600];
-    cli_entity_phrase(o, who, sizeof(who));
-    const char *kind = o->all ? "All configs"
-                       : o->entity_type == ENT_BROKERS ? "Configs"
-                                                       : "Dynamic configs";
-    dc_buf_printf(&b, "%s for %s are:\n", kind, who);
-    for (size_t i = 0; i < n; i++) {
-      const dc_describe_configs_entry_t *e = sel[i];
-      dc_buf_printf(&b, "  %s=%s", e->name, e->value ? e->value : "null");
-      if (o->all)
-        dc_buf_printf(&b, " source=%s",
-                      source_name(e->config_source, sbuf, sizeof(sbuf)));
-      dc_buf_printf(&b, " sensitive=%s synonyms={",
-                    e->is_sensitive ? "true" : "false");
-      for (int32_t j = 0; j < e->n_synonyms; j++) {
-        const dc_describe_configs_synonym_t *s = &e->synonyms[j];
-        dc_buf_printf(&b, "%s%s:%s=%s", j ? ", " : "",
-                      source_name(s->source, sbuf, sizeof(sbuf)),
-                      s->name ? s->name : "", s->value ? s->value : "null");
-      }
-      dc_buf_printf(&b, "}\n");
-    }
-  }
+  if (o->json)
+    put_describe_json(&b, o, sel, n);
+  else
+    put_describe_text(&b, o, sel, n);
   free(sel);
   int rc = cli_flush_out(&b);
   dc_buf_free(&b);

@@ -144,7 +144,7 @@ int advertise_to_store(dc_store_t *store, const settings_t *st,
                        size_t errstr_size);
 
 /* ---- dynconfd_settings.c --------------------------------------------- */
-/* False (or -1) after saying what is wrong. */
+/* The bool ones return false after saying what is wrong on stderr. */
 
 /* An integer in min..max; what names it in the message. */
 bool parse_num(const char *what, const char *v, int64_t min, int64_t max,
@@ -154,14 +154,14 @@ bool apply_setting(settings_t *st, const char *key, const char *val);
 /* --config FILE: its settings, in order. */
 bool load_config_file(settings_t *st, const char *path);
 void settings_free(settings_t *st);
-/* The Kafka store's options from the settings. */
+/* The Kafka store's options from the settings: 0, or -1 with errstr. */
 int kafka_opts(const settings_t *st, dc_kafka_store_opts_t *o, char *errstr,
                size_t errstr_size);
 /* Settings valid one by one that cannot work together. */
 bool limits_consistent(const settings_t *st);
-/* GSSAPI is configured by a keytab, or by naming it. */
-bool kerberos_enabled(const settings_t *st);
 /* The SASL mechanisms offered by default once configured. */
 bool resolve_mechanisms(settings_t *st);
+/* Whether GSSAPI is configured: by a keytab, or by naming it. */
+bool kerberos_enabled(const settings_t *st);
 
 #endif
