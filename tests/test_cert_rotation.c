@@ -714,6 +714,31 @@ static void test_ca_rotation(void) {
   is_int(dynconf_consumer_rebuilds(W.c), g_rb0 + 1, "one more rebuild");
 }
 
+/* A client that hangs up in the middle of its handshake (as a handle
+ * destroyed while connecting does) is told apart from a refused
+ * certificate: abandoned, not failed. */
+static void test_abandoned_handshake(void) {
+  int mark = tlsproxy_mark(&g_data);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)g_data.port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  /* A handshake record's header that promises more than comes. */
+  static const unsigned char hello[] = {0x16, 0x03, 0x01, 0x00, 0x80, 0x01};
+  bool sent = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+              write(fd, hello, sizeof(hello)) == (ssize_t)sizeof(hello);
+  if (fd >= 0)
+    close(fd);
+  ok(sent, "a client starts a handshake at the data plane, then hangs up");
+  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+  while (tlsproxy_abandoned(&g_data, mark) < 1 && dc_tu_now_ms() < deadline)
+    usleep(10000);
+  is_int(tlsproxy_abandoned(&g_data, mark), 1,
+         "the proxy counts that handshake as abandoned");
+  is_int(tlsproxy_failures(&g_data, mark, NULL, 0), 0,
+         "  and not as a failed one");
+}
+
 /* Stops producing, waits for every report and every message. */
 static void test_no_loss(void) {
   W.producing = false;
@@ -746,6 +771,9 @@ static void test_no_loss(void) {
   is_int(W.prec.n_other + W.crec.n_other, 0,
          "no ERROR/UNSUPPORTED event from the agents");
   char err[300] = "";
+  diag("data plane: %d handshake(s) abandoned by clients that closed "
+       "mid-way (handles destroyed while connecting)",
+       tlsproxy_abandoned(&g_data, 0));
   is_int(tlsproxy_failures(&g_data, 0, err, sizeof(err)), 0,
          "no TLS handshake failed at the data plane%s%s", *err ? ": " : "",
          err);
@@ -858,6 +886,7 @@ int main(void) {
       test_garbage();
       test_ca_rotation();
       test_no_loss();
+      test_abandoned_handshake();
     }
     dynconf_consumer_destroy(W.c);
     dynconf_producer_destroy(W.p);

@@ -49,6 +49,9 @@ typedef struct tp_record {
   char cn[128];        /* its CN; "" = none */
   char client_id[128]; /* client id of the first request; "" = not yet */
   char error[256];     /* why the handshake failed; "" */
+  /* The client hung up mid-handshake, without an alert: it went away (a
+   * handle destroyed while connecting), it did not refuse anything. */
+  bool abandoned;
 } tp_record_t;
 
 typedef struct tp_conn {
@@ -99,16 +102,24 @@ static inline void tp_conn_close(tlsproxy_t *tp, tp_conn_t *c) {
   ERR_clear_error();
 }
 
-/* Records why the TLS handshake of c failed. */
-static inline void tp_handshake_failed(tlsproxy_t *tp, tp_conn_t *c) {
+/* Records why the TLS handshake of c failed (ssl_error: SSL_get_error's
+ * answer). */
+static inline void tp_handshake_failed(tlsproxy_t *tp, tp_conn_t *c,
+                                       int ssl_error) {
   char e[160] = "";
   unsigned long ee = ERR_peek_last_error();
   if (ee)
     ERR_error_string_n(ee, e, sizeof(e));
   long vr = SSL_get_verify_result(c->ssl);
+  /* A refusal arrives as an alert (SSL_ERROR_SSL with its reason); a
+   * bare end of stream is a client that closed its socket. */
+  bool eof = (ssl_error == SSL_ERROR_SYSCALL && !ee) ||
+             (ERR_GET_LIB(ee) == ERR_LIB_SSL &&
+              ERR_GET_REASON(ee) == SSL_R_UNEXPECTED_EOF_WHILE_READING);
   if (c->rec < 0)
     return;
   pthread_mutex_lock(&tp->lock);
+  tp->rec[c->rec].abandoned = eof && vr == X509_V_OK;
   snprintf(tp->rec[c->rec].error, sizeof(tp->rec[c->rec].error), "%s%s%s",
            e[0] ? e : "handshake failed", vr != X509_V_OK ? ": " : "",
            vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "");
@@ -244,7 +255,7 @@ static inline int tp_handshake(tlsproxy_t *tp, tp_conn_t *c) {
     c->want_write = e == SSL_ERROR_WANT_WRITE;
     return 0;
   }
-  tp_handshake_failed(tp, c);
+  tp_handshake_failed(tp, c, e);
   return -1;
 }
 
@@ -513,18 +524,30 @@ static inline int tlsproxy_count(tlsproxy_t *tp, const char *client_id,
   return cnt;
 }
 
-/* Handshakes that failed at or after mark `from`; the last one's error
- * into err (may be NULL). */
+/* Handshakes that failed at or after mark `from`, those the client
+ * abandoned aside; the last one's error into err (may be NULL). */
 static inline int tlsproxy_failures(tlsproxy_t *tp, int from, char *err,
                                     size_t err_size) {
   int cnt = 0;
   pthread_mutex_lock(&tp->lock);
   for (int i = from < 0 ? 0 : from; i < tp->n_rec; i++)
-    if (!tp->rec[i].handshake_ok && tp->rec[i].error[0]) {
+    if (!tp->rec[i].handshake_ok && tp->rec[i].error[0] &&
+        !tp->rec[i].abandoned) {
       cnt++;
       if (err)
         snprintf(err, err_size, "%s", tp->rec[i].error);
     }
+  pthread_mutex_unlock(&tp->lock);
+  return cnt;
+}
+
+/* Handshakes the client abandoned (closed mid-way, no alert) at or after
+ * mark `from`. */
+static inline int tlsproxy_abandoned(tlsproxy_t *tp, int from) {
+  int cnt = 0;
+  pthread_mutex_lock(&tp->lock);
+  for (int i = from < 0 ? 0 : from; i < tp->n_rec; i++)
+    cnt += tp->rec[i].abandoned;
   pthread_mutex_unlock(&tp->lock);
   return cnt;
 }
