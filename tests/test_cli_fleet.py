@@ -112,10 +112,11 @@ def wait_fleet(pred, *filt):
     return last, False
 
 
-def wait_text(agent, text):
+def wait_text(agent, pattern):
+    """Polls the agent's output until the regular expression matches."""
     deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
-        if text in agent.text():
+        if re.search(pattern, agent.text()):
             return True
         time.sleep(0.2)
     return False
@@ -263,8 +264,7 @@ def step_polling(tmp, agents):
              and a["reported_version"] == a["current_version"]
              and a["served_version"] == a["current_version"],
              "... and it reports and was served the version that resolves now")
-        t.ok(wait_text(agents["poll-fast"], "linger.ms 5->%s" % value)
-             or ("->%s " % value) in agents["poll-fast"].text(),
+        t.ok(wait_text(agents["poll-fast"], r" linger\.ms \S+->%s " % value),
              "... which its agent applied")
 
 
