@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Runs the whole dynconf test suite: installs what is missing, builds, runs
-# `make check` (every test under prove), the replicated store's long fault
+# `make check` (every test under prove but the slow tier), `make
+# check-slow` (fault and soak runs), the replicated store's long fault
 # run (`make check-ha`), the store and managed clients on a real Apache
 # Kafka cluster (`make check-kafka`), the Debian packages (built, installed, run and
 # purged), the agent's tests on a newer librdkafka (2.15, built from
@@ -18,6 +19,10 @@ echo "== build and make check"
 "$src/scripts/build.sh" "$src/build"
 make -C "$src/build" check 2>&1 | tee "$src/build/check.out"
 summary=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check.out" | tail -1)
+
+echo "== the slow tier: fault and soak runs (make check-slow)"
+make -C "$src/build" check-slow 2>&1 | tee "$src/build/check-slow.out"
+slow=$(grep -E '^Files=[0-9]+, Tests=[0-9]+' "$src/build/check-slow.out" | tail -1)
 
 echo "== the replicated store's long fault run (make check-ha)"
 make -C "$src/build" check-ha
@@ -46,7 +51,7 @@ if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== make check under ASan+UBSan"
   "$src/scripts/build.sh" "$src/build-asan" --enable-sanitizers
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    make -C "$src/build-asan" check
+    make -C "$src/build-asan" check check-slow
 fi
 
 if [ "${SKIP_TSAN:-0}" != 1 ]; then
@@ -68,5 +73,6 @@ if [ "${SKIP_DISTCHECK:-0}" != 1 ]; then
 fi
 
 tests=$(echo "$summary" | sed -n 's/.*Tests=\([0-9]*\).*/\1/p')
-echo "== all stages passed ($summary)"
-echo "${tests:-0} passed, 0 failed"
+slow_tests=$(echo "$slow" | sed -n 's/.*Tests=\([0-9]*\).*/\1/p')
+echo "== all stages passed (make check: $summary; check-slow: $slow)"
+echo "$((${tests:-0} + ${slow_tests:-0})) passed, 0 failed"
