@@ -83,15 +83,7 @@ void dc_kclient_destroy(dc_kclient_t *kc) {
   dc_buf_free(&kc->out);
   free(kc->in);
   free(kc->ranges);
-  dc_tls_client_ctx_destroy(kc->tls_ctx);
-  free(kc->sasl_mech);
-  free(kc->sasl_user);
-  dc_kclient_free_secret(kc->sasl_pass);
-  free(kc->oauth_token_file);
-  dc_gssapi_creds_destroy(kc->gss_creds);
-  free(kc->krb_service);
-  free(kc->krb_principal);
-  free(kc->krb_keytab);
+  dc_kclient_security_free(kc);
   free(kc);
 }
 

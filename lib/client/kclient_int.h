@@ -67,6 +67,11 @@ char *dc_kclient_strdup(const char *s);
 int dc_kclient_wait_fd(const dc_kclient_t *kc, int fd, short events,
                        int64_t deadline);
 
+/* Frees kc's security settings (TLS context, SASL and Kerberos
+ * strings, GSSAPI credentials), leaving the pointers dangling: the caller
+ * replaces them or frees kc (kclient_security.c). */
+void dc_kclient_security_free(dc_kclient_t *kc);
+
 /* TLS and SASL on a fresh TCP connection (kclient_security.c). */
 dc_err_t dc_kclient_secure(dc_kclient_t *kc, const char *host,
                            int64_t deadline, char *errstr,

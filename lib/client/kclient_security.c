@@ -167,9 +167,7 @@ static dc_tls_client_ctx_t *tls_ctx_of(const dc_kclient_security_t *sec,
   return dc_tls_client_ctx_new(&tc, errstr, errstr_size);
 }
 
-/* Replaces kc's security settings with ctx and ks (both taken over). */
-static void adopt_security(dc_kclient_t *kc, dc_tls_client_ctx_t *ctx,
-                           const kclient_sasl_t *ks, bool tls, bool sasl) {
+void dc_kclient_security_free(dc_kclient_t *kc) {
   dc_tls_client_ctx_destroy(kc->tls_ctx);
   free(kc->sasl_mech);
   free(kc->sasl_user);
@@ -179,6 +177,12 @@ static void adopt_security(dc_kclient_t *kc, dc_tls_client_ctx_t *ctx,
   free(kc->krb_service);
   free(kc->krb_principal);
   free(kc->krb_keytab);
+}
+
+/* Replaces kc's security settings with ctx and ks (both taken over). */
+static void adopt_security(dc_kclient_t *kc, dc_tls_client_ctx_t *ctx,
+                           const kclient_sasl_t *ks, bool tls, bool sasl) {
+  dc_kclient_security_free(kc);
   kc->tls_ctx = ctx;
   kc->sasl_mech = ks->mech;
   kc->sasl_user = ks->user;
