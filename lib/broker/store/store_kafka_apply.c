@@ -252,11 +252,15 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
   applying_start(&pass, k, offsets, n_ours, nt, stop_at_claim);
   int64_t started = dc_mono_ms();
   bool eof = false;
+  size_t late = 0; /* records taken past the deadline */
   while (pass.next < until && !(or_end && eof) && !pass.stopped) {
-    /* Past the deadline, what has arrived already is still taken. */
+    /* Past the deadline, what has arrived already is still taken, one
+     * batch at most: the caller's wait stays bounded. */
     int left = (int)(deadline - dc_mono_ms());
     rd_kafka_message_t *m =
-        rd_kafka_consumer_poll(k->consumer, left > 0 ? left : 0);
+        left > 0 || late++ < APPLY_BATCH
+            ? rd_kafka_consumer_poll(k->consumer, left > 0 ? left : 0)
+            : NULL;
     if (!m && left > 0)
       continue;
     if (!m) {
