@@ -133,6 +133,12 @@ int cli_call(const opts_t *o, dc_kclient_t *kc, int64_t deadline,
  * server's versions. Returns -1 when connected, else the exit status
  * (EXIT_USAGE for a bad address or security setting), said on stderr. */
 int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
+/* The entity's resource type on the wire. */
+int8_t cli_wire_type(const opts_t *o);
+/* The DescribeConfigs request for the entity (with synonyms) into *req,
+ * its one resource in *r. */
+void cli_describe_req(const opts_t *o, dc_describe_configs_req_resource_t *r,
+                      dc_describe_configs_req_t *req);
 /* --describe and --alter: one request for the entity; exit status. */
 int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline);

@@ -115,7 +115,7 @@ int cli_connect(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
 
 /* ---- the entity's result ---------------------------------------------- */
 
-static int8_t wire_type(const opts_t *o) {
+int8_t cli_wire_type(const opts_t *o) {
   return o->entity_type == ENT_BROKERS ? DC_RES_BROKER
          : o->entity_type == ENT_USERS ? DC_RES_USER
                                        : DC_RES_CLIENT;
@@ -123,7 +123,7 @@ static int8_t wire_type(const opts_t *o) {
 
 /* Whether a per-resource result is the entity's. */
 static bool is_entity(const opts_t *o, int8_t type, const char *name) {
-  return type == wire_type(o) && name && !strcmp(name, o->entity_name);
+  return type == cli_wire_type(o) && name && !strcmp(name, o->entity_name);
 }
 
 /* EXIT_OK when the response had a result for the entity (found) without
@@ -323,6 +323,17 @@ static int report_describe(const opts_t *o, dc_kclient_t *kc, int16_t v,
   return rc == EXIT_OK ? print_describe(o, res, v) : rc;
 }
 
+void cli_describe_req(const opts_t *o, dc_describe_configs_req_resource_t *r,
+                      dc_describe_configs_req_t *req) {
+  *r = (dc_describe_configs_req_resource_t){
+      .resource_type = cli_wire_type(o),
+      .resource_name = (char *)o->entity_name,
+      .n_configuration_keys = -1,
+  };
+  *req = (dc_describe_configs_req_t){
+      .n_resources = 1, .resources = r, .include_synonyms = true};
+}
+
 int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
   static const cli_api_t api = {
       .key = DC_API_DESCRIBE_CONFIGS,
@@ -332,13 +343,9 @@ int cli_describe(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
       .decode = dec_describe,
       .report = report_describe,
   };
-  dc_describe_configs_req_resource_t r = {
-      .resource_type = wire_type(o),
-      .resource_name = (char *)o->entity_name,
-      .n_configuration_keys = -1,
-  };
-  dc_describe_configs_req_t req = {
-      .n_resources = 1, .resources = &r, .include_synonyms = true};
+  dc_describe_configs_req_resource_t r;
+  dc_describe_configs_req_t req;
+  cli_describe_req(o, &r, &req);
   dc_describe_configs_resp_t resp;
   return cli_call(o, kc, deadline, &api, &req, &resp);
 }
@@ -409,7 +416,7 @@ int cli_alter(const opts_t *o, dc_kclient_t *kc, int64_t deadline) {
       .report = report_alter,
   };
   dc_alter_resource_t r = {
-      .resource_type = wire_type(o),
+      .resource_type = cli_wire_type(o),
       .resource_name = (char *)o->entity_name,
       .n_configs = (int32_t)o->n_ops,
       .configs = o->ops,

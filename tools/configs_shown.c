@@ -24,10 +24,6 @@ bool cli_pause_poll(int64_t deadline, int *pause_ms) {
   return true;
 }
 
-static int8_t wire_type(const opts_t *o) {
-  return o->entity_type == ENT_USERS ? DC_RES_USER : DC_RES_CLIENT;
-}
-
 /* The source of the entity's own values, as --describe picks it. */
 static int own_source(const opts_t *o) {
   if (o->entity_type == ENT_USERS)
@@ -132,7 +128,7 @@ static int report_shown(const opts_t *o, dc_kclient_t *kc, int16_t v,
   shown_call_t *call = resp;
   const dc_describe_configs_result_t *res = NULL;
   for (int32_t i = 0; i < call->resp.n_results && !res; i++)
-    if (call->resp.results[i].resource_type == wire_type(o) &&
+    if (call->resp.results[i].resource_type == cli_wire_type(o) &&
         call->resp.results[i].resource_name &&
         !strcmp(call->resp.results[i].resource_name, o->entity_name))
       res = &call->resp.results[i];
@@ -166,13 +162,9 @@ static int wait_shown(const opts_t *o, cli_replicas_t *reps, int i,
       .decode = dec_describe,
       .report = report_shown,
   };
-  dc_describe_configs_req_resource_t r = {
-      .resource_type = wire_type(o),
-      .resource_name = (char *)o->entity_name,
-      .n_configuration_keys = -1,
-  };
-  dc_describe_configs_req_t req = {
-      .n_resources = 1, .resources = &r, .include_synonyms = true};
+  dc_describe_configs_req_resource_t r;
+  dc_describe_configs_req_t req;
+  cli_describe_req(o, &r, &req);
   shown_call_t call = {.shown = false};
   int pause_ms = POLL_FIRST_MS;
   do {
