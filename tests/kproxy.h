@@ -103,9 +103,13 @@ typedef struct kproxy {
   int n_dropped;        /* connections closed by kproxy_drop() */
   int n_rewrite_errors; /* responses we could not decode (forwarded as-is) */
   int n_api_requests[64]; /* requests seen per api key (keys < 64) */
+  int n_unanswered; /* requests of open connections not answered yet */
 } kproxy_t;
 
-static inline void kp_conn_close(kp_conn_t *c) {
+static inline void kp_conn_close(kproxy_t *kp, kp_conn_t *c) {
+  pthread_mutex_lock(&kp->lock);
+  kp->n_unanswered -= (int)c->n_inf;
+  pthread_mutex_unlock(&kp->lock);
   if (c->cfd >= 0)
     close(c->cfd);
   if (c->sfd >= 0)
@@ -167,7 +171,8 @@ static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
       c->cap_inf = cap;
     }
   }
-  if (c->n_inf < c->cap_inf)
+  bool tracked = c->n_inf < c->cap_inf;
+  if (tracked)
     c->inf[c->n_inf++] =
         (kp_inflight_t){h.correlation_id, h.api_key, h.api_version};
   bool group =
@@ -187,6 +192,8 @@ static inline void kp_sniff_request(kproxy_t *kp, kp_conn_t *c,
   pthread_mutex_lock(&kp->lock);
   if (h.api_key >= 0 && h.api_key < 64)
     kp->n_api_requests[h.api_key]++;
+  if (tracked)
+    kp->n_unanswered++;
   if (group && kp->n_log < KP_MAX_LOG)
     kp->log[kp->n_log++] = r;
   else if (group)
@@ -276,6 +283,9 @@ static inline int kp_forward_response(kproxy_t *kp, kp_conn_t *c,
         key = c->inf[i].key;
         ver = c->inf[i].ver;
         c->inf[i] = c->inf[--c->n_inf];
+        pthread_mutex_lock(&kp->lock);
+        kp->n_unanswered--;
+        pthread_mutex_unlock(&kp->lock);
         break;
       }
   }
@@ -378,7 +388,7 @@ static inline int kp_woken(kproxy_t *kp) {
   int dropped = 0;
   for (int i = 0; i < KP_MAX_CONNS; i++)
     if (kp->conns[i].cfd >= 0) {
-      kp_conn_close(&kp->conns[i]);
+      kp_conn_close(kp, &kp->conns[i]);
       dropped++;
     }
   pthread_mutex_lock(&kp->lock);
@@ -422,12 +432,12 @@ static inline void *kp_thread(void *arg) {
       if (!pfd[k].revents || c->cfd < 0)
         continue; /* closed earlier in this round */
       if (kp_pump(kp, c, pfd[k].fd == c->cfd))
-        kp_conn_close(c);
+        kp_conn_close(kp, c);
     }
   }
   for (int i = 0; i < KP_MAX_CONNS; i++)
     if (kp->conns[i].cfd >= 0)
-      kp_conn_close(&kp->conns[i]);
+      kp_conn_close(kp, &kp->conns[i]);
   return NULL;
 }
 
@@ -569,6 +579,20 @@ static inline int kproxy_count(kproxy_t *kp, const int *field) {
   int v = *field;
   pthread_mutex_unlock(&kp->lock);
   return v;
+}
+
+/* Waits until every request of the open connections has its response
+ * forwarded (any thread); 1 then, 0 if not within timeout_ms. A request
+ * still on its way to the proxy is not seen. */
+static inline int kproxy_wait_answered(kproxy_t *kp, int timeout_ms) {
+  int64_t deadline = dc_tu_now_ms() + timeout_ms;
+  for (;;) {
+    if (kproxy_count(kp, &kp->n_unanswered) == 0)
+      return 1;
+    if (dc_tu_now_ms() > deadline)
+      return 0;
+    dc_tu_sleep_ms(5);
+  }
 }
 
 #endif

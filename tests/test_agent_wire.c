@@ -770,6 +770,28 @@ static void refresh_and_wait(dynconf_t *dc) {
   wait_stat(dc, "total", total + 1);
 }
 
+/* Waits until the agent's connection is idle: its report on the newest
+ * connection went out and every request has its answer. A drop that cuts
+ * a report short is followed at once by a fetch of the agent's own (a
+ * change may have come meanwhile), which would count beside the test's. */
+static bool wp_wait_idle(wproxy_t *wp) {
+  int64_t deadline = dc_tu_now_ms() + WAIT_MS;
+  for (;;) {
+    int conn = kproxy_count(&wp->kp, &wp->kp.n_accepted);
+    bool sent = false;
+    pthread_mutex_lock(&wp->lock);
+    for (int i = 0; i < wp->n_log && !sent; i++)
+      sent = wp->log[i].conn == conn && wp->log[i].key == DC_API_CLIENT_REPORT;
+    pthread_mutex_unlock(&wp->lock);
+    int64_t left = deadline - dc_tu_now_ms();
+    if (sent)
+      return kproxy_wait_answered(&wp->kp, left > 0 ? (int)left : 0);
+    if (left < 0)
+      return false;
+    dc_tu_sleep_ms(5);
+  }
+}
+
 static void test_reconnect_proxy(void) {
   dc_tu_daemon_t d;
   char errstr[512];
@@ -804,6 +826,8 @@ static void test_reconnect_proxy(void) {
 
   for (int round = 1; round <= 2; round++) {
     int mark = wp_mark(&wp);
+    ok(wp_wait_idle(&wp), "reconnect %d: the agent's report on connection "
+       "%d was answered", round, round);
     long long ok0 = au_stat_ll(dc, "ok");
     ok(kproxy_drop(&wp.kp, WAIT_MS) &&
            kproxy_count(&wp.kp, &wp.kp.n_dropped) == round,
@@ -843,6 +867,8 @@ static void test_reconnect_proxy(void) {
   const char *colon = mcl ? strrchr(mock_bs, ':') : NULL;
   if (ok(colon, "server swap: mock cluster started")) {
     kproxy_set_upstream(&wp.kp, atoi(colon + 1));
+    ok(wp_wait_idle(&wp), "server swap: the agent's report on connection 3 "
+       "was answered");
     ok(kproxy_drop(&wp.kp, WAIT_MS),
        "server swap: the proxy closed the agent's connection");
     long long errs0 = au_stat_ll(dc, "errors");
