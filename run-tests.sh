@@ -36,7 +36,7 @@ fi
 if [ "${SKIP_DEBIAN:-0}" != 1 ]; then
   echo "== Debian packages: build, lintian, install, run, purge"
   DC_SRCDIR="$src" DC_BUILDDIR="$src/build" prove --exec '' \
-    "$src/tests/test_debian.sh"
+    "$src/tests/packaging/test_debian.sh"
 fi
 
 if [ "${SKIP_RDKAFKA_NEWER:-0}" != 1 ]; then
@@ -44,7 +44,7 @@ if [ "${SKIP_RDKAFKA_NEWER:-0}" != 1 ]; then
   "$src/scripts/build-librdkafka.sh" "$src/build/librdkafka-newer"
   DC_SRCDIR="$src" DC_BUILDDIR="$src/build" \
     DC_RDKAFKA_DIR="$src/build/librdkafka-newer" prove --exec '' \
-    "$src/tests/test_librdkafka_newer.sh"
+    "$src/tests/clients/test_librdkafka_newer.sh"
 fi
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then

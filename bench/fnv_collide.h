@@ -4,7 +4,7 @@
  * FNV_COLLIDE_BITS bits: in any table of up to 2^20 buckets indexed by
  * the hash's low bits, which is how dynconfd's fleet hashed them before
  * its hash was keyed, they all share one bucket. For bench/fleet and
- * tests/test_fleet_limits.c.
+ * tests/unit/test_fleet_limits.c.
  *
  * FNV-1a's low bits depend only on the low bits of what came before, and
  * its multiplier is odd, so a step can be undone: for every pair of last

@@ -25,7 +25,7 @@ Once the TGT has expired, `klist -s` exits 1 and GSSAPI init_sec_context
 fails on the client side, before asking the KDC, with minor status
 "Ticket expired". Realm.expired_ccache() makes such a cache.
 
-Import it after dcpy (the test's own directory is on sys.path); it never
+Import it after dcpy (the test has put tests/ on sys.path); it never
 writes bytecode.
 """
 import atexit

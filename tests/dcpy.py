@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Shared pieces of the Python TAP tests (tests/test_kafka_python*.py):
+"""Shared pieces of the Python TAP tests (tests/*/test_*.py):
 the kafka-python import guard, a TAP printer, dynconfd in the background,
 and a raw socket for exchanges no client library can be made to do.
 
-Import it first thing (the test's own directory is on sys.path); it never
-writes bytecode, so the source tree stays clean.
+Import it first thing, once the test has put tests/ (its folder's parent)
+on sys.path; it never writes bytecode, so the source tree stays clean.
 """
 import importlib.util
 import os

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Hostile HTTP clients for dynconfd's --metrics-listen endpoint, shared by
-tests/test_http_limits.py and bench/run-http.sh: floods of connections
+tests/e2e/test_http_limits.py and bench/run-http.sh: floods of connections
 that each send part of a request and then close or idle, a request whose
 header is too large, and /healthz polled from its own address meanwhile.
 Loopback only (127.0.0.0/8: any of its addresses is this machine's);

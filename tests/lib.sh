@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
-# Helpers for TAP shell tests of dynconf. Source it from bash:
-#   . "$(dirname "$0")/lib.sh"
+# Helpers for TAP shell tests of dynconf. Source it from bash, from a test
+# in one of tests/' folders (tests/README.md):
+#   . "$(dirname "$0")/../lib.sh"
 # Environment: DC_BUILDDIR (where dynconfd and dynconf-configs were built,
 # default .) and DC_SRCDIR (the source tree), both set by `make check`.
 # DC_DAEMON_WRAPPER, when set, is put in front of the dynconfd command line

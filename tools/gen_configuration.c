@@ -2,7 +2,7 @@
 /*
  * Writes CONFIGURATION.md from the agent's property table (as librdkafka
  * generates its own), so the document cannot drift from the code:
- * `make configuration` rewrites it, tests/test_configuration.sh checks it.
+ * `make configuration` rewrites it, tests/packaging/test_configuration.sh checks it.
  */
 #include <dynconf.h>
 

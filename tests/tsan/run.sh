@@ -24,4 +24,4 @@ cat "$src/tests/tsan/suppressions.txt" "$src/tests/tsan/suppressions-store.txt" 
   >"$build/tsan-store.supp"
 LD_PRELOAD="$build/c11shim.so" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$build/tsan-store.supp" \
   DC_SRCDIR="$src" DC_BUILDDIR="$build" prove --exec '' \
-  "$src/tests/test_kafka_replicas.sh"
+  "$src/tests/e2e/test_kafka_replicas.sh"
