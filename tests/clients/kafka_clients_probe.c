@@ -9,7 +9,7 @@
  *
  * producers: acks changed live on two managed producers that produce a
  *   numbered sequence all along: an idempotent one (acks stays pinned to
- *   all; linger.ms changes rebuild it) and a plain one (acks 1 <-> all
+ *   all; linger.ms changes rebuild it) and a plain one (acks 1 -> 0 -> all
  *   rebuild it). Read back: nothing lost, duplicated or out of order.
  * groups: session.timeout.ms and heartbeat.interval.ms changed 10 times
  *   on a static member (group.instance.id) of a two-member group: no
@@ -366,8 +366,12 @@ static void acks_pinned(prod_t *w) {
 static void flips(prod_t *idem, prod_t *plain) {
   int bad_idem = 0, bad_plain = 0;
   char spec[64];
+  /* The plain producer goes 1 -> 0 -> all and round again: a switch away
+   * from acks=0 holds order only through its ListOffsets barrier, which
+   * a real broker (several connections, one log) puts to the test. */
+  static const char *const plain_acks[] = {"1", "0", "all"};
   for (int i = 0; i < NFLIPS; i++) {
-    const char *linger = i % 2 ? "5" : "20", *acks = i % 2 ? "all" : "1";
+    const char *linger = i % 2 ? "5" : "20", *acks = plain_acks[i % 3];
     snprintf(spec, sizeof(spec), "acks=%s,linger.ms=%s", i % 2 ? "1" : "0",
              linger);
     bad_idem += !(flip(idem, spec, i + 1) &&
@@ -380,8 +384,8 @@ static void flips(prod_t *idem, prod_t *plain) {
          "%s: %d changes of acks (0/1) and linger.ms: a switch each, acks "
          "pinned to all, linger.ms applied",
          idem->cid, NFLIPS);
-  is_int(bad_plain, 0, "%s: %d flips of acks 1 <-> all, each live on a new "
-                       "handle", plain->cid, NFLIPS);
+  is_int(bad_plain, 0, "%s: %d changes of acks (1 -> 0 -> all, twice), each "
+                       "live on a new handle", plain->cid, NFLIPS);
 }
 
 static void test_producers(void) {
