@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Request dispatch (ApiKey -> handler with version range), ApiVersions,
  * Metadata and JoinGroup. Each API's handler lives with its subsystem:
- * config_apis.c, sasl_apis.c, envelope.c, watch.c, fleet.c. */
+ * config_describe.c, config_alter.c, sasl_apis.c, envelope.c, watch.c,
+ * fleet.c. */
 #include "broker/core/broker_int.h"
 #include "common/clock.h"
 #include "common/log.h"
