@@ -394,7 +394,7 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
               DC_ENTITY_PART_MAX);
     return -1;
   }
-  /* Such a user could never authenticate (sasl_server.c refuses it). */
+  /* Such a user could never authenticate (sasl_user.c refuses it). */
   const char *fault = dc_principal_name_fault(user, strlen(user));
   if (fault) {
     dc_seterr(errstr, errstr_size,
