@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The cost of checking one OAUTHBEARER token (lib/broker/auth/jwt.c) on one
+ * The cost of checking one OAUTHBEARER token (lib/broker/auth/jwt.h) on one
  * core: an RS256 (RSA-2048) and an ES256 (P-256) token, made here, are
  * validated again and again against a JWKS file holding both keys.
  * Prints, per algorithm, the median of 5 rounds in microseconds of CPU

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Request dispatch (ApiKey -> handler with version range), ApiVersions,
  * Metadata and JoinGroup. Each API's handler lives with its subsystem:
- * config_apis.c, sasl_apis.c, envelope.c, watch.c, fleet.c. */
+ * config_describe.c, config_alter.c, sasl_apis.c, envelope.c, watch.c,
+ * fleet.c. */
 #include "broker/core/broker_int.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -190,6 +191,72 @@ int dc_broker_handle(dc_broker_t *b, const dc_conn_info_t *conn,
   return rc;
 }
 
+/* The handler of the request hdr heads, when the connection may send it
+ * now: a known API at a supported version, within the SASL session, and
+ * nothing but the log-in before authentication. NULL with errstr: the
+ * connection closes. */
+static dc_handler_fn *admitted_handler(const dc_broker_t *b,
+                                       const dc_conn_info_t *conn,
+                                       int auth_state,
+                                       const dc_req_header_t *hdr,
+                                       char *errstr, size_t errstr_size) {
+  dc_handler_fn *fn = NULL;
+  for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+    if (handlers[i].api_key == hdr->api_key)
+      fn = handlers[i].fn;
+  if (hdr->api_key == DC_API_JOIN_GROUP && !b->gss)
+    fn = NULL; /* not listed in ApiVersions either */
+  /* ApiVersions answers any version itself (KIP-511); others must be in
+   * range. Kafka closes the connection for anything it cannot parse. */
+  if (!fn || (hdr->api_key != DC_API_API_VERSIONS &&
+              !dc_api_supported(hdr->api_key, hdr->api_version))) {
+    dc_seterr(errstr, errstr_size, "unsupported API key %d version %d",
+             hdr->api_key, hdr->api_version);
+    return NULL;
+  }
+  if (auth_state == DC_AUTH_DONE && session_over(conn->auth, hdr->api_key)) {
+    dc_seterr(errstr, errstr_size,
+              "the SASL session of %s ended (token expiry or "
+              "connections.max.reauth.ms) without re-authentication",
+              conn->auth->principal);
+    return NULL;
+  }
+  if (auth_state != DC_AUTH_NONE && auth_state != DC_AUTH_DONE &&
+      !allowed_before_auth(auth_state, hdr->api_key)) {
+    const dc_api_info_t *ai = dc_api_info(hdr->api_key);
+    dc_seterr(errstr, errstr_size,
+             "%s request before SASL authentication completed",
+             ai ? ai->name : "unknown");
+    return NULL;
+  }
+  return fn;
+}
+
+/* The handler's answer framed in out; or, when the handler failed or the
+ * answer could not be written whole, dropped (out back at start) with
+ * errstr, and the connection closes. */
+static int finish_answer(dc_buf_t *out, size_t start, size_t frame,
+                         const dc_req_header_t *hdr, const dc_req_t *r,
+                         int err, char *errstr, size_t errstr_size) {
+  if (err || out->err) {
+    out->len = start; /* drop the partial response */
+    if (!err)
+      err = out->err;
+    out->err = 0;
+    const dc_api_info_t *ai = dc_api_info(hdr->api_key);
+    dc_seterr(errstr, errstr_size, "cannot process %s v%d request: %s",
+             ai ? ai->name : "?", hdr->api_version,
+             r->why[0] ? r->why : dc_err_str(err));
+    return DC_HANDLE_CLOSE;
+  }
+  dc_wr_frame_end(out, frame);
+  if (r->close_after) {
+    dc_seterr(errstr, errstr_size, "%s", r->why);
+    return DC_HANDLE_CLOSE;
+  }
+  return DC_HANDLE_OK;
+}
+
 int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
                         const uint8_t *payload, size_t len, dc_arena_t *arena,
                         dc_buf_t *out, bool forwarded, int16_t fail_code,
@@ -212,35 +279,10 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
              dc_err_str(rd.err));
     return DC_HANDLE_CLOSE;
   }
-  dc_handler_fn *fn = NULL;
-  for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
-    if (handlers[i].api_key == hdr.api_key)
-      fn = handlers[i].fn;
-  if (hdr.api_key == DC_API_JOIN_GROUP && !b->gss)
-    fn = NULL; /* not listed in ApiVersions either */
-  /* ApiVersions answers any version itself (KIP-511); others must be in
-   * range. Kafka closes the connection for anything it cannot parse. */
-  if (!fn || (hdr.api_key != DC_API_API_VERSIONS &&
-              !dc_api_supported(hdr.api_key, hdr.api_version))) {
-    dc_seterr(errstr, errstr_size, "unsupported API key %d version %d",
-             hdr.api_key, hdr.api_version);
+  dc_handler_fn *fn =
+      admitted_handler(b, conn, auth_state, &hdr, errstr, errstr_size);
+  if (!fn)
     return DC_HANDLE_CLOSE;
-  }
-  if (auth_state == DC_AUTH_DONE && session_over(conn->auth, hdr.api_key)) {
-    dc_seterr(errstr, errstr_size,
-              "the SASL session of %s ended (token expiry or "
-              "connections.max.reauth.ms) without re-authentication",
-              conn->auth->principal);
-    return DC_HANDLE_CLOSE;
-  }
-  if (auth_state != DC_AUTH_NONE && auth_state != DC_AUTH_DONE &&
-      !allowed_before_auth(auth_state, hdr.api_key)) {
-    const dc_api_info_t *ai = dc_api_info(hdr.api_key);
-    dc_seterr(errstr, errstr_size,
-             "%s request before SASL authentication completed",
-             ai ? ai->name : "unknown");
-    return DC_HANDLE_CLOSE;
-  }
   size_t start = out->len;
   size_t frame = dc_wr_frame_begin(out);
   int16_t hv = hdr.api_version;
@@ -260,21 +302,6 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
   if (!err)
     dc_metrics_request(&b->metrics, hdr.api_key, hdr.api_version, r.error,
                        (double)(dc_mono_us() - t0) / 1e6);
-  if (err || out->err) {
-    out->len = start; /* drop the partial response */
-    if (!err)
-      err = out->err;
-    out->err = 0;
-    const dc_api_info_t *ai = dc_api_info(hdr.api_key);
-    dc_seterr(errstr, errstr_size, "cannot process %s v%d request: %s",
-             ai ? ai->name : "?", hdr.api_version,
-             r.why[0] ? r.why : dc_err_str(err));
-    return DC_HANDLE_CLOSE;
-  }
-  dc_wr_frame_end(out, frame);
-  if (r.close_after) {
-    dc_seterr(errstr, errstr_size, "%s", r.why);
-    return DC_HANDLE_CLOSE;
-  }
-  return DC_HANDLE_OK;
+  return finish_answer(out, start, frame, &hdr, &r, err, errstr,
+                       errstr_size);
 }

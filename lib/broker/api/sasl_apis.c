@@ -2,7 +2,8 @@
 /*
  * SASL on the wire (SaslHandshake 17, SaslAuthenticate 36, and the legacy
  * raw-token frames that follow SaslHandshake v0) and dynconf's
- * ReloadSecurity (20000). The mechanisms themselves live in sasl_server.c.
+ * ReloadSecurity (20000). The mechanisms themselves live in auth/
+ * (sasl_server.h).
  *
  * Connection states (dc_conn_auth_t.state, lib/broker/core/broker.h):
  *   HANDSHAKE     a SASL listener's new connection: only ApiVersions and

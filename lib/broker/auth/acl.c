@@ -373,6 +373,64 @@ static int check_one(const dc_acl_t *acl, const char *principal,
   return NOT_ALLOWED;
 }
 
+/* The ACL resources a config resource needs, and how to name it. */
+typedef struct needs {
+  struct {
+    int kind;
+    const char *name;
+  } need[2];
+  int n;
+  char what[700];
+  dc_user_entity_t ue; /* a USER resource's parts, which need[] names */
+} needs_t;
+
+/* The ACL resources op on resource_type resource_name needs: true, or
+ * false with why (the denial) set. */
+static bool resource_needs(needs_t *nd, int8_t resource_type,
+                           const char *resource_name, int op,
+                           const char *principal, char *why,
+                           size_t why_size) {
+  char perr_msg[200];
+  nd->n = 0;
+  if (resource_type == DC_RES_CLIENT) {
+    nd->need[nd->n++].kind = K_CLIENT;
+    nd->need[0].name = resource_name;
+    snprintf(nd->what, sizeof(nd->what), "client '%s'", resource_name);
+  } else if (resource_type == DC_RES_BROKER) {
+    nd->need[nd->n++].kind = K_BROKER;
+    nd->need[0].name = resource_name;
+    snprintf(nd->what, sizeof(nd->what), "broker '%s'", resource_name);
+  } else if (resource_type == DC_RES_USER &&
+             dc_entity_user_parse(resource_name, &nd->ue, perr_msg,
+                                  sizeof(perr_msg))) {
+    dc_seterr(why, why_size,
+             "principal %s is not authorized to %s user entity '%s' (bad "
+             "name: %s)",
+             principal, op_name(op), resource_name, perr_msg);
+    return false;
+  } else if (resource_type == DC_RES_USER) {
+    nd->need[nd->n].kind = K_USER;
+    nd->need[nd->n++].name = nd->ue.user;
+    if (*nd->ue.client) {
+      snprintf(nd->what, sizeof(nd->what), "user '%s' with client-id '%s'",
+               nd->ue.user, nd->ue.client);
+      if (op == DC_ACL_DESCRIBE) {
+        nd->need[nd->n].kind = K_CLIENT;
+        nd->need[nd->n++].name = nd->ue.client;
+      }
+    } else {
+      snprintf(nd->what, sizeof(nd->what), "user '%s'", nd->ue.user);
+    }
+  } else {
+    dc_seterr(why, why_size,
+             "principal %s is not authorized to %s resource type %d '%s' "
+             "(not a resource dynconfd authorizes)",
+             principal, op_name(op), resource_type, resource_name);
+    return false;
+  }
+  return true;
+}
+
 bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
                       const char *principal, int op, int8_t resource_type,
                       const char *resource_name, const char *client_id,
@@ -398,65 +456,24 @@ bool dc_acl_authorize(const dc_acl_t *acl, const char *super_users,
   const char *user =
       !strncmp(principal, "User:", 5) ? principal + 5 : principal;
 
-  /* The ACL resources this config resource needs, and how to name it. */
-  struct {
-    int kind;
-    const char *name;
-  } need[2];
-  int n = 0;
-  char what[700];
-  dc_user_entity_t ue;
-  char perr_msg[200];
-  if (resource_type == DC_RES_CLIENT) {
-    need[n++].kind = K_CLIENT;
-    need[0].name = resource_name;
-    snprintf(what, sizeof(what), "client '%s'", resource_name);
-  } else if (resource_type == DC_RES_BROKER) {
-    need[n++].kind = K_BROKER;
-    need[0].name = resource_name;
-    snprintf(what, sizeof(what), "broker '%s'", resource_name);
-  } else if (resource_type == DC_RES_USER &&
-             dc_entity_user_parse(resource_name, &ue, perr_msg,
-                                  sizeof(perr_msg))) {
-    dc_seterr(why, why_size,
-             "principal %s is not authorized to %s user entity '%s' (bad "
-             "name: %s)",
-             principal, op_name(op), resource_name, perr_msg);
+  needs_t nd;
+  if (!resource_needs(&nd, resource_type, resource_name, op, principal, why,
+                      why_size))
     return false;
-  } else if (resource_type == DC_RES_USER) {
-    need[n].kind = K_USER;
-    need[n++].name = ue.user;
-    if (*ue.client) {
-      snprintf(what, sizeof(what), "user '%s' with client-id '%s'", ue.user,
-               ue.client);
-      if (op == DC_ACL_DESCRIBE) {
-        need[n].kind = K_CLIENT;
-        need[n++].name = ue.client;
-      }
-    } else {
-      snprintf(what, sizeof(what), "user '%s'", ue.user);
-    }
-  } else {
-    dc_seterr(why, why_size,
-             "principal %s is not authorized to %s resource type %d '%s' "
-             "(not a resource dynconfd authorizes)",
-             principal, op_name(op), resource_type, resource_name);
-    return false;
-  }
 
   char reason[128];
-  for (int i = 0; i < n; i++) {
-    int rc = check_one(acl, principal, user, op, need[i].kind, need[i].name,
-                       client_id, reason, sizeof(reason));
+  for (int i = 0; i < nd.n; i++) {
+    int rc = check_one(acl, principal, user, op, nd.need[i].kind,
+                       nd.need[i].name, client_id, reason, sizeof(reason));
     if (rc == ALLOWED)
       continue;
     if (i > 0) /* name the part that failed */
       dc_seterr(why, why_size,
                "principal %s is not authorized to %s %s (%s on client '%s')",
-               principal, op_name(op), what, reason, need[i].name);
+               principal, op_name(op), nd.what, reason, nd.need[i].name);
     else
       dc_seterr(why, why_size, "principal %s is not authorized to %s %s (%s)",
-               principal, op_name(op), what, reason);
+               principal, op_name(op), nd.what, reason);
     return false;
   }
   dc_seterr(why, why_size, "%s", reason);

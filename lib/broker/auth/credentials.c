@@ -153,6 +153,61 @@ static long b64_field(const char *val, uint8_t *out, size_t cap, size_t want) {
   return n;
 }
 
+/* The fields of a line seen so far. */
+typedef struct seen {
+  bool iterations, salt, stored_key, server_key;
+} seen_t;
+
+/* One NAME=VALUE field of a line (modified in place) into e. Returns 0,
+ * or -1 with why (a phrase) set. */
+static int parse_field(char *f, entry_t *e, seen_t *seen, const char **why) {
+  char *eq = strchr(f, '=');
+  if (!eq) {
+    *why = "field without '='";
+    return -1;
+  }
+  *eq = '\0';
+  const char *v = eq + 1;
+  if (!strcmp(f, "iterations") && !seen->iterations) {
+    char *end;
+    errno = 0;
+    long it = strtol(v, &end, 10);
+    if (errno || *end || end == v || it < DC_SCRAM_MIN_ITERATIONS ||
+        it > DC_SCRAM_MAX_ITERATIONS) {
+      *why = "iterations must be a number in 4096..16384";
+      return -1;
+    }
+    e->cred.iterations = (int)it;
+    seen->iterations = true;
+  } else if (!strcmp(f, "salt") && !seen->salt) {
+    long n = b64_field(v, e->cred.salt, sizeof(e->cred.salt), 0);
+    if (n < 0) {
+      *why = "salt is not base64 of 1..128 bytes";
+      return -1;
+    }
+    e->cred.salt_len = (size_t)n;
+    seen->salt = true;
+  } else if (!strcmp(f, "stored_key") && !seen->stored_key) {
+    if (b64_field(v, e->cred.stored_key, sizeof(e->cred.stored_key),
+                  e->cred.key_len) < 0) {
+      *why = "stored_key is not base64 of one digest";
+      return -1;
+    }
+    seen->stored_key = true;
+  } else if (!strcmp(f, "server_key") && !seen->server_key) {
+    if (b64_field(v, e->cred.server_key, sizeof(e->cred.server_key),
+                  e->cred.key_len) < 0) {
+      *why = "server_key is not base64 of one digest";
+      return -1;
+    }
+    seen->server_key = true;
+  } else {
+    *why = "unknown or repeated field";
+    return -1;
+  }
+  return 0;
+}
+
 /* Parses one non-comment line (modified in place) into e. Returns 0, or -1
  * with why (a phrase) set. */
 static int parse_line(char *line, entry_t *e, const char **why) {
@@ -174,54 +229,12 @@ static int parse_line(char *line, entry_t *e, const char **why) {
     return -1;
   }
   e->cred.key_len = dc_scram_digest_len(e->cred.hash);
-  bool have_i = false, have_salt = false, have_st = false, have_sv = false;
-  for (char *f; (f = strtok_r(NULL, " \t", &save));) {
-    char *eq = strchr(f, '=');
-    if (!eq) {
-      *why = "field without '='";
+  seen_t seen = {0};
+  for (char *f; (f = strtok_r(NULL, " \t", &save));)
+    if (parse_field(f, e, &seen, why))
       return -1;
-    }
-    *eq = '\0';
-    const char *v = eq + 1;
-    if (!strcmp(f, "iterations") && !have_i) {
-      char *end;
-      errno = 0;
-      long it = strtol(v, &end, 10);
-      if (errno || *end || end == v || it < DC_SCRAM_MIN_ITERATIONS ||
-          it > DC_SCRAM_MAX_ITERATIONS) {
-        *why = "iterations must be a number in 4096..16384";
-        return -1;
-      }
-      e->cred.iterations = (int)it;
-      have_i = true;
-    } else if (!strcmp(f, "salt") && !have_salt) {
-      long n = b64_field(v, e->cred.salt, sizeof(e->cred.salt), 0);
-      if (n < 0) {
-        *why = "salt is not base64 of 1..128 bytes";
-        return -1;
-      }
-      e->cred.salt_len = (size_t)n;
-      have_salt = true;
-    } else if (!strcmp(f, "stored_key") && !have_st) {
-      if (b64_field(v, e->cred.stored_key, sizeof(e->cred.stored_key),
-                    e->cred.key_len) < 0) {
-        *why = "stored_key is not base64 of one digest";
-        return -1;
-      }
-      have_st = true;
-    } else if (!strcmp(f, "server_key") && !have_sv) {
-      if (b64_field(v, e->cred.server_key, sizeof(e->cred.server_key),
-                    e->cred.key_len) < 0) {
-        *why = "server_key is not base64 of one digest";
-        return -1;
-      }
-      have_sv = true;
-    } else {
-      *why = "unknown or repeated field";
-      return -1;
-    }
-  }
-  if (!have_i || !have_salt || !have_st || !have_sv) {
+  if (!seen.iterations || !seen.salt || !seen.stored_key ||
+      !seen.server_key) {
     *why = "missing field (iterations, salt, stored_key and server_key are "
            "all required)";
     return -1;
@@ -247,6 +260,80 @@ static void chomp(char *line) {
     line[--n] = '\0';
 }
 
+/* The sentence for running out of memory while reading path; -1. */
+static int read_oom(const char *path, char *errstr, size_t errstr_size) {
+  dc_seterr(errstr, errstr_size, "out of memory reading credentials file %s",
+         path);
+  return -1;
+}
+
+/* Room in c for one more entry; -1 when out of memory. */
+static int make_room(dc_credentials_t *c, size_t *cap) {
+  if (c->n < *cap)
+    return 0;
+  size_t nc = *cap ? *cap * 2 : 16;
+  entry_t *v = realloc(c->v, nc * sizeof(*v));
+  if (!v)
+    return -1;
+  c->v = v;
+  *cap = nc;
+  return 0;
+}
+
+/* Every entry of f into c, in file order; 0, or -1 with errstr. The line
+ * buffer (*line, *lcap) is the caller's to free. */
+static int read_entries(FILE *f, const char *path, dc_credentials_t *c,
+                        char **line, size_t *lcap, char *errstr,
+                        size_t errstr_size) {
+  size_t cap = 0;
+  ssize_t got;
+  long lineno = 0;
+  while ((got = getline(line, lcap, f)) != -1) {
+    lineno++;
+    if (memchr(*line, '\0', (size_t)got)) {
+      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: NUL byte",
+             path, lineno);
+      return -1;
+    }
+    chomp(*line);
+    if (blank_or_comment(*line))
+      continue;
+    if (make_room(c, &cap))
+      return read_oom(path, errstr, errstr_size);
+    const char *why = NULL;
+    if (parse_line(*line, &c->v[c->n], &why)) {
+      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: %s", path,
+             lineno, why);
+      return -1;
+    }
+    c->n++;
+  }
+  if (ferror(f)) {
+    dc_seterr(errstr, errstr_size, "cannot read credentials file %s: %s", path,
+           strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The entries sorted for lookup, their common iteration counts known, and
+ * no user with a mechanism twice; 0, or -1 with errstr. */
+static int index_entries(dc_credentials_t *c, const char *path, char *errstr,
+                         size_t errstr_size) {
+  if (c->n)
+    qsort(c->v, c->n, sizeof(*c->v), cmp_entry);
+  if (common_iterations(c))
+    return read_oom(path, errstr, errstr_size);
+  for (size_t i = 1; i < c->n; i++)
+    if (!cmp_entry(&c->v[i - 1], &c->v[i])) {
+      dc_seterr(errstr, errstr_size,
+             "credentials file %s: user '%s' has %s twice", path,
+             c->v[i].user, dc_scram_mechanism_name(c->v[i].cred.hash));
+      return -1;
+    }
+  return 0;
+}
+
 dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
                                       size_t errstr_size) {
   FILE *f = fopen(path, "r");
@@ -256,68 +343,24 @@ dc_credentials_t *dc_credentials_load(const char *path, char *errstr,
     return NULL;
   }
   dc_credentials_t *c = calloc(1, sizeof(*c));
-  if (c)
-    atomic_init(&c->refs, 1);
-  size_t cap = 0;
   char *line = NULL;
   size_t lcap = 0;
-  ssize_t got;
-  long lineno = 0;
-  if (!c)
-    goto oom;
-  while ((got = getline(&line, &lcap, f)) != -1) {
-    lineno++;
-    if (memchr(line, '\0', (size_t)got)) {
-      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: NUL byte",
-             path, lineno);
-      goto fail;
-    }
-    chomp(line);
-    if (blank_or_comment(line))
-      continue;
-    if (c->n == cap) {
-      size_t nc = cap ? cap * 2 : 16;
-      entry_t *v = realloc(c->v, nc * sizeof(*v));
-      if (!v)
-        goto oom;
-      c->v = v;
-      cap = nc;
-    }
-    const char *why = NULL;
-    if (parse_line(line, &c->v[c->n], &why)) {
-      dc_seterr(errstr, errstr_size, "credentials file %s line %ld: %s", path,
-             lineno, why);
-      goto fail;
-    }
-    c->n++;
+  int rc;
+  if (c) {
+    atomic_init(&c->refs, 1);
+    rc = read_entries(f, path, c, &line, &lcap, errstr, errstr_size) ||
+                 index_entries(c, path, errstr, errstr_size)
+             ? -1
+             : 0;
+  } else {
+    rc = read_oom(path, errstr, errstr_size);
   }
-  if (ferror(f)) {
-    dc_seterr(errstr, errstr_size, "cannot read credentials file %s: %s", path,
-           strerror(errno));
-    goto fail;
-  }
-  if (c->n)
-    qsort(c->v, c->n, sizeof(*c->v), cmp_entry);
-  if (common_iterations(c))
-    goto oom;
-  for (size_t i = 1; i < c->n; i++)
-    if (!cmp_entry(&c->v[i - 1], &c->v[i])) {
-      dc_seterr(errstr, errstr_size,
-             "credentials file %s: user '%s' has %s twice", path,
-             c->v[i].user, dc_scram_mechanism_name(c->v[i].cred.hash));
-      goto fail;
-    }
-  free(line);
-  fclose(f);
-  return c;
-oom:
-  dc_seterr(errstr, errstr_size, "out of memory reading credentials file %s",
-         path);
-fail:
-  if (line)
+  if (rc && line)
     OPENSSL_cleanse(line, lcap);
   free(line);
   fclose(f);
+  if (!rc)
+    return c;
   dc_credentials_destroy(c);
   return NULL;
 }
@@ -387,14 +430,16 @@ static void sync_dir(const char *path) {
   free(copy);
 }
 
-int dc_credentials_add(const char *path, const char *user, const char *password,
-                       int iterations, char *errstr, size_t errstr_size) {
+/* A user and password fit for the file: a name that could authenticate,
+ * a password; 0, or -1 with errstr. */
+static int check_new_user(const char *user, const char *password,
+                          char *errstr, size_t errstr_size) {
   if (!user || !*user || strlen(user) > DC_ENTITY_PART_MAX) {
     dc_seterr(errstr, errstr_size, "the user name must be 1..%d bytes",
               DC_ENTITY_PART_MAX);
     return -1;
   }
-  /* Such a user could never authenticate (sasl_server.c refuses it). */
+  /* Such a user could never authenticate (sasl_user.c refuses it). */
   const char *fault = dc_principal_name_fault(user, strlen(user));
   if (fault) {
     dc_seterr(errstr, errstr_size,
@@ -407,52 +452,37 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
     dc_seterr(errstr, errstr_size, "the password must not be empty");
     return -1;
   }
-  if (iterations == 0)
-    iterations = DC_SCRAM_DEFAULT_ITERATIONS;
-  dc_scram_cred_t creds[2];
-  for (int i = 0; i < 2; i++)
-    if (dc_scram_cred_make(i ? DC_SCRAM_SHA512 : DC_SCRAM_SHA256, password,
-                           iterations, NULL, 0, &creds[i], errstr,
-                           errstr_size))
-      return -1;
+  return 0;
+}
 
-  /* An existing file must parse: never rewrite (and so propagate or lose)
-   * something we do not understand. */
-  FILE *in = fopen(path, "r");
-  if (!in && errno != ENOENT) {
+/* An existing file must parse: never rewrite (and so propagate or lose)
+ * something we do not understand. *in: the file open for reading, or NULL
+ * when there is none yet; 0, or -1 with errstr. */
+static int open_existing(const char *path, FILE **in, char *errstr,
+                         size_t errstr_size) {
+  *in = fopen(path, "r");
+  if (!*in && errno != ENOENT) {
     dc_seterr(errstr, errstr_size, "cannot open credentials file %s: %s", path,
            strerror(errno));
     return -1;
   }
-  if (in) {
+  if (*in) {
     dc_credentials_t *old = dc_credentials_load(path, errstr, errstr_size);
     if (!old) {
-      fclose(in);
+      fclose(*in);
+      *in = NULL;
       return -1;
     }
     dc_credentials_destroy(old);
   }
+  return 0;
+}
 
-  size_t tl = strlen(path) + 32;
-  char *tmp = malloc(tl);
-  char *enc = pct_encode(user);
+/* The lines of in but user's copied to out; with no in, a new file's
+ * first line. */
+static void copy_other_users(FILE *in, FILE *out, const char *user) {
   char *line = NULL;
   size_t lcap = 0;
-  FILE *out = NULL;
-  int rc = -1;
-  if (!tmp || !enc) {
-    dc_seterr(errstr, errstr_size, "out of memory");
-    goto out;
-  }
-  snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || !(out = fdopen(fd, "w"))) {
-    dc_seterr(errstr, errstr_size, "cannot create %s: %s", tmp, strerror(errno));
-    if (fd >= 0)
-      close(fd);
-    goto out;
-  }
-  fchmod(fd, 0600); /* in case a stale tmp file had another mode */
   if (in) {
     while (getline(&line, &lcap, in) != -1) {
       char *lu = line_user(line);
@@ -468,32 +498,74 @@ int dc_credentials_add(const char *path, const char *user, const char *password,
   } else {
     fputs("# dynconf SASL credentials (hashed; see dynconfd --add-user)\n", out);
   }
+  free(line);
+}
+
+/* The new file written to tmp and synced: the others' lines, then user's
+ * entries (enc: the name as the file spells it); 0, or -1 with errstr. */
+static int write_tmp(const char *tmp, FILE *in, const char *user,
+                     const char *enc, const dc_scram_cred_t creds[2],
+                     char *errstr, size_t errstr_size) {
+  FILE *out = NULL;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || !(out = fdopen(fd, "w"))) {
+    dc_seterr(errstr, errstr_size, "cannot create %s: %s", tmp, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  fchmod(fd, 0600); /* in case a stale tmp file had another mode */
+  copy_other_users(in, out, user);
   if (write_entry(out, enc, &creds[0]) || write_entry(out, enc, &creds[1]) ||
       fflush(out) || fsync(fileno(out)) || ferror(out)) {
     dc_seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  int cr = fclose(out);
-  out = NULL;
-  if (cr) {
-    dc_seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  if (rename(tmp, path)) {
-    dc_seterr(errstr, errstr_size, "cannot rename %s to %s: %s", tmp, path,
-           strerror(errno));
-    goto out;
-  }
-  sync_dir(path);
-  rc = 0;
-out:
-  if (out)
     fclose(out);
-  if (rc && tmp)
-    unlink(tmp);
+    return -1;
+  }
+  if (fclose(out)) {
+    dc_seterr(errstr, errstr_size, "cannot write %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int dc_credentials_add(const char *path, const char *user, const char *password,
+                       int iterations, char *errstr, size_t errstr_size) {
+  if (check_new_user(user, password, errstr, errstr_size))
+    return -1;
+  if (iterations == 0)
+    iterations = DC_SCRAM_DEFAULT_ITERATIONS;
+  dc_scram_cred_t creds[2];
+  for (int i = 0; i < 2; i++)
+    if (dc_scram_cred_make(i ? DC_SCRAM_SHA512 : DC_SCRAM_SHA256, password,
+                           iterations, NULL, 0, &creds[i], errstr,
+                           errstr_size))
+      return -1;
+  FILE *in;
+  if (open_existing(path, &in, errstr, errstr_size))
+    return -1;
+
+  size_t tl = strlen(path) + 32;
+  char *tmp = malloc(tl);
+  char *enc = pct_encode(user);
+  int rc = -1;
+  if (!tmp || !enc) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+  } else {
+    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
+    rc = write_tmp(tmp, in, user, enc, creds, errstr, errstr_size);
+    if (!rc && rename(tmp, path)) {
+      dc_seterr(errstr, errstr_size, "cannot rename %s to %s: %s", tmp, path,
+             strerror(errno));
+      rc = -1;
+    }
+    if (rc)
+      unlink(tmp);
+    else
+      sync_dir(path);
+  }
   if (in)
     fclose(in);
-  free(line);
   free(enc);
   free(tmp);
   OPENSSL_cleanse(creds, sizeof(creds));

@@ -9,8 +9,8 @@
  * them and a policy (issuer, audience, time with skew, principal claim)
  * and returns the principal, or a sentence fit to send to the client.
  *
- * cjose parses the tokens and the keys and checks the signatures; jwt.c
- * says what it adds and why.
+ * cjose parses the tokens and the keys and checks the signatures;
+ * jwt_validate.c says what it adds and why.
  *
  * Pure: no I/O but reading the JWKS file, no globals; a loaded dc_jwks_t
  * is read-only, so any number of threads may validate against it at once.

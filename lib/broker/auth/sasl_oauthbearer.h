@@ -9,8 +9,9 @@
  * A good token ends the exchange with an empty answer. A bad one is
  * answered {"status":"invalid_token"}; the client then sends a lone %x01
  * and the exchange fails with the reason, so the client sees why. The
- * token is checked by lib/broker/auth/jwt.c against the policy in force when
- * the message arrives. No I/O, no allocation kept past the exchange.
+ * token is checked by lib/broker/auth/jwt_validate.c against the policy in
+ * force when the message arrives. No I/O, no allocation kept past the
+ * exchange.
  */
 #ifndef DC_SASL_OAUTHBEARER_H
 #define DC_SASL_OAUTHBEARER_H

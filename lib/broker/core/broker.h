@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Request dispatch: one complete request frame in, one complete response
- * frame out. No sockets here (the event loop in server.c owns I/O), which is
- * what lets the fuzz target drive this directly.
+ * frame out. No sockets here (the event loop in net/server_loop.c owns
+ * I/O), which is what lets the fuzz target drive this directly.
  *
  * Threading: a dc_broker_t belongs to one thread (the event loop).
  */
@@ -209,8 +209,8 @@ int dc_broker_reload_security(dc_broker_t *b,
 int dc_reload_files_say(const dc_reload_file_report_t *files, int n,
                         bool failed_only, char *out, size_t size);
 
-/* Per-connection SASL state, owned by the connection (server.c), changed
- * by the SaslHandshake/SaslAuthenticate handlers. */
+/* Per-connection SASL state, owned by the connection (net/server_conn.c),
+ * changed by the SaslHandshake/SaslAuthenticate handlers. */
 enum {
   DC_AUTH_NONE = 0,      /* listener without SASL */
   DC_AUTH_HANDSHAKE,     /* SASL listener: waiting for SaslHandshake */

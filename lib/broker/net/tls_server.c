@@ -127,8 +127,42 @@ static int verify_cb(int ok, X509_STORE_CTX *xs) {
   return take_principal(xs);
 }
 
-static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
+/* The certificate chain and its key, and the CA file that client
+ * certificates are checked against, loaded into ctx. */
+static int load_files(SSL_CTX *ctx, const dc_tls_ctx_t *t, char *errstr,
+                      size_t n) {
   char why[256];
+  if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+    openssl_reason(why, sizeof(why));
+    dc_seterr(errstr, n, "cannot load certificate %s: %s", t->cert, why);
+    return -1;
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
+    openssl_reason(why, sizeof(why));
+    dc_seterr(errstr, n, "cannot load private key %s: %s", t->key, why);
+    return -1;
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    ERR_clear_error();
+    dc_seterr(errstr, n, "private key %s does not match certificate %s",
+             t->key, t->cert);
+    return -1;
+  }
+  if (t->ca && *t->ca) {
+    if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
+      openssl_reason(why, sizeof(why));
+      dc_seterr(errstr, n, "cannot load CA file %s: %s", t->ca, why);
+      return -1;
+    }
+    /* Tell clients which CAs we accept (librdkafka picks its cert by it). */
+    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(t->ca);
+    if (names)
+      SSL_CTX_set_client_CA_list(ctx, names);
+  }
+  return 0;
+}
+
+static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
   pthread_once(&idx_once, idx_init);
   if (principal_idx < 0 || overlong_idx < 0 || fault_idx < 0) {
     dc_seterr(errstr, n, "cannot create a TLS context (no ex_data index)");
@@ -145,33 +179,8 @@ static SSL_CTX *build(const dc_tls_ctx_t *t, char *errstr, size_t n) {
    * retried from a moved buffer (our output buffer can grow). */
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
-    openssl_reason(why, sizeof(why));
-    dc_seterr(errstr, n, "cannot load certificate %s: %s", t->cert, why);
+  if (load_files(ctx, t, errstr, n))
     goto fail;
-  }
-  if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
-    openssl_reason(why, sizeof(why));
-    dc_seterr(errstr, n, "cannot load private key %s: %s", t->key, why);
-    goto fail;
-  }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
-    ERR_clear_error();
-    dc_seterr(errstr, n, "private key %s does not match certificate %s",
-             t->key, t->cert);
-    goto fail;
-  }
-  if (t->ca && *t->ca) {
-    if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
-      openssl_reason(why, sizeof(why));
-      dc_seterr(errstr, n, "cannot load CA file %s: %s", t->ca, why);
-      goto fail;
-    }
-    /* Tell clients which CAs we accept (librdkafka picks its cert by it). */
-    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(t->ca);
-    if (names)
-      SSL_CTX_set_client_CA_list(ctx, names);
-  }
   int mode = SSL_VERIFY_NONE;
   if (t->client_auth == DC_TLS_CLIENT_AUTH_REQUESTED)
     mode = SSL_VERIFY_PEER;

@@ -414,9 +414,9 @@ static char *txn_id_of(const char *topic) {
   return asprintf(&id, "dynconfd-store-%s", topic) < 0 ? NULL : id;
 }
 
-int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
-                        char *errstr, size_t errstr_size) {
-  *out = NULL;
+/* A store of o's settings, nothing opened yet; NULL when out of memory. */
+static kafka_store_t *kstore_new(const dc_kafka_store_opts_t *o, char *errstr,
+                                 size_t errstr_size) {
   kafka_store_t *k = calloc(1, sizeof(*k));
   char history[512];
   dc_kstore_history_name(o, history, sizeof(history));
@@ -433,7 +433,7 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
     }
     free(k);
     dc_seterr(errstr, errstr_size, "out of memory");
-    return -1;
+    return NULL;
   }
   k->mirrored = k->mirror_sent = -1;
   k->base.ops = &kafka_ops;
@@ -446,6 +446,15 @@ int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
   k->timer_fd = k->event_fd = -1;
   k->writer_seen = k->opened_at = dc_mono_ms();
   k->settle_at = -1;
+  return k;
+}
+
+int dc_store_open_kafka(const dc_kafka_store_opts_t *o, dc_store_t **out,
+                        char *errstr, size_t errstr_size) {
+  *out = NULL;
+  kafka_store_t *k = kstore_new(o, errstr, errstr_size);
+  if (!k)
+    return -1;
   /* Heard of before it advertises listeners (dc_store_advertise), with
    * the key it signs forwarded alters with. */
   if (!k->read_only &&

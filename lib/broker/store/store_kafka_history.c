@@ -252,24 +252,18 @@ static int emit(rows_t *rs, dc_store_history_cb *cb, void *opaque) {
   return 0;
 }
 
-int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
-                     dc_store_history_cb *cb, void *opaque, char *errstr,
-                     size_t errstr_size) {
-  char topic[512], why[512];
-  dc_kstore_history_name(o, topic, sizeof(topic));
-  rd_kafka_t *c = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, NULL, errstr,
-                                       errstr_size);
-  if (!c)
-    return -1;
-  rows_t rs = {.entity = entity};
+/* The history topic's records, from its start to its end, into rs. */
+static int read_history(rd_kafka_t *c, const dc_kafka_store_opts_t *o,
+                        const char *topic, rows_t *rs, char *errstr,
+                        size_t errstr_size) {
+  char why[512];
   int64_t lo = 0, hi = 0;
-  int rc = -1;
   rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
       c, topic, 0, &lo, &hi, o->timeout_ms);
   if (e) {
     dc_seterr(errstr, errstr_size, "cannot read history topic %s at %s: %s",
              topic, o->bootstrap, rd_kafka_err2str(e));
-    goto out;
+    return -1;
   }
   rd_kafka_topic_partition_list_t *a = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(a, topic, 0)->offset = lo;
@@ -282,7 +276,7 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
       dc_seterr(errstr, errstr_size, "reading history topic %s at %s: "
                "nothing within %d ms at offset %lld of %lld", topic,
                o->bootstrap, o->timeout_ms, (long long)pos, (long long)hi);
-      goto out;
+      return -1;
     }
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       pos = m->offset > pos ? m->offset : pos;
@@ -291,13 +285,13 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
       rd_kafka_message_destroy(m);
       dc_seterr(errstr, errstr_size, "reading history topic %s at %s: %s",
                topic, o->bootstrap, why);
-      goto out;
+      return -1;
     } else {
       pos = m->offset + 1;
-      if (take_history(&rs, m, topic)) {
+      if (take_history(rs, m, topic)) {
         rd_kafka_message_destroy(m);
         dc_seterr(errstr, errstr_size, "out of memory reading history");
-        goto out;
+        return -1;
       }
     }
     rd_kafka_message_destroy(m);
@@ -305,10 +299,24 @@ int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
   if (e) {
     dc_seterr(errstr, errstr_size, "cannot read history topic %s: %s", topic,
              rd_kafka_err2str(e));
-    goto out;
+    return -1;
   }
-  rc = emit(&rs, cb, opaque);
-out:
+  return 0;
+}
+
+int dc_kafka_history(const dc_kafka_store_opts_t *o, const char *entity,
+                     dc_store_history_cb *cb, void *opaque, char *errstr,
+                     size_t errstr_size) {
+  char topic[512];
+  dc_kstore_history_name(o, topic, sizeof(topic));
+  rd_kafka_t *c = dc_kstore_handle_new(o, RD_KAFKA_CONSUMER, NULL, errstr,
+                                       errstr_size);
+  if (!c)
+    return -1;
+  rows_t rs = {.entity = entity};
+  int rc = read_history(c, o, topic, &rs, errstr, errstr_size)
+               ? -1
+               : emit(&rs, cb, opaque);
   for (size_t i = 0; i < rs.n_roots; i++)
     json_decref(rs.roots[i]);
   free(rs.roots);

@@ -228,12 +228,15 @@ static rd_kafka_resp_err_t query_offsets(kafka_store_t *k, int64_t *lo,
   }
 }
 
-/* Reads the cache's offset, assigns partition 0 there, applies the log to
- * its current end. */
-int dc_kstore_start_reading(kafka_store_t *k, char *errstr,
-                            size_t errstr_size) {
-  int64_t off = 0, lo = 0, hi = 0, node = -1;
-  if (dc_store_sqlite_meta(k->cache, OFFSET_META, &off, errstr,
+/* Where the cache left the log (*off), checked against the topic's first
+ * and last offsets (*hi: its high watermark); the cache's epoch read
+ * along. */
+static int start_offset(kafka_store_t *k, int64_t *off, int64_t *hi,
+                        char *errstr, size_t errstr_size) {
+  int64_t lo = 0, node = -1;
+  *off = 0;
+  *hi = 0;
+  if (dc_store_sqlite_meta(k->cache, OFFSET_META, off, errstr,
                            errstr_size) < 0 ||
       dc_store_sqlite_meta(k->cache, EPOCH_META, &k->epoch, errstr,
                            errstr_size) < 0 ||
@@ -241,42 +244,61 @@ int dc_kstore_start_reading(kafka_store_t *k, char *errstr,
                            errstr_size) < 0)
     return -1;
   k->epoch_node = (int32_t)node;
-  rd_kafka_resp_err_t e = query_offsets(k, &lo, &hi);
+  rd_kafka_resp_err_t e = query_offsets(k, &lo, hi);
   if (e) {
     dc_seterr(errstr, errstr_size, "cannot read the offsets of %s at %s: %s",
              k->topic, k->bootstrap, rd_kafka_err2str(e));
     return -1;
   }
-  if (lo > off) {
+  if (lo > *off) {
     dc_seterr(errstr, errstr_size, "topic %s at %s starts at offset %lld, "
              "past this cache's %lld: records were deleted (retention or "
              "DeleteRecords) before they were applied here, so the state "
              "cannot be rebuilt whole; the topic must keep every record "
              "(cleanup.policy=compact, no retention)", k->topic,
-             k->bootstrap, (long long)lo, (long long)off);
+             k->bootstrap, (long long)lo, (long long)*off);
     return -1;
   }
-  if (off > hi) {
+  if (*off > *hi) {
     dc_seterr(errstr, errstr_size, "this cache has applied topic %s up to "
              "offset %lld but the topic at %s ends at %lld: it is another "
              "topic or was recreated; start from an empty data directory",
-             k->topic, (long long)off, k->bootstrap, (long long)hi);
+             k->topic, (long long)*off, k->bootstrap, (long long)*hi);
     return -1;
   }
-  k->next_offset = off;
+  return 0;
+}
+
+/* The consumer assigned the topic from off, and the history topic's last
+ * record. */
+static int assign_from(kafka_store_t *k, int64_t off, char *errstr,
+                       size_t errstr_size) {
   rd_kafka_topic_partition_list_t *a = rd_kafka_topic_partition_list_new(2);
   rd_kafka_topic_partition_list_add(a, k->topic, 0)->offset = off;
   /* The history's last record says how far it holds the changes. */
   if (k->history_topic)
     rd_kafka_topic_partition_list_add(a, k->history_topic, 0)->offset =
         RD_KAFKA_OFFSET_TAIL(1);
-  e = rd_kafka_assign(k->consumer, a);
+  rd_kafka_resp_err_t e = rd_kafka_assign(k->consumer, a);
   rd_kafka_topic_partition_list_destroy(a);
   if (e) {
     dc_seterr(errstr, errstr_size, "cannot read %s: %s", k->topic,
              rd_kafka_err2str(e));
     return -1;
   }
+  return 0;
+}
+
+/* Reads the cache's offset, assigns partition 0 there, applies the log to
+ * its current end. */
+int dc_kstore_start_reading(kafka_store_t *k, char *errstr,
+                            size_t errstr_size) {
+  int64_t off, hi;
+  if (start_offset(k, &off, &hi, errstr, errstr_size))
+    return -1;
+  k->next_offset = off;
+  if (assign_from(k, off, errstr, errstr_size))
+    return -1;
   int64_t t0 = dc_mono_ms();
   /* To the high watermark, or to the end a read_committed reader sees if
    * that comes first: a transaction a writer left open (it died

@@ -222,34 +222,9 @@ static int parse_heartbeat(const void *value, size_t value_len,
   return 0;
 }
 
-int dc_log_record_parse(const void *key, size_t key_len, const void *value,
-                        size_t value_len, int64_t epoch, int32_t node,
+/* A commit record: the JSON value of an entity's configs and changes. */
+static int parse_commit(const void *value, size_t value_len,
                         dc_log_record_t *p, char *why, size_t why_size) {
-  memset(p, 0, sizeof(*p));
-  p->epoch = epoch;
-  p->node = node;
-  if (key && key_len == strlen(DC_LOG_CLAIM_KEY) &&
-      !memcmp(key, DC_LOG_CLAIM_KEY, key_len)) {
-    p->claim = true;
-    if (p->epoch > 0 && p->node >= 0)
-      return 0;
-    dc_seterr(why, why_size, "a claim without its epoch and node");
-    return -1;
-  }
-  size_t np = strlen(DC_LOG_NODE_PREFIX);
-  if (key && key_len > np && !memcmp(key, DC_LOG_NODE_PREFIX, np)) {
-    char want[32];
-    int wn = snprintf(want, sizeof(want), DC_LOG_NODE_PREFIX "%d", (int)node);
-    if ((size_t)wn != key_len || memcmp(key, want, key_len)) {
-      p->heartbeat = true;
-      dc_seterr(why, why_size, "a heartbeat keyed for another node than its "
-               "writer %d", (int)node);
-      return -1;
-    }
-    return parse_heartbeat(value, value_len, p, why, why_size);
-  }
-  if (!value)
-    return parse_tombstone(key, key_len, p, why, why_size);
   json_error_t je;
   p->root = json_loadb(value, value_len, JSON_REJECT_DUPLICATES, &je);
   const char *t = NULL, *name = NULL;
@@ -282,6 +257,37 @@ int dc_log_record_parse(const void *key, size_t key_len, const void *value,
                              .api = json_string_value(api),
                              .time_ms = time_ms};
   return parse_lists(cfg, ch, p, why, why_size);
+}
+
+int dc_log_record_parse(const void *key, size_t key_len, const void *value,
+                        size_t value_len, int64_t epoch, int32_t node,
+                        dc_log_record_t *p, char *why, size_t why_size) {
+  memset(p, 0, sizeof(*p));
+  p->epoch = epoch;
+  p->node = node;
+  if (key && key_len == strlen(DC_LOG_CLAIM_KEY) &&
+      !memcmp(key, DC_LOG_CLAIM_KEY, key_len)) {
+    p->claim = true;
+    if (p->epoch > 0 && p->node >= 0)
+      return 0;
+    dc_seterr(why, why_size, "a claim without its epoch and node");
+    return -1;
+  }
+  size_t np = strlen(DC_LOG_NODE_PREFIX);
+  if (key && key_len > np && !memcmp(key, DC_LOG_NODE_PREFIX, np)) {
+    char want[32];
+    int wn = snprintf(want, sizeof(want), DC_LOG_NODE_PREFIX "%d", (int)node);
+    if ((size_t)wn != key_len || memcmp(key, want, key_len)) {
+      p->heartbeat = true;
+      dc_seterr(why, why_size, "a heartbeat keyed for another node than its "
+               "writer %d", (int)node);
+      return -1;
+    }
+    return parse_heartbeat(value, value_len, p, why, why_size);
+  }
+  if (!value)
+    return parse_tombstone(key, key_len, p, why, why_size);
+  return parse_commit(value, value_len, p, why, why_size);
 }
 
 /* ---- the history topic --------------------------------------------------- */

@@ -182,6 +182,46 @@ static int check_config(importer_t *im, const char *ent, const char *key,
   return -1;
 }
 
+/* The configs of entity ent (its type rt, its canonical name canon), as
+ * the importer's next commit. */
+static int read_configs(importer_t *im, const char *ent, int8_t rt,
+                        const char *canon, json_t *cfg) {
+  size_t n = json_object_size(cfg);
+  if (n > im->o->max_entity_configs) {
+    snprintf(im->errstr, im->errstr_size, "entity %s: %zu keys, over "
+             "max.entity.configs (%zu)", ent, n, im->o->max_entity_configs);
+    return -1;
+  }
+  dc_store_commit_t *c = &im->commits[im->n];
+  const char **keys = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(char *));
+  const char **vals = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(char *));
+  dc_store_change_t *ch = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(*ch));
+  if (!keys || !vals || !ch) {
+    snprintf(im->errstr, im->errstr_size, "out of memory");
+    return -1;
+  }
+  const char *k;
+  json_t *v;
+  size_t m = 0;
+  json_object_foreach(cfg, k, v) {
+    if (check_config(im, ent, k, v))
+      return -1;
+    keys[m] = k;
+    vals[m] = json_string_value(v);
+    ch[m] = (dc_store_change_t){.key = k, .op = DC_OP_SET,
+                                .new_value = vals[m]};
+    m++;
+  }
+  *c = (dc_store_commit_t){.resource_type = rt, .entity = canon,
+                           .principal = "dynconfd --import",
+                           .peer = im->o->source, .api = "Import",
+                           .n_configs = m, .keys = keys, .values = vals,
+                           .n_changes = m, .changes = ch};
+  im->n++;
+  im->n_configs += m;
+  return 0;
+}
+
 /* One entity: its type, name and configs, into a commit. */
 static int read_entity(importer_t *im, size_t i, json_t *j) {
   char ent[400], why[400];
@@ -220,40 +260,7 @@ static int read_entity(importer_t *im, size_t i, json_t *j) {
     snprintf(im->errstr, im->errstr_size, "entity %s: named twice", ent);
     return -1;
   }
-  size_t n = json_object_size(cfg);
-  if (n > im->o->max_entity_configs) {
-    snprintf(im->errstr, im->errstr_size, "entity %s: %zu keys, over "
-             "max.entity.configs (%zu)", ent, n, im->o->max_entity_configs);
-    return -1;
-  }
-  dc_store_commit_t *c = &im->commits[im->n];
-  const char **keys = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(char *));
-  const char **vals = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(char *));
-  dc_store_change_t *ch = dc_arena_alloc(&im->arena, (n ? n : 1) * sizeof(*ch));
-  if (!keys || !vals || !ch) {
-    snprintf(im->errstr, im->errstr_size, "out of memory");
-    return -1;
-  }
-  const char *k;
-  json_t *v;
-  size_t m = 0;
-  json_object_foreach(cfg, k, v) {
-    if (check_config(im, ent, k, v))
-      return -1;
-    keys[m] = k;
-    vals[m] = json_string_value(v);
-    ch[m] = (dc_store_change_t){.key = k, .op = DC_OP_SET,
-                                .new_value = vals[m]};
-    m++;
-  }
-  *c = (dc_store_commit_t){.resource_type = rt, .entity = canon,
-                           .principal = "dynconfd --import",
-                           .peer = im->o->source, .api = "Import",
-                           .n_configs = m, .keys = keys, .values = vals,
-                           .n_changes = m, .changes = ch};
-  im->n++;
-  im->n_configs += m;
-  return 0;
+  return read_configs(im, ent, rt, canon, cfg);
 }
 
 /* Counts the store's rows; the first one ends the walk. */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Server side of SASL PLAIN and SCRAM-SHA-256/512 (see sasl_server.h);
- * OAUTHBEARER's own exchange is in sasl_oauthbearer.c.
+ * SASL SCRAM-SHA-256/512, server side.
  *
  * SCRAM (RFC 5802 section 7 grammar, simplified to what we accept):
  *   client-first  = gs2-header client-first-bare
@@ -11,227 +10,16 @@
  *   client-final  = "c=" b64(gs2-header) "," "r=" nonce ["," ext] "," "p=" proof
  *   server-final  = "v=" b64(ServerSignature)
  */
-#include "broker/auth/sasl_server.h"
-#include "broker/auth/sasl_gssapi.h"
-#include "broker/auth/sasl_oauthbearer.h"
-#include "common/principal.h"
+#include "config.h"
+#include "broker/auth/sasl_server_int.h"
 #include "common/text.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { S_START, S_FINAL, S_DONE, S_FAILED };
-
-struct dc_sasl_server {
-  bool plain;           /* PLAIN, else SCRAM with `hash` (or OAUTHBEARER) */
-  bool oauth;           /* OAUTHBEARER */
-  bool gssapi;          /* GSSAPI */
-  dc_gssapi_exchange_t *gx;          /* owned; from the first step on */
-  dc_gssapi_acceptor_t *acceptor;    /* for the next step only; not owned */
-  dc_oauth_exchange_t ox;
-  const dc_jwt_policy_t *policy; /* for the next step only; not owned */
-  dc_scram_hash_t hash;
-  char mech[16];
-  int state;
-  char *user;           /* owned; authenticated name once DONE */
-  bool fake;            /* SCRAM user unknown: fail at the proof */
-  dc_scram_cred_t cred; /* copy of the user's credential (or a fake) */
-  char *gs2;            /* owned: gs2 header as the client sent it */
-  size_t gs2_len;
-  char *first_bare;     /* owned: client-first-message-bare */
-  size_t first_bare_len;
-  char *server_first;   /* owned */
-  size_t server_first_len;
-  char *nonce;          /* owned: client nonce + server nonce */
-  char fixed_snonce[64]; /* test hook; "" = random */
-};
-
-#define MSG_PLAIN_FAILED "Authentication failed: Invalid username or password"
-/* A name over DC_SASL_MAX_USER names nobody (the credentials file refuses
- * such names), so saying so reveals nothing about who exists. */
-#define MSG_USER_TOO_LONG                                                      \
-  "Authentication failed: the user name is %zu bytes, over the limit of %d"
-#define MSG_AUTHZID                                                            \
-  "Authentication failed: Client requested an authorization id that is "       \
-  "different from username"
-
-/* The principal rule (common/principal.h) on a user name: 0, or -1 with
- * the sentence for the client. The rule is about the name alone, so
- * saying so reveals nothing about who exists. */
-static int name_refused(const char *user, char *errstr, size_t errstr_size) {
-  const char *fault = dc_principal_name_fault(user, strlen(user));
-  if (!fault)
-    return 0;
-  dc_seterr(errstr, errstr_size,
-            "Authentication failed: the user name %s (a principal's name may "
-            "not begin or end with a blank, nor hold a control character)",
-            fault);
-  return -1;
-}
-
-bool dc_sasl_mechanism_known(const char *mech) {
-  dc_scram_hash_t h;
-  return mech && (!strcmp(mech, "PLAIN") || !strcmp(mech, "OAUTHBEARER") ||
-                  !strcmp(mech, "GSSAPI") || dc_scram_hash_from_name(mech, &h));
-}
-
-dc_sasl_server_t *dc_sasl_server_new(const char *mechanism) {
-  if (!dc_sasl_mechanism_known(mechanism))
-    return NULL;
-  dc_sasl_server_t *s = calloc(1, sizeof(*s));
-  if (!s)
-    return NULL;
-  s->plain = !strcmp(mechanism, "PLAIN");
-  s->oauth = !strcmp(mechanism, "OAUTHBEARER");
-  s->gssapi = !strcmp(mechanism, "GSSAPI");
-  if (!s->plain && !s->oauth && !s->gssapi)
-    dc_scram_hash_from_name(mechanism, &s->hash);
-  snprintf(s->mech, sizeof(s->mech), "%s", mechanism);
-  return s;
-}
-
-void dc_sasl_server_destroy(dc_sasl_server_t *s) {
-  if (!s)
-    return;
-  free(s->user);
-  free(s->gs2);
-  free(s->first_bare);
-  free(s->server_first);
-  free(s->nonce);
-  dc_gssapi_exchange_destroy(s->gx);
-  OPENSSL_cleanse(s, sizeof(*s));
-  free(s);
-}
-
-const char *dc_sasl_server_user(const dc_sasl_server_t *s) {
-  return s->state == S_DONE ? s->user : NULL;
-}
-
-const char *dc_sasl_server_mechanism(const dc_sasl_server_t *s) {
-  return s->mech;
-}
-
-int dc_sasl_server_set_nonce(dc_sasl_server_t *s, const char *nonce) {
-  if (!nonce || strlen(nonce) >= sizeof(s->fixed_snonce) || strchr(nonce, ','))
-    return -1;
-  strcpy(s->fixed_snonce, nonce);
-  return 0;
-}
-
-/* ---- fake credentials for unknown users ---------------------------------
- * Derived from the name with a per-process random key, so asking twice for
- * the same unknown user gives the same salt (as for a real user), and the
- * salt says nothing an outsider can check. */
-
-static uint8_t fake_key[32];
-static bool fake_key_ok;
-static pthread_once_t fake_once = PTHREAD_ONCE_INIT;
-
-static void fake_key_init(void) {
-  fake_key_ok = RAND_bytes(fake_key, sizeof(fake_key)) == 1;
-}
-
-static int make_fake(dc_sasl_server_t *s, const dc_credentials_t *creds,
-                     const char *user, dc_scram_cred_t *out) {
-  pthread_once(&fake_once, fake_key_init);
-  if (!fake_key_ok)
-    return -1;
-  memset(out, 0, sizeof(*out));
-  out->hash = s->plain ? DC_SCRAM_SHA256 : s->hash;
-  out->iterations = dc_credentials_common_iterations(
-      creds, dc_scram_mechanism_name(out->hash));
-  out->key_len = dc_scram_digest_len(out->hash);
-  out->salt_len = DC_SCRAM_SALT_LEN;
-  size_t ul = strlen(user), ml = strlen(s->mech);
-  char *msg = malloc(ml + 1 + ul);
-  if (!msg)
-    return -1;
-  memcpy(msg, s->mech, ml);
-  msg[ml] = '\0'; /* separator: mechanism names have no NUL */
-  memcpy(msg + ml + 1, user, ul);
-  int rc = dc_scram_hmac(DC_SCRAM_SHA256, fake_key, sizeof(fake_key), msg,
-                         ml + 1 + ul, out->salt);
-  free(msg);
-  /* Keys no password maps to, as far as anyone can tell. */
-  if (!rc && (RAND_bytes(out->stored_key, (int)out->key_len) != 1 ||
-              RAND_bytes(out->server_key, (int)out->key_len) != 1))
-    rc = -1;
-  return rc;
-}
-
-/* ---- PLAIN --------------------------------------------------------------- */
-
-static int plain_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
-                      const uint8_t *in, size_t inlen, char *errstr,
-                      size_t errstr_size) {
-  /* authzid NUL user NUL password: exactly two NULs. */
-  const char *p = (const char *)in;
-  const char *nul1 = inlen ? memchr(p, '\0', inlen) : NULL;
-  const char *nul2 =
-      nul1 ? memchr(nul1 + 1, '\0', inlen - (size_t)(nul1 + 1 - p)) : NULL;
-  if (!nul1 || !nul2 || memchr(nul2 + 1, '\0', inlen - (size_t)(nul2 + 1 - p))) {
-    int tokens = 1;
-    for (size_t i = 0; i < inlen; i++)
-      tokens += p[i] == '\0';
-    dc_seterr(errstr, errstr_size,
-           "Invalid SASL/PLAIN response: expected 3 tokens, got %d", tokens);
-    return DC_SASL_FAILED;
-  }
-  const char *authzid = p, *user = nul1 + 1, *pass = nul2 + 1;
-  size_t passlen = inlen - (size_t)(pass - p);
-  if (!*user) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: username not specified");
-    return DC_SASL_FAILED;
-  }
-  if (!passlen) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: password not specified");
-    return DC_SASL_FAILED;
-  }
-  if (*authzid && strcmp(authzid, user)) {
-    dc_seterr(errstr, errstr_size, MSG_AUTHZID);
-    return DC_SASL_FAILED;
-  }
-  if (strlen(user) > DC_SASL_MAX_USER) {
-    dc_seterr(errstr, errstr_size, MSG_USER_TOO_LONG, strlen(user),
-              DC_SASL_MAX_USER);
-    return DC_SASL_FAILED;
-  }
-  if (name_refused(user, errstr, errstr_size))
-    return DC_SASL_FAILED;
-  const dc_scram_cred_t *c = dc_credentials_find(creds, user, "SCRAM-SHA-256");
-  if (!c)
-    c = dc_credentials_find(creds, user, "SCRAM-SHA-512");
-  dc_scram_cred_t fake;
-  bool known = c != NULL;
-  if (!known) {
-    /* Spend the same PBKDF2 work as for a real user. */
-    if (make_fake(s, creds, user, &fake)) {
-      dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
-      return DC_SASL_FAILED;
-    }
-    c = &fake;
-  }
-  bool match = dc_scram_cred_check(c, pass, passlen);
-  OPENSSL_cleanse(&fake, sizeof(fake));
-  if (!known || !match) {
-    dc_seterr(errstr, errstr_size, MSG_PLAIN_FAILED);
-    return DC_SASL_FAILED;
-  }
-  s->user = strdup(user);
-  if (!s->user) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
-    return DC_SASL_FAILED;
-  }
-  return DC_SASL_DONE;
-}
-
-/* ---- SCRAM --------------------------------------------------------------- */
 
 static bool nonce_ok(const char *p, size_t n) {
   if (n == 0 || n > 256)
@@ -363,7 +151,7 @@ static int parse_client_first(const dc_sasl_server_t *s, const char *m,
     } else if (authzid && strcmp(authzid, *user)) {
       dc_seterr(errstr, errstr_size, MSG_AUTHZID);
       rc = PARSE_REFUSED;
-    } else if (name_refused(*user, errstr, errstr_size)) {
+    } else if (dc_sasl_name_refused(*user, errstr, errstr_size)) {
       rc = PARSE_REFUSED;
     }
     if (rc != PARSE_OK) {
@@ -390,7 +178,7 @@ static int load_credential(dc_sasl_server_t *s, const dc_credentials_t *creds,
     return 0;
   }
   s->fake = true;
-  if (make_fake(s, creds, s->user, &s->cred)) {
+  if (dc_sasl_make_fake(s, creds, s->user, &s->cred)) {
     dc_seterr(errstr, errstr_size, "Authentication failed: internal error");
     return DC_SASL_FAILED;
   }
@@ -441,9 +229,9 @@ static int send_server_first(dc_sasl_server_t *s, const char *m,
   return DC_SASL_CONTINUE;
 }
 
-static int scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
-                       const char *m, size_t n, uint8_t **out, size_t *outlen,
-                       char *errstr, size_t errstr_size) {
+int dc_sasl_scram_first(dc_sasl_server_t *s, const dc_credentials_t *creds,
+                        const char *m, size_t n, uint8_t **out,
+                        size_t *outlen, char *errstr, size_t errstr_size) {
   client_first_t cf;
   char *user;
   int rc = parse_client_first(s, m, n, &cf, &user, errstr, errstr_size);
@@ -565,9 +353,9 @@ static int send_server_final(const dc_sasl_server_t *s, const uint8_t *ssig,
   return DC_SASL_DONE;
 }
 
-static int scram_final(dc_sasl_server_t *s, const char *m, size_t n,
-                       uint8_t **out, size_t *outlen, char *errstr,
-                       size_t errstr_size) {
+int dc_sasl_scram_final(dc_sasl_server_t *s, const char *m, size_t n,
+                        uint8_t **out, size_t *outlen, char *errstr,
+                        size_t errstr_size) {
   size_t wl, proofl;
   const char *proof;
   if (!split_client_final(m, n, &wl, &proof, &proofl))
@@ -612,114 +400,4 @@ malformed:
   dc_seterr(errstr, errstr_size,
          "Authentication failed: malformed %s client-final message", s->mech);
   return DC_SASL_FAILED;
-}
-
-/* OAUTHBEARER: the token's principal becomes the user once it is good. */
-static int oauth_step(dc_sasl_server_t *s, const uint8_t *in, size_t inlen,
-                      uint8_t **out, size_t *outlen, char *errstr,
-                      size_t errstr_size) {
-  int rc = dc_oauth_step(&s->ox, s->policy, in, inlen, out, outlen, errstr,
-                         errstr_size);
-  s->policy = NULL;
-  if (rc == DC_SASL_DONE && !(s->user = strdup(s->ox.token.principal))) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
-    rc = DC_SASL_FAILED;
-  }
-  return rc;
-}
-
-/* GSSAPI: the exchange starts under the acceptor in force at its first
- * token and keeps it to the end; the short name becomes the user. */
-static int gssapi_step(dc_sasl_server_t *s, const uint8_t *in, size_t inlen,
-                       uint8_t **out, size_t *outlen, char *errstr,
-                       size_t errstr_size) {
-  dc_gssapi_acceptor_t *a = s->acceptor;
-  s->acceptor = NULL;
-  if (!s->gx && !a) {
-    dc_seterr(errstr, errstr_size,
-              "Authentication failed: GSSAPI is not configured");
-    return DC_SASL_FAILED;
-  }
-  if (!s->gx && !(s->gx = dc_gssapi_exchange_new(a))) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
-    return DC_SASL_FAILED;
-  }
-  int rc = dc_gssapi_step(s->gx, in, inlen, out, outlen, errstr, errstr_size);
-  if (rc == DC_SASL_DONE &&
-      !(s->user = strdup(dc_gssapi_exchange_user(s->gx)))) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: out of memory");
-    rc = DC_SASL_FAILED;
-  }
-  return rc;
-}
-
-void dc_sasl_server_set_gssapi(dc_sasl_server_t *s,
-                               dc_gssapi_acceptor_t *acceptor) {
-  s->acceptor = acceptor;
-}
-
-const char *dc_sasl_server_kerberos_principal(const dc_sasl_server_t *s) {
-  return s->gx && s->state == S_DONE ? dc_gssapi_exchange_principal(s->gx)
-                                     : NULL;
-}
-
-void dc_sasl_server_set_oauth(dc_sasl_server_t *s,
-                              const dc_jwt_policy_t *policy) {
-  s->policy = policy;
-}
-
-int64_t dc_sasl_server_expires_s(const dc_sasl_server_t *s) {
-  return s->oauth && s->state == S_DONE ? s->ox.token.expires_s : 0;
-}
-
-int dc_sasl_server_step(dc_sasl_server_t *s, const dc_credentials_t *creds,
-                        const uint8_t *in, size_t inlen, uint8_t **out,
-                        size_t *outlen, char *errstr, size_t errstr_size) {
-  *out = NULL;
-  *outlen = 0;
-  if (s->state == S_DONE || s->state == S_FAILED) {
-    dc_seterr(errstr, errstr_size,
-           "Authentication failed: the %s exchange is already over", s->mech);
-    s->state = S_FAILED;
-    return DC_SASL_FAILED;
-  }
-  int rc;
-  if (s->gssapi) {
-    rc = gssapi_step(s, in, inlen, out, outlen, errstr, errstr_size);
-  } else if (inlen > DC_SASL_MAX_TOKEN) {
-    dc_seterr(errstr, errstr_size,
-           "Authentication failed: %s token of %zu bytes exceeds %d", s->mech,
-           inlen, DC_SASL_MAX_TOKEN);
-    rc = DC_SASL_FAILED;
-  } else if (!in && inlen) {
-    dc_seterr(errstr, errstr_size, "Authentication failed: no token");
-    rc = DC_SASL_FAILED;
-  } else if (s->plain) {
-    rc = plain_step(s, creds, in ? in : (const uint8_t *)"", inlen, errstr,
-                    errstr_size);
-  } else if (s->oauth) {
-    rc = oauth_step(s, in, inlen, out, outlen, errstr, errstr_size);
-  } else if (memchr(in ? in : (const uint8_t *)"", '\0', inlen)) {
-    dc_seterr(errstr, errstr_size,
-           "Authentication failed: NUL byte in %s message", s->mech);
-    rc = DC_SASL_FAILED;
-  } else if (s->state == S_START) {
-    rc = scram_first(s, creds, in ? (const char *)in : "", inlen, out, outlen,
-                     errstr, errstr_size);
-  } else {
-    rc = scram_final(s, in ? (const char *)in : "", inlen, out, outlen, errstr,
-                     errstr_size);
-  }
-  /* Every mechanism's name passes here; the ones above said why first. */
-  if (rc == DC_SASL_DONE && name_refused(s->user, errstr, errstr_size))
-    rc = DC_SASL_FAILED;
-  if (rc == DC_SASL_FAILED) {
-    free(*out);
-    *out = NULL;
-    *outlen = 0;
-    s->state = S_FAILED;
-  } else {
-    s->state = rc == DC_SASL_DONE ? S_DONE : S_FINAL;
-  }
-  return rc;
 }
