@@ -45,9 +45,9 @@ command -v "$CC" >/dev/null 2>&1 || {
 SOURCES=
 for f in "$SRC"/lib/common/*.c "$SRC"/lib/codec/*.c "$SRC"/lib/client/*.c \
   "$SRC"/lib/broker/*/*.c; do
-  # The event loop, the HTTP listener and the Kafka-backed store (it needs
+  # The event loop (net/server*), the HTTP listener and the Kafka-backed store (it needs
   # librdkafka) are left out; the store is SQLite here.
-  case $f in */lib/broker/net/server.c | */lib/broker/store/transfer.c | */lib/broker/store/store_kafka*.c | \
+  case $f in */lib/broker/net/server*.c | */lib/broker/store/transfer.c | */lib/broker/store/store_kafka*.c | \
     */lib/broker/net/http.c | \
     */lib/broker/store/store_record.c)
     continue ;;
