@@ -56,7 +56,7 @@
  * did not get an alter within --timeout-ms); 2 usage. Never on targets.
  */
 #include <dynconf.h>
-#include "agent_fleet.h"
+#include "agent_fleet_shared.h"
 #include "proc.h"
 
 #include <errno.h>
@@ -74,7 +74,6 @@
 
 #define AGENTS_PER_PROC 500 /* default split: 2,000 agents in 4 processes */
 
-volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;

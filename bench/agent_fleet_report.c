@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* agent_fleet's report: delays, fetch round trips, costs, RESULT line. */
-#include "agent_fleet.h"
+#include "agent_fleet_shared.h"
 
 #include <stdio.h>
 #include <stdlib.h>

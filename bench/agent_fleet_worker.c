@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* agent_fleet's worker process: its agents, their polling, what it reports. */
 #include <dynconf.h>
-#include "agent_fleet.h"
+#include "agent_fleet_shared.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+/* Set by the parent's SIGINT/SIGTERM handler, which the workers inherit. */
+volatile sig_atomic_t g_stop;
 
 /* Writes a whole line; the pipe is the only channel to the parent. */
 static void put_line(int fd, const char *fmt, ...)

@@ -46,7 +46,7 @@ typedef struct cfg {
   uint64_t setup_count;                    /* --setup N; 0 = load mode */
 } cfg_t;
 
-typedef struct run {
+typedef struct lg_run {
   cfg_t cfg;
   dc_buf_t tmpl; /* owned: one complete request frame */
   conn_t *conns; /* owned */

@@ -133,7 +133,7 @@ static int start_metrics(const settings_t *st, char *errstr,
                          size_t errstr_size) {
   char host[256], bound[300];
   int port;
-  if (!split_hostport(st->metrics_listen, host, sizeof(host), &port)) {
+  if (!listen_addr_split(st->metrics_listen, host, sizeof(host), &port)) {
     dc_seterr(errstr, errstr_size, "--metrics-listen must be HOST:PORT, not "
              "'%s'", st->metrics_listen);
     return -1;
@@ -349,7 +349,7 @@ static int add_listener(serve_ctx_t *s, int i) {
   char host[256], ahost[256] = "", name[64];
   int port, aport = 0;
   const char *addr = split_listener(st->listen[i], name, sizeof(name));
-  if (!split_hostport(addr, host, sizeof(host), &port)) {
+  if (!listen_addr_split(addr, host, sizeof(host), &port)) {
     fprintf(stderr, "dynconfd: listen address must be HOST:PORT, not '%s'\n",
             st->listen[i]);
     return EXIT_USAGE;
@@ -358,7 +358,7 @@ static int add_listener(serve_ctx_t *s, int i) {
   if (i < st->n_advertise)
     aaddr = split_listener(st->advertise[i], name, sizeof(name));
   if (i < st->n_advertise &&
-      (!aaddr || !split_hostport(aaddr, ahost, sizeof(ahost), &aport))) {
+      (!aaddr || !listen_addr_split(aaddr, ahost, sizeof(ahost), &aport))) {
     fprintf(stderr, "dynconfd: advertise address must be HOST:PORT, not '%s'\n",
             st->advertise[i]);
     return EXIT_USAGE;

@@ -127,7 +127,7 @@ void apply_forwarding(const settings_t *st, const forward_plan_t *fp,
 /* ---- dynconfd_listeners.c -------------------------------------------- */
 
 /* Splits "host:port" or "[v6]:port". */
-bool split_hostport(const char *s, char *host, size_t hsz, int *port);
+bool listen_addr_split(const char *s, char *host, size_t hsz, int *port);
 /* "NAME://HOST:PORT" -> name and the address; a bare "HOST:PORT" is a
  * PLAINTEXT listener. NULL for a bad name. */
 const char *split_listener(const char *spec, char *name, size_t nsz);

@@ -15,7 +15,7 @@
 #include <strings.h>
 
 /* Splits "host:port" or "[v6]:port". */
-bool split_hostport(const char *s, char *host, size_t hsz, int *port) {
+bool listen_addr_split(const char *s, char *host, size_t hsz, int *port) {
   const char *colon = strrchr(s, ':');
   if (!colon)
     return false;
@@ -115,7 +115,7 @@ int advertise_to_store(dc_store_t *store, const settings_t *st,
                            ? split_listener(st->advertise[i], name,
                                             sizeof(name))
                            : bound[i];
-    if (!addr || !split_hostport(addr, host[i], sizeof(host[i]), &port)) {
+    if (!addr || !listen_addr_split(addr, host[i], sizeof(host[i]), &port)) {
       dc_seterr(errstr, errstr_size, "cannot tell the store listener %s's "
                "address", names[i]);
       return -1;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Requests and responses on a client connection, and ApiVersions. */
+/* Requests and responses on a client connection, its waits and its close,
+ * and ApiVersions. */
 #include "config.h"
 #include "common/clock.h"
 #include "common/text.h"
@@ -11,6 +12,33 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
+
+void dc_kclient_close(dc_kclient_t *kc) {
+  kc->n_inflight = 0; /* their answers went with the connection */
+  kc->have_versions = false; /* the next server may speak others */
+  kc->session_end_ms = 0;
+  dc_tls_conn_destroy(kc->tls);
+  kc->tls = NULL;
+  if (kc->fd >= 0)
+    close(kc->fd);
+  kc->fd = -1; /* peer stays: messages about the failure name it */
+}
+
+int dc_kclient_wait_fd(const dc_kclient_t *kc, int fd, short events,
+                       int64_t deadline) {
+  struct pollfd pfd[2] = {{.fd = fd, .events = events},
+                          {.fd = kc->cancel_fd, .events = POLLIN}};
+  for (;;) {
+    int r = poll(pfd, kc->cancel_fd >= 0 ? 2 : 1,
+                 dc_kclient_remaining_ms(deadline));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r > 0 && kc->cancel_fd >= 0 && pfd[1].revents)
+      return -2;
+    return r < 0 ? -1 : r;
+  }
+}
 
 /* One non-blocking attempt to move bytes over the connection, TLS or
  * plaintext: send p[0..n) when writing, else receive into it. Returns the

@@ -18,6 +18,24 @@
 
 /* ---- security settings ------------------------------------------------ */
 
+void dc_kclient_free_secret(char *s) {
+  if (s) {
+    OPENSSL_cleanse(s, strlen(s));
+    free(s);
+  }
+}
+
+char *dc_kclient_strdup(const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+
 /* OAUTHBEARER's token, or its file (which must hold one now). */
 static int check_oauth(const dc_kclient_security_t *sec, char *errstr,
                        size_t errstr_size) {

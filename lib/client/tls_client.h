@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * TLS for the blocking client connection (lib/common/kclient.c), with
+ * TLS for the blocking client connection (lib/client/kclient_conn.c), with
  * OpenSSL 3: a context holding the trust store and optional client
  * certificate, and per-connection handshake and I/O over a connected
  * non-blocking socket. Every wait is bounded by a monotonic deadline

@@ -2,7 +2,7 @@
 /*
  * SCRAM (RFC 5802, RFC 7677) building blocks with OpenSSL 3: key
  * derivation, HMAC/hash, base64, nonces, attribute parsing, and a client
- * state machine (used by lib/common/kclient.c and the tests). The server
+ * state machine (used by lib/client/kclient_security.c and the tests). The server
  * side lives in lib/broker/auth/sasl_scram.c.
  *
  * Like Kafka, passwords are used as their raw UTF-8 bytes (no SASLprep).

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The agent's own Kafka-protocol connection (lib/agent/fetch.c over
- * lib/client/kclient.c), seen from outside, against real processes on
+ * lib/client/kclient_conn.c), seen from outside, against real processes on
  * loopback:
  *   - on the wire, through a proxy that decodes every request frame the
  *     agent sends to dynconfd: only ApiVersions v3 and DescribeConfigs, the

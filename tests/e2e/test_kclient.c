@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The client connection (lib/client/kclient.c) against a real dynconfd:
+ * The client connection (lib/client/kclient_conn.c) against a real dynconfd:
  * pipelined requests answered in order with their correlation ids, the
  * in-flight bound, dc_kclient_request refusing to overtake answers still
  * due, the cancel fd ending waits at once, and the per-handle frame limit.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Blocking Kafka-protocol client connection (see kclient.h): the handle and
- * connection set-up. Requests and responses are in kclient_io.c, TLS and
- * SASL in kclient_security.c.
+ * connection set-up. Requests, responses and the socket's waits and close
+ * are in kclient_io.c, TLS and SASL in kclient_security.c.
  *
  * The socket stays non-blocking for its whole life so that every wait is a
  * poll() bounded by a deadline: connect, send and receive can never hang
@@ -12,8 +12,6 @@
 #include "common/clock.h"
 #include "common/text.h"
 #include "client/kclient_int.h"
-
-#include <openssl/crypto.h>
 
 #include <errno.h>
 #include <netdb.h>
@@ -25,23 +23,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-void dc_kclient_free_secret(char *s) {
-  if (s) {
-    OPENSSL_cleanse(s, strlen(s));
-    free(s);
-  }
-}
-
-char *dc_kclient_strdup(const char *s) {
-  if (!s)
-    return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
 
 dc_kclient_t *dc_kclient_new(const char *client_id) {
   dc_kclient_t *kc = calloc(1, sizeof(*kc));
@@ -60,17 +41,6 @@ dc_kclient_t *dc_kclient_new(const char *client_id) {
     return NULL;
   }
   return kc;
-}
-
-void dc_kclient_close(dc_kclient_t *kc) {
-  kc->n_inflight = 0; /* their answers went with the connection */
-  kc->have_versions = false; /* the next server may speak others */
-  kc->session_end_ms = 0;
-  dc_tls_conn_destroy(kc->tls);
-  kc->tls = NULL;
-  if (kc->fd >= 0)
-    close(kc->fd);
-  kc->fd = -1; /* peer stays: messages about the failure name it */
 }
 
 void dc_kclient_destroy(dc_kclient_t *kc) {
@@ -109,21 +79,6 @@ bool dc_kclient_idle_broken(const dc_kclient_t *kc) {
     return false;
   struct pollfd p = {.fd = kc->fd, .events = POLLIN | POLLRDHUP};
   return poll(&p, 1, 0) > 0;
-}
-
-int dc_kclient_wait_fd(const dc_kclient_t *kc, int fd, short events,
-                       int64_t deadline) {
-  struct pollfd pfd[2] = {{.fd = fd, .events = events},
-                          {.fd = kc->cancel_fd, .events = POLLIN}};
-  for (;;) {
-    int r = poll(pfd, kc->cancel_fd >= 0 ? 2 : 1,
-                 dc_kclient_remaining_ms(deadline));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r > 0 && kc->cancel_fd >= 0 && pfd[1].revents)
-      return -2;
-    return r < 0 ? -1 : r;
-  }
 }
 
 dc_err_t dc_kclient_set_software(dc_kclient_t *kc, const char *name,

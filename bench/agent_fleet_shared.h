@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* What agent_fleet's parent, worker and report share (see agent_fleet.c). */
-#ifndef DC_BENCH_AGENT_FLEET_H
-#define DC_BENCH_AGENT_FLEET_H
+#ifndef DC_BENCH_AGENT_FLEET_SHARED_H
+#define DC_BENCH_AGENT_FLEET_SHARED_H
 
 #include <signal.h>
 #include <stdbool.h>
