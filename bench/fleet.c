@@ -21,7 +21,9 @@
  *       R DescribeFleet v1 pages of one client after random cursors, one
  *       at a time (latency p50/p99), then P of them at once on
  *       ceil(P / 8) connections (until the last answer, and dynconfd's
- *       CPU), then one v0 listing of the whole fleet (its answer, time,
+ *       CPU), then one page without a count (max_clients 0: as many
+ *       as max.response.bytes lets in; how many, and their bytes), then
+ *       one v0 listing of the whole fleet (its answer, time,
  *       and dynconfd's RSS before and peak after). With S, each of the
  *       three goes on (pages after other cursors, rounds of P, v0 after
  *       v0) until it has run S seconds: a sustained attack the probe
@@ -277,6 +279,31 @@ static int pages_at_once(const cfg_t *c) {
   return bad;
 }
 
+/* One DescribeFleet v1 page from the start without a count (max_clients
+ * 0): as many agents as max.response.bytes lets one answer hold. */
+static int full_page(dc_kclient_t *kc) {
+  dc_describe_fleet_req_t q = {NULL, NULL, -1, 0, NULL, NULL, 0};
+  dc_arena_t a;
+  dc_arena_init(&a);
+  dc_rd_t rd;
+  char err[256];
+  dc_describe_fleet_resp_t r;
+  bool ok = !dc_kclient_request(kc, DC_API_DESCRIBE_FLEET, 1, enc_fleet, &q,
+                                600000, &rd, &a, err, sizeof(err)) &&
+            !dc_describe_fleet_resp_decode(&rd, 1, &r) && !r.error_code;
+  if (ok)
+    printf("  a page without a count: %d agents in %zu bytes (%.0f bytes "
+           "each), more after it: %s\nRESULT phase=full_page clients=%d "
+           "bytes=%zu bytes_each=%.0f\n", (int)r.n_clients, rd.len,
+           r.n_clients ? (double)rd.len / r.n_clients : 0.0,
+           r.more ? "yes" : "no", (int)r.n_clients, rd.len,
+           r.n_clients ? (double)rd.len / r.n_clients : 0.0);
+  else
+    fprintf(stderr, "fleet: a page without a count failed\n");
+  dc_arena_free(&a);
+  return !ok;
+}
+
 static int whole_v0(const cfg_t *c, dc_kclient_t *kc) {
   long rss0 = bench_proc_status(c->pid, "VmRSS");
   dc_describe_fleet_req_t q = {.since_seq = -1};
@@ -323,7 +350,8 @@ static int cmd_pages(const cfg_t *c) {
   dc_kclient_t *kc = connect_to(c->target);
   if (!kc)
     return 1;
-  int bad = pages_one_by_one(c, kc) + pages_at_once(c) + whole_v0(c, kc);
+  int bad = pages_one_by_one(c, kc) + pages_at_once(c) + full_page(kc) +
+            whole_v0(c, kc);
   dc_kclient_destroy(kc);
   if (bad)
     fprintf(stderr, "fleet: %d page requests failed\n", bad);

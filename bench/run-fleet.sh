@@ -14,8 +14,10 @@
 #   1. N ClientReports of distinct instance ids on one connection, then M
 #      more once the fleet is full (each drops the longest gone entry);
 #      then on that fleet: R DescribeFleet v1 pages of one client after
-#      random cursors, one at a time; P such pages sent at once; one v0
-#      listing of the whole fleet (answer, time, RSS before and peak);
+#      random cursors, one at a time; P such pages sent at once; one v1
+#      page without a count (as many agents as max.response.bytes lets
+#      in: how many, bytes each); one v0 listing of the whole fleet
+#      (answer, time, RSS before and peak);
 #      W DescribeFleet parked (pages of 100) and one report waking them.
 #      The parked step runs with the caps raised to W (so both dynconfd do
 #      the same work), and again with the default caps.
@@ -23,7 +25,9 @@
 #      their low 20 bits (bench/fnv_collide.h), then M more: against the
 #      distinct ids of step 1, in the same run.
 #   3. N ClientReports with every field as long as dynconfd takes, from
-#      one unauthenticated connection: dynconfd's RSS before and after.
+#      one unauthenticated connection: dynconfd's RSS before and after;
+#      then the pages of step 1 once each, on that fleet (how many such
+#      agents one page without a count holds).
 # Prints one table: every figure for each dynconfd side by side.
 #
 # Environment: FLEET_N (100000), FLEET_EXTRA (2000), FLEET_REQUESTS (50),
@@ -125,6 +129,9 @@ measure() {
   stop_dynconfd
   start_dynconfd "$build"
   fleet reports --n "$N" --fat
+  TAG="fat_"
+  fleet pages --requests 1 --pipeline 1
+  TAG=""
   stop_dynconfd
 }
 
@@ -180,6 +187,10 @@ BEGIN {
       "pages_at_once wall_s")
   row("  dynconfd CPU for them (s)", "pages_at_once cpu_s")
   row("  probe p99 meanwhile (ms)", "pages_at_once probe_p99_ms")
+  row("v1 page without a count: agents in it", "full_page clients")
+  row("  bytes per agent listed", "full_page bytes_each")
+  row("  the same, every field at its longest: agents", "fat_full_page clients")
+  row("  bytes per agent listed", "fat_full_page bytes_each")
   row("v0 of the whole fleet: until answered (s)", "v0_whole_fleet wall_s")
   row("  dynconfd RSS before (MB)", "v0_memory rss0_mb")
   row("  dynconfd peak RSS after (MB)", "v0_memory hwm_mb")

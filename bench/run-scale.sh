@@ -16,8 +16,11 @@
 #      ... setting linger.ms on one client (no cross-entity check),
 #    each persisted (includes one fsync: the store runs synchronous=FULL)
 #    and with validate_only=true (no write: the check alone), and
-#    DescribeConfigs v1 of one client. Prints p50/p99 per size and the
-#    ratios to the first size measured in the same run (flat is the goal).
+#    DescribeConfigs v1 of one client; then one alter of 833 clients x 2
+#    keys (4,998 store writes, just within max.request.writes), persisted
+#    and validate-only. Prints p50/p99 per size and the ratios to the
+#    first size measured in the same run (flat is the goal), and the
+#    store commit's cost per row.
 # 2. Memory under a DescribeConfigs amplification attack: a fresh dynconfd
 #    with one client whose every schema key holds a large valid value; 40
 #    connections send pipelined DescribeConfigs v3 requests (synonyms,
@@ -323,7 +326,7 @@ printf '%-35s %-8s %-5s %5s %9s %9s %8s %8s\n' operation mode size n 'p50' 'p99'
   "p50 x$(label "$BASE")" "p99 x$(label "$BASE")"
 for s in "client_hb commit" "client_hb validate" "default_st commit" \
   "default_st validate" "client_linger commit" "client_linger validate" \
-  "describe read"; do
+  "describe read" "bulk_rows commit" "bulk_rows validate"; do
   # shellcheck disable=SC2086 # a word list
   set -- $s
   case $1 in
@@ -331,6 +334,7 @@ for s in "client_hb commit" "client_hb validate" "default_st commit" \
   default_st) op="alter <default> session.timeout.ms" ;;
   client_linger) op="alter client linger.ms" ;;
   describe) op="describe client (v1, synonyms)" ;;
+  bulk_rows) op="alter 833 clients x 2 keys" ;;
   esac
   f="series=$1 mode=$2 "
   b50=$(kv "$TMP/lat.$BASE" p50_us "$f")
@@ -345,6 +349,20 @@ for s in "client_hb commit" "client_hb validate" "default_st commit" \
       "$(ratio "$p99" "$b99")"
     op=
   done
+done
+# The commit's cost per store row: the bulk alter's commit beyond its
+# validate-only run, less the same for the one-key linger.ms alter (3
+# rows, and the fsync both pay), over the rows in between.
+echo "   store commit per row (bulk commit - bulk validate - (linger commit -"
+echo "   linger validate)) / (4998 - 3 rows), on the p50s:"
+for n in $SIZES; do
+  f() { kv "$TMP/lat.$n" p50_us "series=$1 mode=$2 "; }
+  echo "     $(label "$n"): $(awk -v bc="$(f bulk_rows commit)" \
+    -v bv="$(f bulk_rows validate)" -v lc="$(f client_linger commit)" \
+    -v lv="$(f client_linger validate)" 'BEGIN {
+    if (bc == "" || bv == "" || lc == "" || lv == "") { print "-"; exit }
+    printf "%.2f us a row (commit of the 4998 rows %.1f ms)",
+      (bc - bv - (lc - lv)) / 4995, (bc - bv) / 1000 }')"
 done
 echo "   command per size: bench/scale latency --target 127.0.0.1:PORT --client $CLIENT"
 echo "   --alters $ALTERS --describes $DESCRIBES --seconds $SERIES_SECS"

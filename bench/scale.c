@@ -16,6 +16,11 @@
  *       so every one really changes the entity (an unchanged value is
  *       neither checked nor stored); validate-only alters use a value that
  *       differs from the stored one for the same reason.
+ *       Then the bulk series, persisted and validate-only, a tenth of N
+ *       requests each: one IncrementalAlterConfigs of 833 clients
+ *       "bench-rows-NNN" setting linger.ms and batch.size, 4,998 store
+ *       writes once they exist (max.request.writes is 5000): what the
+ *       commit costs per row.
  *   scale attack-seed --target H:P --client NAME [--value-bytes N]
  *       Sets every schema key of NAME to the largest value (up to N bytes)
  *       that the schema in this build and then the server accept, and
@@ -268,6 +273,109 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
   free(lat);
 }
 
+/* The bulk series: one IncrementalAlterConfigs of BULK_ENTITIES clients
+ * "bench-rows-NNN" setting BULK_KEYS keys each. Once they exist, each
+ * persisted one changes both keys of every one of them: per entity its
+ * old set (2 rows) removed, its new set (2) written and 2 audit rows, so
+ * BULK_ROWS store writes, just within max.request.writes (5000). */
+#define BULK_ENTITIES 833
+#define BULK_KEYS 2
+#define BULK_ROWS (BULK_ENTITIES * 3 * BULK_KEYS)
+
+/* One bulk alter setting linger.ms to lv and batch.size to bv; the first
+ * resource error's code (message in msg), 0, or -1 when the request
+ * failed. */
+static int bulk_request(const cfg_t *c, dc_kclient_t *kc, int16_t v,
+                        const char *lv, const char *bv, bool validate_only,
+                        char *msg, size_t msg_size) {
+  static char names[BULK_ENTITIES][24];
+  static dc_alter_config_t ops[BULK_ENTITIES][BULK_KEYS];
+  static dc_alter_resource_t res[BULK_ENTITIES];
+  for (int i = 0; i < BULK_ENTITIES; i++) {
+    snprintf(names[i], sizeof(names[i]), "bench-rows-%03d", i);
+    ops[i][0] = (dc_alter_config_t){"linger.ms", DC_OP_SET, (char *)lv};
+    ops[i][1] = (dc_alter_config_t){"batch.size", DC_OP_SET, (char *)bv};
+    res[i] = (dc_alter_resource_t){DC_RES_CLIENT, names[i], BULK_KEYS, ops[i]};
+  }
+  dc_alter_configs_req_t req = {BULK_ENTITIES, res, validate_only};
+  dc_arena_t arena;
+  dc_arena_init(&arena);
+  dc_rd_t rd;
+  dc_alter_configs_resp_t resp;
+  int rc = -1;
+  msg[0] = '\0';
+  if (dc_kclient_request(kc, DC_API_INCREMENTAL_ALTER_CONFIGS, v,
+                         bench_enc_incremental, &req, c->timeout_ms, &rd,
+                         &arena, msg, msg_size) == 0) {
+    if (dc_incremental_alter_configs_resp_decode(&rd, v, &resp) == 0 &&
+        resp.n_responses == BULK_ENTITIES) {
+      rc = 0;
+      for (int32_t i = 0; !rc && i < resp.n_responses; i++)
+        if ((rc = resp.responses[i].error_code))
+          snprintf(msg, msg_size, "%s: %s: %s", names[i], dc_err_name(rc),
+                   resp.responses[i].error_message
+                       ? resp.responses[i].error_message
+                       : "(no message)");
+    } else {
+      snprintf(msg, msg_size, "undecodable IncrementalAlterConfigs response");
+    }
+  }
+  dc_arena_free(&arena);
+  return rc;
+}
+
+/* The bulk series, persisted (alternating values; the first request,
+ * which creates the entities, is a warm-up) or validate-only: a tenth of
+ * --alters requests, at most --seconds. */
+static void run_bulk(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
+                     bool validate_only) {
+  static const series_t s = {"bulk_rows", "-", "linger.ms", NULL, NULL, NULL,
+                             NULL, false};
+  series_t me = s;
+  me.validate_only = validate_only;
+  int limit = c->alters / 10 > 0 ? c->alters / 10 : 1;
+  int64_t *lat = calloc((size_t)limit + 1, sizeof(*lat));
+  char msg[700] = "", entity[32];
+  tally_t t = {0, 0, false, 0, ""};
+  if (!lat) {
+    fprintf(stderr, "scale: out of memory\n");
+    exit(1);
+  }
+  int64_t t_start = dc_mono_us(), deadline = t_start + (int64_t)(c->seconds * 1e6);
+  for (int i = 0; i <= limit; i++) {
+    if (i > 0 && dc_mono_us() >= deadline) {
+      t.capped = true;
+      break;
+    }
+    int64_t t0 = dc_mono_us();
+    int rc = validate_only ? bulk_request(c, *kcp, *v, "7", "16386", true, msg,
+                                          sizeof(msg))
+                           : bulk_request(c, *kcp, *v, i % 2 ? "6" : "5",
+                                          i % 2 ? "16385" : "16384", false,
+                                          msg, sizeof(msg));
+    int64_t t1 = dc_mono_us();
+    if (rc != 0) {
+      t.errors++;
+      if (!t.first_err[0])
+        snprintf(t.first_err, sizeof(t.first_err), "%s", msg);
+    }
+    if (rc < 0) { /* the connection is gone: a new one for what follows */
+      dc_kclient_destroy(*kcp);
+      *kcp = connect_to(c, v);
+      if (!*kcp)
+        exit(1);
+      break;
+    }
+    if (i > 0 && rc == 0)
+      lat[t.n++] = t1 - t0;
+  }
+  t.secs = (double)(dc_mono_us() - t_start) / 1e6;
+  qsort(lat, (size_t)t.n, sizeof(*lat), cmp_i64);
+  snprintf(entity, sizeof(entity), "%dx%d", BULK_ENTITIES, BULK_KEYS);
+  series_report(&me, entity, lat, &t);
+  free(lat);
+}
+
 static int cmd_latency(const cfg_t *c) {
   int16_t v;
   dc_kclient_t *kc = connect_to(c, &v);
@@ -288,6 +396,11 @@ static int cmd_latency(const cfg_t *c) {
   };
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     run_series(c, &kc, &v, &all[i]);
+  /* Last: its entities would be in the other series' stores. */
+  run_bulk(c, &kc, &v, false);
+  run_bulk(c, &kc, &v, true);
+  printf("bulk_rows: each persisted alter of %d clients x %d keys makes %d "
+         "store writes\n", BULK_ENTITIES, BULK_KEYS, BULK_ROWS);
   dc_kclient_destroy(kc);
   return 0;
 }
