@@ -141,23 +141,13 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-int main(int argc, char **argv) {
-  long n = argc > 1 ? atol(argv[1]) : 100000;
-  if (n < 1) {
-    fprintf(stderr, "usage: %s [AGENTS]\n", argv[0]);
-    return 2;
-  }
-  dc_arena_init(&g_scratch);
-  dc_arena_init(&g_resp);
-  dc_buf_init(&g_out);
-  dc_broker_opts_t o;
-  dc_broker_opts_init(&o);
-  char err[256] = "";
-  g_b = dc_broker_new(&o, NULL, err, sizeof(err));
+/* n connected agents, each with its own client-id, in g_b's fleet; NULL
+ * (said why) when one cannot be added. */
+static peer_t *fill_fleet(long n) {
   peer_t *p = calloc((size_t)n, sizeof(*p));
-  if (!g_b || !p) {
-    fprintf(stderr, "fleet_scrape: %s\n", g_b ? "out of memory" : err);
-    return 1;
+  if (!p) {
+    fprintf(stderr, "fleet_scrape: out of memory\n");
+    return NULL;
   }
   long refused = 0;
   for (long i = 0; i < n; i++) {
@@ -170,8 +160,17 @@ int main(int argc, char **argv) {
   if (refused) {
     fprintf(stderr, "fleet_scrape: %ld of %ld reports failed or were "
             "refused\n", refused, n);
-    return 1;
+    for (long i = 0; i < n; i++)
+      peer_close(&p[i]);
+    free(p);
+    return NULL;
   }
+  return p;
+}
+
+/* Times scrapes of g_b's fleet of n agents, steady and after alters of
+ * <default>, and prints them. 0, or 1 when an alter failed. */
+static int time_scrapes(long n) {
   double steady[STEADY], first[ALTERS], next[ALTERS];
   scrape_us(); /* the counts are judged once after the reports */
   for (int i = 0; i < STEADY; i++)
@@ -196,12 +195,12 @@ int main(int argc, char **argv) {
   printf("  first scrape after an alter of <default>: %.1f ms (%.2f us per "
          "agent; median of %d alters), the next %.3f ms\n", f / 1000,
          f / (double)n, ALTERS, median(next, ALTERS) / 1000);
-  for (long i = 0; i < n; i++)
-    peer_close(&p[i]);
-  free(p);
-  dc_broker_destroy(g_b);
-  /* One agent with every field as long as dynconfd takes (as bench/fleet
-   * --fat sends them), alone in a new broker's fleet: its bytes. */
+  return 0;
+}
+
+/* One agent with every field as long as dynconfd takes (as bench/fleet
+ * --fat sends them), alone in a new broker's fleet: prints its bytes. */
+static void fat_agent_bytes(const dc_broker_opts_t *o) {
   static char fclient[256], fid[65], fkind[65], fsoft[129], freason[2049];
   memset(fclient, 'c', 255);
   memset(fid, 'i', 64);
@@ -210,11 +209,13 @@ int main(int argc, char **argv) {
   memset(freason, 'r', 2048);
   dc_client_report_req_t fq = {fclient, fid, fkind, fsoft, fsoft, fsoft, 1, 1,
                                DC_OUTCOME_REJECTED, freason};
-  g_b = dc_broker_new(&o, NULL, err, sizeof(err));
+  char err[256] = "";
+  g_b = dc_broker_new(o, NULL, err, sizeof(err));
   peer_t fat;
   peer_init(&fat);
   dc_rd_t rd;
   dc_client_report_resp_t resp;
+  dc_fleet_stats_t st;
   if (g_b && call(&fat, DC_API_CLIENT_REPORT, 0, enc_report, &fq, &rd) &&
       !dc_client_report_resp_decode(&rd, 0, &resp) && !resp.error_code) {
     dc_broker_fleet_stats(g_b, &st);
@@ -227,6 +228,33 @@ int main(int argc, char **argv) {
     peer_close(&fat);
     dc_broker_destroy(g_b);
   }
+}
+
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100000;
+  if (n < 1) {
+    fprintf(stderr, "usage: %s [AGENTS]\n", argv[0]);
+    return 2;
+  }
+  dc_arena_init(&g_scratch);
+  dc_arena_init(&g_resp);
+  dc_buf_init(&g_out);
+  dc_broker_opts_t o;
+  dc_broker_opts_init(&o);
+  char err[256] = "";
+  g_b = dc_broker_new(&o, NULL, err, sizeof(err));
+  if (!g_b) {
+    fprintf(stderr, "fleet_scrape: %s\n", err);
+    return 1;
+  }
+  peer_t *p = fill_fleet(n);
+  if (!p || time_scrapes(n))
+    return 1;
+  for (long i = 0; i < n; i++)
+    peer_close(&p[i]);
+  free(p);
+  dc_broker_destroy(g_b);
+  fat_agent_bytes(&o);
   dc_buf_free(&g_out);
   dc_arena_free(&g_resp);
   dc_arena_free(&g_scratch);
