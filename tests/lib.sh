@@ -280,6 +280,14 @@ dc_cleanup() {
   for p in ${DC_MORE_PIDS:-}; do
     kill -9 "$p" 2>/dev/null && { wait "$p"; } 2>/dev/null
   done
+  # Whatever else the test started and left running (more replicas, agents,
+  # the mock cluster): a replica left alive after a bail-out keeps its node
+  # id, and once a later test's cluster reuses one of its broker ports it
+  # heartbeats into that test's store. Running jobs only: a finished one's
+  # pid may belong to someone else by now.
+  local left
+  left=$(jobs -rp)
+  [ -n "$left" ] && kill -9 $left 2>/dev/null
   [ -f "$kafka_dir/cluster.env" ] &&
     "$DC_SRCDIR/scripts/kafka.sh" -d "$kafka_dir" kill-all
   [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"

@@ -26,15 +26,17 @@ dc_start_daemon "$DC_TMP/n3" "${STORE[@]}" --node-id 3 || tap_bail "node 3 did n
 P3=$DC_PID PORT3=$DC_PORT
 
 # alter PORT VALUE: acks=VALUE for ha-app through the replica at PORT,
-# retried for up to 30 s (while the replicas elect a writer).
+# retried for up to 60 s in all (while the replicas elect a writer; the CLI
+# itself retries NOT_CONTROLLER for up to its 10 s timeout).
 alter() {
-  local i
-  for ((i = 0; i < 300; i++)); do
-    timeout 60 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$1" \
+  local end=$((SECONDS + 60)) out
+  while ((SECONDS < end)); do
+    out=$(timeout 60 "$DC_CONFIGS" --bootstrap-server "127.0.0.1:$1" \
       --timeout-ms 10000 --entity-type clients --entity-name ha-app --alter \
-      --add-config "acks=$2" >/dev/null 2>&1 && return 0
+      --add-config "acks=$2" 2>&1) && return 0
     sleep 0.1
   done
+  tap_diag "alter acks=$2 on port $1, the last answer: $out"
   return 1
 }
 # seen PATTERN: waits up to 30 s for the agent to print a matching line.
