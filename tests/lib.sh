@@ -287,7 +287,7 @@ dc_cleanup() {
   # pid may belong to someone else by now.
   local left
   left=$(jobs -rp)
-  [ -n "$left" ] && kill -9 $left 2>/dev/null
+  [ -n "$left" ] && { kill -9 $left && wait $left; } 2>/dev/null
   [ -f "$kafka_dir/cluster.env" ] &&
     "$DC_SRCDIR/scripts/kafka.sh" -d "$kafka_dir" kill-all
   [ -n "$DC_TMP" ] && rm -rf "$DC_TMP"
