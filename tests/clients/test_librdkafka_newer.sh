@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The agent and the managed clients on a newer librdkafka than Debian's
-# 2.0.2, as an application that links one runs them: the suite's agent,
-# managed-client and rotation programs, built against 2.0.2's headers,
+# The agent, the managed clients and the plugin on a newer librdkafka
+# than Debian's 2.0.2, as an application that links one runs them: the
+# suite's agent, managed-client, rotation and plugin programs (the plugin
+# loaded by that librdkafka), built against 2.0.2's headers,
 # run with DC_RDKAFKA_DIR/librdkafka.so.1 (scripts/build-librdkafka.sh)
 # loaded in its place. ./run-tests.sh runs it, not make check (it needs
 # the built library). librdkafka's own admin API is not among them: from
@@ -18,7 +19,8 @@ want=$(cat "$dir/VERSION")
 # test_agent_resolve do not).
 PROGRAMS="test_agent_wire test_agent_watch test_agent_e2e test_agent_failures
   test_agent_hostile test_agent_security test_agent_consumer
-  test_managed_producer test_managed_consumer test_cert_rotation"
+  test_managed_producer test_managed_consumer test_cert_rotation
+  test_plugin"
 # Under tests/; test_kafka_clients.sh runs a real Kafka cluster
 # (scripts/kafka.sh).
 SCRIPTS="e2e/test_kafka_store_agents.sh clients/test_kafka_clients.sh"

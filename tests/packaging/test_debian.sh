@@ -3,10 +3,11 @@
 # The Debian packages, as a packager and an operator meet them (root
 # only; ./run-tests.sh runs it, not make check, as it installs packages):
 # from `make dist`'s tarball, dpkg-buildpackage -us -uc -b builds
-# libdynconf0, libdynconf-dev, dynconfd and dynconf-tools; lintian finds
-# no error; they install, making the dynconfd user and /var/lib/dynconfd;
-# dynconfd runs from the installed files as its user, the installed CLI
-# alters and describes through it; a program builds against the installed
+# libdynconf0 (with the librdkafka plugin), libdynconf-dev, dynconfd and
+# dynconf-tools; lintian finds no error; they install, making the dynconfd
+# user and /var/lib/dynconfd; dynconfd runs from the installed files as its
+# user, the installed CLI alters and describes through it, kcat loads the
+# installed plugin by name; a program builds against the installed
 # libdynconf-dev with pkg-config and runs; man finds the pages; purging
 # removes the files.
 . "$(dirname "$0")/../lib.sh"
@@ -76,6 +77,19 @@ tap_is $? 0 "the installed dynconf-configs alters through it"
 tap_like "$(/usr/bin/dynconf-configs --bootstrap-server "127.0.0.1:$port" \
   --entity-type clients --entity-name deb-app --describe 2>&1)" "acks=1" \
   "  and describes it back"
+# The librdkafka plugin from libdynconf0, found by its name as dlopen()
+# finds it on the system's library path, in Debian's kcat.
+tap_ok "$(ls /usr/lib/*/libdynconf-plugin.so >/dev/null 2>&1 && echo 0 || echo 1)" \
+  "libdynconf0 installs the plugin, libdynconf-plugin.so"
+if command -v kcat >/dev/null; then
+  echo hello | timeout 60 kcat -b 127.0.0.1:1 -X test.mock.num.brokers=1 \
+    -X debug=conf -X client.id=deb-app -X plugin.library.paths=libdynconf-plugin \
+    -X "dynconf.bootstrap.servers=127.0.0.1:$port" -P -t deb-topic \
+    >"$work/kcat.out" 2>"$work/kcat.err"
+  tap_is $? 0 "kcat loads it with plugin.library.paths=libdynconf-plugin"
+  tap_like "$(cat "$work/kcat.err")" 'request\.required\.acks = 1' \
+    "  and its client takes the operator's acks=1"
+fi
 kill "$pid"
 wait "$pid"
 tap_is $? 0 "dynconfd stops cleanly"

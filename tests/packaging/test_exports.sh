@@ -4,6 +4,7 @@
 # include/dynconf.h declares, and none of the library's internals (the
 # dc_* codec, client and agent functions, OpenSSL-facing helpers); its
 # version is configure.ac's everywhere; dynconf.pc links it statically.
+# The plugin, libdynconf-plugin.so, exports conf_init alone.
 . "$(dirname "$0")/../lib.sh"
 
 so="$DC_BUILDDIR/.libs/libdynconf.so"
@@ -29,6 +30,15 @@ tap_is "$missing" "" "every function dynconf.h declares is exported"
 abi=$(comm -3 <(echo "$exported") <(sort -u "$DC_SRCDIR/abi/libdynconf.symbols"))
 tap_is "$abi" "" "the exported symbols are abi/libdynconf.symbols"
 [ -z "$abi" ] || tap_diag "  differences (left: exported only, right: listed only): $(echo "$abi" | tr '\n' ' ')"
+
+# The librdkafka plugin exports conf_init alone, the entry point
+# librdkafka's plugin loader looks up, and carries the agent inside: it
+# does not need libdynconf.so.
+plugin="$DC_BUILDDIR/.libs/libdynconf-plugin.so"
+tap_is "$(nm -D --defined-only "$plugin" | awk 'NF == 3 { print $3 }' | sort -u)" \
+  "conf_init" "libdynconf-plugin.so exports conf_init only"
+tap_is "$(readelf -d "$plugin" | grep NEEDED | grep -c 'libdynconf')" 0 \
+  "  and does not need libdynconf.so"
 
 # One version: configure.ac's, in the header, the library and dynconf.pc.
 ver=$(sed -n 's/^PACKAGE_VERSION = //p' "$DC_BUILDDIR/Makefile")

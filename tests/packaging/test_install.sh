@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # `make install` (into a staging directory): the programs, the library,
+# the librdkafka plugin,
 # <dynconf/dynconf.h> with dynconf_version.h and the <dynconf.h> that
 # includes it, dynconf.pc, the systemd unit, the sample configuration and
 # the bash completion land where they belong; a program built against the
@@ -26,6 +27,8 @@ tap_ok "$([ -f "$root$sysconf/dynconf/dynconfd.conf" ] && echo 0 || echo 1)" \
   "installed: \$sysconfdir/dynconf/dynconfd.conf"
 so=$(ls "$p"/lib/libdynconf.so.* 2>/dev/null | head -1)
 tap_ok "$([ -n "$so" ] && echo 0 || echo 1)" "installed: the shared library"
+tap_ok "$([ -f "$p/lib/libdynconf-plugin.so" ] && echo 0 || echo 1)" \
+  "installed: the librdkafka plugin, \$prefix/lib/libdynconf-plugin.so"
 
 for page in dynconfd dynconf-configs libdynconf; do
   tap_like "$(MANPATH="$p/share/man" man -w "$page" 2>&1)" "$p/share/man/man./$page\." \

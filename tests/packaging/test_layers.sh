@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The layers point one way: common at the ground, the codec above it, the
 # client above the codec, the agent and the broker on top and never
-# including each other (the broker's forwarder uses the client); nothing below the agent includes the public
+# including each other, the plugin above the agent (the broker's forwarder uses the client); nothing below the agent includes the public
 # dynconf.h (the internal error table is common/errors.h).
 . "$(dirname "$0")/../lib.sh"
 
@@ -36,6 +36,15 @@ tap_is "$(grep -rln 'rd_kafka_new(' "$lib/agent" | sed "s|$lib/||" | sort | tr '
   "only the managed producer and consumer make librdkafka handles"
 tap_ok "$([ -n "$(includes agent '(\.\./)?client/')" ] && echo 0 || echo 1)" \
   "lib/agent reaches the server through lib/client"
+# The plugin (lib/plugin) sits on top: nothing includes it, and it
+# reaches the agent only through the public dynconf.h.
+for layer in common codec client broker agent; do
+  tap_is "$(includes "$layer" '(\.\./)?plugin/')" "" "lib/$layer does not include the plugin"
+done
+tap_is "$(includes plugin '(\.\./)?(broker|agent|client|codec)/')" "" \
+  "lib/plugin includes no internals of the agent, the client or the broker"
+tap_ok "$([ -n "$(includes plugin '(\.\./)?plugin/')" ] && echo 0 || echo 1)" \
+  "the check sees lib/plugin's includes of its own folder"
 # Inside the broker, folders include downward only: net, api, rollout,
 # core, store, then config and auth at the ground (lib/broker/README.md).
 tap_is "$(includes broker/config 'broker/(auth|store|core|rollout|api|net)/')" "" \

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The plugin's entry point: librdkafka's plugin loader (the
+ * plugin.library.paths property) dlopen()s libdynconf-plugin.so and calls
+ * conf_init() on the conf the property is set on. conf_init() is the only
+ * symbol the library exports (Makefile.am: -export-symbols-regex).
+ */
+#include "plugin/plugin_int.h"
+
+rd_kafka_resp_err_t dc_plugin_register(rd_kafka_conf_t *conf, dc_plugin_t *st,
+                                       char *errstr, size_t errstr_size) {
+  /* on_conf_set first: when it conflicts, nothing has been added. */
+  rd_kafka_resp_err_t err = rd_kafka_conf_interceptor_add_on_conf_set(
+      conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_set, st);
+  if (err == RD_KAFKA_RESP_ERR__CONFLICT)
+    return err;
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_conf_dup(
+        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_dup, st);
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_conf_destroy(
+        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_destroy, st);
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_new(conf, DC_PLUGIN_IC_NAME,
+                                               dc_plugin_on_new, st);
+  if (err && errstr_size)
+    snprintf(errstr, errstr_size, "dynconf plugin: adding an interceptor: %s",
+             rd_kafka_err2str(err));
+  return err;
+}
+
+__attribute__((visibility("default"))) rd_kafka_resp_err_t
+conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
+          size_t errstr_size);
+
+rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep,
+                              char *errstr, size_t errstr_size) {
+  *plug_opaquep = NULL; /* the state is per conf, held by the interceptors */
+  dc_plugin_t *st = dc_plugin_state_new();
+  if (!st) {
+    if (errstr_size)
+      snprintf(errstr, errstr_size, "dynconf plugin: out of memory");
+    return RD_KAFKA_RESP_ERR__FAIL;
+  }
+  rd_kafka_resp_err_t err = dc_plugin_register(conf, st, errstr, errstr_size);
+  if (err == RD_KAFKA_RESP_ERR__CONFLICT) {
+    /* rd_kafka_conf_dup() of a conf carrying the plugin calls our
+     * on_conf_dup first, which registers the copy's interceptors, and
+     * then copies plugin.library.paths, which loads the plugin into the
+     * copy again: the copy has its state already. */
+    dc_plugin_state_free(st);
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+  if (err) {
+    /* What was added keeps st as its opaque; on_conf_destroy, if it was
+     * added, frees it with the conf, so it is leaked only otherwise. */
+    return err;
+  }
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
