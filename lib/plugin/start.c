@@ -49,6 +49,59 @@ static void name_client(dc_plugin_t *st, rd_kafka_type_t type,
            type == RD_KAFKA_CONSUMER ? "consumer" : "producer");
 }
 
+/* The client's agent, fail-open whatever dynconf.startup.required says:
+ * fail-closed is not ours to do (see above), and an agent that keeps
+ * trying is there when the config server comes back. NULL with errstr
+ * when there is none. */
+static dynconf_t *start_agent(dc_plugin_t *st, rd_kafka_type_t type,
+                              const rd_kafka_conf_t *conf, char *errstr,
+                              size_t errstr_size) {
+  dynconf_conf_t *dconf = dynconf_conf_dup(st->dconf);
+  if (!dconf ||
+      dynconf_conf_set(dconf, "dynconf.startup.required", "false", errstr,
+                       errstr_size) != DYNCONF_CONF_OK) {
+    dynconf_conf_destroy(dconf);
+    snprintf(errstr, errstr_size, "out of memory");
+    return NULL;
+  }
+  dynconf_conf_set_log_cb(dconf, dc_plugin_agent_log);
+  dynconf_conf_set_change_cb(dconf, dc_plugin_agent_change);
+  dynconf_conf_set_opaque(dconf, st);
+  /* The agent copies the finalized conf (rd_kafka_conf_dup) for the
+   * client.id, the client's settings its rules check, and the security
+   * settings of its own connection. */
+  dynconf_t *dc = dynconf_new(type, conf, dconf, errstr, errstr_size);
+  if (!dc)
+    dynconf_conf_destroy(dconf);
+  return dc;
+}
+
+/* The first fetch brought nothing: the client starts with the
+ * application's values, said at the level dynconf.startup.required asks
+ * for. Returns on_new's answer. */
+static rd_kafka_resp_err_t no_config(dc_plugin_t *st, bool required,
+                                     dynconf_state_t state, char *errstr,
+                                     size_t errstr_size) {
+  if (!required) {
+    dc_plugin_log(st, 4, "DYNCONF",
+                  "no configuration from the config server (state %s): the "
+                  "client starts with the application's configuration",
+                  dynconf_state_name(state));
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+  dc_plugin_log(st, 3, "DYNCONF",
+                "dynconf.startup.required=true, but the first fetch failed "
+                "(state %s): a librdkafka plugin cannot fail rd_kafka_new(), "
+                "so the client starts with the application's configuration",
+                dynconf_state_name(state));
+  snprintf(errstr, errstr_size,
+           "dynconf.startup.required=true and no configuration from the "
+           "config server (state %s): the client runs with the "
+           "application's configuration",
+           dynconf_state_name(state));
+  return RD_KAFKA_RESP_ERR__STATE;
+}
+
 rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
                                      const rd_kafka_conf_t *conf,
                                      void *ic_opaque, char *errstr,
@@ -73,28 +126,8 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
   /* A conf whose rd_kafka_new() failed after on_new had its agent
    * destroyed by on_destroy; none is left here. */
   dynconf_destroy(st->dc);
-  st->dc = NULL;
-
-  /* The agent always starts fail-open: fail-closed is not ours to do
-   * (see above), and an agent that keeps trying is there when the
-   * config server comes back. */
-  dynconf_conf_t *dconf = dynconf_conf_dup(st->dconf);
-  if (!dconf ||
-      dynconf_conf_set(dconf, "dynconf.startup.required", "false", e,
-                       sizeof(e)) != DYNCONF_CONF_OK) {
-    dynconf_conf_destroy(dconf);
-    snprintf(errstr, errstr_size, "dynconf plugin: out of memory");
-    return RD_KAFKA_RESP_ERR__FAIL;
-  }
-  dynconf_conf_set_log_cb(dconf, dc_plugin_agent_log);
-  dynconf_conf_set_change_cb(dconf, dc_plugin_agent_change);
-  dynconf_conf_set_opaque(dconf, st);
-  /* The agent copies the finalized conf (rd_kafka_conf_dup) for the
-   * client.id, the client's settings its rules check, and the security
-   * settings of its own connection. */
-  st->dc = dynconf_new(type, conf, dconf, e, sizeof(e));
+  st->dc = start_agent(st, type, conf, e, sizeof(e));
   if (!st->dc) {
-    dynconf_conf_destroy(dconf);
     dc_plugin_log(st, 3, "DYNCONF",
                   "no agent: %s; the client keeps the application's "
                   "configuration",
@@ -105,29 +138,9 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
   /* The first change set's pinned and rejected keys, and an error of the
    * first fetch, are logged now, on the thread that made the agent. */
   dynconf_poll(st->dc, 0);
-
   dynconf_state_t state = dynconf_state(st->dc);
-  if (state != DYNCONF_STATE_UP) {
-    if (required) {
-      dc_plugin_log(st, 3, "DYNCONF",
-                    "dynconf.startup.required=true, but the first fetch "
-                    "failed (state %s): a librdkafka plugin cannot fail "
-                    "rd_kafka_new(), so the client starts with the "
-                    "application's configuration",
-                    dynconf_state_name(state));
-      snprintf(errstr, errstr_size,
-               "dynconf.startup.required=true and no configuration from "
-               "the config server (state %s): the client runs with the "
-               "application's configuration",
-               dynconf_state_name(state));
-      return RD_KAFKA_RESP_ERR__STATE;
-    }
-    dc_plugin_log(st, 4, "DYNCONF",
-                  "no configuration from the config server (state %s): the "
-                  "client starts with the application's configuration",
-                  dynconf_state_name(state));
-    return RD_KAFKA_RESP_ERR_NO_ERROR;
-  }
+  if (state != DYNCONF_STATE_UP)
+    return no_config(st, required, state, errstr, errstr_size);
   /* conf is the handle's own rk->rk_conf: see apply.c for why writing to
    * it here is sound. */
   dc_plugin_apply(st, (rd_kafka_conf_t *)conf);
