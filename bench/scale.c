@@ -175,6 +175,24 @@ static int series_request(const cfg_t *c, dc_kclient_t *kc, int16_t v,
                          c->timeout_ms, msg, msg_size);
 }
 
+/* Counts a failed request in t (its first error kept). A lost connection
+ * (rc < 0) is replaced for what follows: true then. */
+static bool note_failure(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
+                         tally_t *t, int rc, const char *msg) {
+  if (rc != 0) {
+    t->errors++;
+    if (!t->first_err[0])
+      snprintf(t->first_err, sizeof(t->first_err), "%s", msg);
+  }
+  if (rc >= 0)
+    return false;
+  dc_kclient_destroy(*kcp);
+  *kcp = scale_connect(c, v);
+  if (!*kcp)
+    exit(1);
+  return true;
+}
+
 /* The series' line, its first error and its RESULT line. */
 static void series_report(const series_t *s, const char *entity,
                           const int64_t *lat, const tally_t *t) {
@@ -231,18 +249,8 @@ static void run_series(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
     int rc = series_request(c, *kcp, *v, s, entity, i, flip, fixed, msg,
                             sizeof(msg));
     int64_t t1 = dc_mono_us();
-    if (rc != 0) {
-      t.errors++;
-      if (!t.first_err[0])
-        snprintf(t.first_err, sizeof(t.first_err), "%s", msg);
-    }
-    if (rc < 0) { /* the connection is gone: a new one for what follows */
-      dc_kclient_destroy(*kcp);
-      *kcp = scale_connect(c, v);
-      if (!*kcp)
-        exit(1);
+    if (note_failure(c, kcp, v, &t, rc, msg))
       failed = 1;
-    }
     if (i > 0 && rc == 0)
       lat[t.n++] = t1 - t0;
   }
@@ -334,18 +342,8 @@ static void run_bulk(const cfg_t *c, dc_kclient_t **kcp, int16_t *v,
                                           i % 2 ? "16385" : "16384", false,
                                           msg, sizeof(msg));
     int64_t t1 = dc_mono_us();
-    if (rc != 0) {
-      t.errors++;
-      if (!t.first_err[0])
-        snprintf(t.first_err, sizeof(t.first_err), "%s", msg);
-    }
-    if (rc < 0) { /* the connection is gone: a new one for what follows */
-      dc_kclient_destroy(*kcp);
-      *kcp = scale_connect(c, v);
-      if (!*kcp)
-        exit(1);
+    if (note_failure(c, kcp, v, &t, rc, msg))
       break;
-    }
     if (i > 0 && rc == 0)
       lat[t.n++] = t1 - t0;
   }
