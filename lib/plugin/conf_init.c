@@ -36,7 +36,7 @@ conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
 rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep,
                               char *errstr, size_t errstr_size) {
   *plug_opaquep = NULL; /* the state is per conf, held by the interceptors */
-  dc_plugin_t *st = dc_plugin_state_new();
+  dc_plugin_t *st = dc_plugin_state_new(NULL);
   if (!st) {
     if (errstr_size)
       snprintf(errstr, errstr_size, "dynconf plugin: out of memory");
@@ -51,10 +51,8 @@ rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep,
     dc_plugin_state_free(st);
     return RD_KAFKA_RESP_ERR_NO_ERROR;
   }
-  if (err) {
-    /* What was added keeps st as its opaque; on_conf_destroy, if it was
-     * added, frees it with the conf, so it is leaked only otherwise. */
-    return err;
-  }
-  return RD_KAFKA_RESP_ERR_NO_ERROR;
+  /* On another error what was added keeps st as its opaque;
+   * on_conf_destroy, if it was added, frees it with the conf, so it is
+   * leaked only otherwise. */
+  return err;
 }

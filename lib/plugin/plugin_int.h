@@ -36,8 +36,9 @@ typedef struct dc_plugin {
 
 /* ---- state.c ---------------------------------------------------------- */
 
-/* A state with every dynconf.* property at its default; NULL on OOM. */
-dc_plugin_t *dc_plugin_state_new(void);
+/* A state with every dynconf.* property at its default, or a copy of
+ * from's properties when from is not NULL (no agent); NULL on OOM. */
+dc_plugin_t *dc_plugin_state_new(const dc_plugin_t *from);
 /* Frees st and the agent it may still hold (NULL is a no-op). */
 void dc_plugin_state_free(dc_plugin_t *st);
 

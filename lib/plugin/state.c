@@ -12,17 +12,17 @@
 
 #define DC_PLUGIN_PREFIX "dynconf."
 
-dc_plugin_t *dc_plugin_state_new(void) {
+dc_plugin_t *dc_plugin_state_new(const dc_plugin_t *from) {
   dc_plugin_t *st = calloc(1, sizeof(*st));
   if (!st)
     return NULL;
-  st->dconf = dynconf_conf_new();
+  st->dconf = from ? dynconf_conf_dup(from->dconf) : dynconf_conf_new();
   if (!st->dconf) {
     free(st);
     return NULL;
   }
-  st->log_level = 6;
-  snprintf(st->name, sizeof(st->name), "dynconf");
+  st->log_level = from ? from->log_level : 6;
+  snprintf(st->name, sizeof(st->name), "%s", from ? from->name : "dynconf");
   return st;
 }
 
@@ -70,17 +70,9 @@ rd_kafka_resp_err_t dc_plugin_on_conf_dup(rd_kafka_conf_t *new_conf,
   (void)old_conf;
   (void)filter_cnt;
   (void)filter;
-  const dc_plugin_t *old = ic_opaque;
-  dc_plugin_t *st = calloc(1, sizeof(*st));
+  dc_plugin_t *st = dc_plugin_state_new(ic_opaque);
   if (!st)
     return RD_KAFKA_RESP_ERR__FAIL;
-  st->dconf = dynconf_conf_dup(old->dconf);
-  if (!st->dconf) {
-    free(st);
-    return RD_KAFKA_RESP_ERR__FAIL;
-  }
-  st->log_level = old->log_level;
-  snprintf(st->name, sizeof(st->name), "%s", old->name);
   char errstr[256];
   rd_kafka_resp_err_t err =
       dc_plugin_register(new_conf, st, errstr, sizeof(errstr));
