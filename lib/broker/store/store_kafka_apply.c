@@ -245,6 +245,15 @@ static int fell_behind(applying_t *a) {
   return a->ours_flushed ? -1 : DC_KSTORE_BEHIND;
 }
 
+/* The log's next message: first the one a pass held back (a newer claim
+ * met while reading back a write), so every pass takes the log in order
+ * and no later record is applied past a claim still unread. */
+static rd_kafka_message_t *next_message(kafka_store_t *k, int timeout_ms) {
+  rd_kafka_message_t *m = k->held;
+  k->held = NULL;
+  return m ? m : rd_kafka_consumer_poll(k->consumer, timeout_ms);
+}
+
 int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
                        const int64_t *offsets, size_t n_ours, size_t *fenced,
                        const notify_t *nt, bool stop_at_claim,
@@ -259,7 +268,7 @@ int dc_kstore_catch_up(kafka_store_t *k, int64_t until, bool or_end,
     int left = (int)(deadline - dc_mono_ms());
     rd_kafka_message_t *m =
         left > 0 || late++ < APPLY_BATCH
-            ? rd_kafka_consumer_poll(k->consumer, left > 0 ? left : 0)
+            ? next_message(k, left > 0 ? left : 0)
             : NULL;
     if (!m && left > 0)
       continue;
@@ -291,15 +300,13 @@ int dc_kstore_apply_arrived(kafka_store_t *k, const notify_t *nt,
                             char *errstr, size_t errstr_size) {
   applying_t *a = &pass;
   applying_start(a, k, NULL, 0, nt, false);
-  rd_kafka_message_t *m = k->held;
+  rd_kafka_message_t *m;
   size_t taken = 0;
-  k->held = NULL;
   /* A pass carried over may hold records already: the batch bounds both. */
   while (taken < APPLY_BATCH && a->n < APPLY_BATCH &&
-         (m || (m = rd_kafka_consumer_poll(k->consumer, 0)))) {
+         (m = next_message(k, 0))) {
     int r = take_message(k, a, m, errstr, errstr_size);
     rd_kafka_message_destroy(m);
-    m = NULL;
     taken++;
     if (r < 0) {
       char ferr[256];
