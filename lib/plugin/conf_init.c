@@ -5,7 +5,10 @@
  * conf_init() on the conf the property is set on. conf_init() is the only
  * symbol the library exports (Makefile.am: -export-symbols-regex).
  */
+#include "plugin/host.h"
 #include "plugin/plugin_int.h"
+
+#include <stdio.h>
 
 rd_kafka_resp_err_t dc_plugin_register(rd_kafka_conf_t *conf, dc_plugin_t *st,
                                        char *errstr, size_t errstr_size) {
@@ -36,6 +39,10 @@ conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
 rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep,
                               char *errstr, size_t errstr_size) {
   *plug_opaquep = NULL; /* the state is per conf, held by the interceptors */
+  /* Called by librdkafka's plugin loader: that librdkafka is the one the
+   * plugin serves. */
+  if (dc_plugin_host_bind(__builtin_return_address(0), errstr, errstr_size))
+    return RD_KAFKA_RESP_ERR__FAIL;
   dc_plugin_t *st = dc_plugin_state_new(NULL);
   if (!st) {
     if (errstr_size)

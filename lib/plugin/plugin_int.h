@@ -10,6 +10,7 @@
  *   start.c      on_new / on_destroy: the agent of one client
  *   apply.c      writing the accepted values into the client's own conf
  *   log.c        log lines on stderr, in librdkafka's format
+ *   host.c       the rd_kafka_* calls, into the librdkafka that loaded it
  */
 #ifndef DC_PLUGIN_INT_H
 #define DC_PLUGIN_INT_H
