@@ -36,7 +36,9 @@ enum {
   EXIT_FAIL = 1,
   EXIT_USAGE = 2,
   EXIT_WAIT_TIMEOUT = 3,
-  EXIT_WAIT_NOBODY = 4 /* --wait: no connected client is concerned */
+  EXIT_WAIT_NOBODY = 4, /* --wait: no connected client is concerned */
+  /* --wait: none rejected, none behind, some need a restart to apply it */
+  EXIT_WAIT_RESTART = 5
 };
 enum { ENT_NONE = 0, ENT_CLIENTS, ENT_BROKERS, ENT_USERS };
 
@@ -233,9 +235,9 @@ int cli_wait_shown(const opts_t *o, cli_replicas_t *reps, int64_t deadline);
 int cli_describe_fleet(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 /* --alter --wait: refuses before altering a server without DescribeFleet;
  * alters; waits until the server shows the change, then until every
- * connected client of the entity that reports has applied it (EXIT_OK),
- * one rejected it (EXIT_FAIL) or the deadline passed (EXIT_WAIT_TIMEOUT),
- * saying who. */
+ * connected client of the entity that reports has applied it (EXIT_OK)
+ * or applied it or needs a restart to (EXIT_WAIT_RESTART), one rejected
+ * it (EXIT_FAIL) or the deadline passed (EXIT_WAIT_TIMEOUT), saying who. */
 int cli_alter_wait(const opts_t *o, dc_kclient_t *kc, int64_t deadline);
 
 #endif

@@ -3,8 +3,9 @@
  * dynconf-configs: the fleet. --describe-fleet lists the clients a server
  * knows with their rollout state (DescribeFleet, dynconf's API key 20003);
  * --alter --wait follows one change until the clients it concerns have
- * applied it, one of them rejected it, or --timeout-ms passed (once every
- * replica shows the change: configs_shown.c).
+ * applied it (or need a restart to), one of them rejected it, or
+ * --timeout-ms passed (once every replica shows the change:
+ * configs_shown.c).
  *
  * The state of each client is the server's judgement (proto.h: DC_FLEET_*);
  * this file only groups, prints and counts. Requests go through
@@ -29,16 +30,16 @@
 
 /* ---- naming and formatting (pure) --------------------------------------- */
 
-static const char *const state_json[] = {"up_to_date", "behind", "rejected",
-                                         "silent"};
-static const char *const state_heading[] = {"Up to date", "Behind",
-                                            "Rejected", "Silent"};
-static const char *const state_words[] = {"up to date", "behind", "rejected",
-                                          "silent"};
-enum { N_STATES = 4 };
+enum { N_STATES = DC_FLEET_N_STATES };
+static const char *const state_json[N_STATES] = {
+    "up_to_date", "behind", "rejected", "silent", "restart_needed"};
+static const char *const state_heading[N_STATES] = {
+    "Up to date", "Behind", "Rejected", "Silent", "Restart needed"};
+static const char *const state_words[N_STATES] = {
+    "up to date", "behind", "rejected", "silent", "restart needed"};
 
 static bool known_state(int8_t s) {
-  return s >= DC_FLEET_UP_TO_DATE && s <= DC_FLEET_SILENT;
+  return s >= 0 && s < N_STATES;
 }
 
 /* The outcome as words, or NULL for none (or one this tool does not know). */
@@ -47,6 +48,7 @@ static const char *outcome_words(int8_t outcome) {
   case DC_OUTCOME_APPLIED: return "applied";
   case DC_OUTCOME_PARTLY: return "partly applied";
   case DC_OUTCOME_REJECTED: return "rejected";
+  case DC_OUTCOME_RESTART: return "restart needed";
   }
   return NULL;
 }
@@ -56,6 +58,7 @@ static const char *outcome_json(int8_t outcome) {
   case DC_OUTCOME_APPLIED: return "applied";
   case DC_OUTCOME_PARTLY: return "partly_applied";
   case DC_OUTCOME_REJECTED: return "rejected";
+  case DC_OUTCOME_RESTART: return "restart_needed";
   }
   return NULL;
 }
@@ -197,7 +200,8 @@ static void count_states(const dc_fleet_client_t *const *v, int32_t n,
     count[v[i]->state]++;
 }
 
-/* "12 clients: 10 up to date, 1 behind, 1 rejected, 0 silent" */
+/* "12 clients: 10 up to date, 1 behind, 1 rejected, 0 silent, 0 restart
+ * needed" */
 static void put_summary(dc_buf_t *b, int32_t n, const size_t count[N_STATES]) {
   dc_buf_printf(b, "%d client%s:", (int)n, n == 1 ? "" : "s");
   for (int s = 0; s < N_STATES; s++)
@@ -403,7 +407,8 @@ static void bar_draw(fleet_call_t *call, const rollout_t *t) {
   if (!isatty(STDERR_FILENO))
     return;
   size_t applied = t->n[DC_FLEET_UP_TO_DATE];
-  size_t total = applied + t->n[DC_FLEET_BEHIND] + t->n[DC_FLEET_REJECTED];
+  size_t total = applied + t->n[DC_FLEET_BEHIND] + t->n[DC_FLEET_REJECTED] +
+                 t->n[DC_FLEET_RESTART];
   int full = total ? (int)(applied * BAR_WIDTH / total) : BAR_WIDTH;
   fprintf(stderr, "\r[%.*s%.*s] %zu/%zu applied, %zu behind\033[K", full,
           "####################", BAR_WIDTH - full, "....................",
@@ -413,8 +418,8 @@ static void bar_draw(fleet_call_t *call, const rollout_t *t) {
 }
 
 /* Appends one line per connected client in state to b, prefixed, with
- * what its state calls for: the reason of a rejection, the versions of a
- * client behind. */
+ * what its state calls for: the reason of a rejection, the values a
+ * restart would apply, the versions of a client behind. */
 static void put_state_list(dc_buf_t *b, const dc_fleet_client_t *const *v,
                            int32_t n, int8_t state) {
   for (int32_t i = 0; i < n; i++) {
@@ -425,6 +430,8 @@ static void put_state_list(dc_buf_t *b, const dc_fleet_client_t *const *v,
     put_who(b, c);
     if (state == DC_FLEET_REJECTED)
       dc_buf_printf(b, ": %s\n", str_or(c->reason, "no reason given"));
+    else if (state == DC_FLEET_RESTART)
+      dc_buf_printf(b, ": %s\n", str_or(c->reason, "no values given"));
     else if (state == DC_FLEET_BEHIND)
       dc_buf_printf(b, ": %s%s, needs %s\n",
                     c->reported_version == -1 ? "reports nothing" : "reports ",
@@ -437,16 +444,24 @@ static void put_state_list(dc_buf_t *b, const dc_fleet_client_t *const *v,
   }
 }
 
-static void put_applied(dc_buf_t *b, const rollout_t *t) {
-  size_t n = t->n[DC_FLEET_UP_TO_DATE];
-  dc_buf_printf(b, "%zu client%s applied the change\n", n, n == 1 ? "" : "s");
+/* How many applied the change and, when any, who needs a restart for it
+ * (with the values a restart would apply). */
+static void put_applied(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                        int32_t n, const rollout_t *t) {
+  size_t k = t->n[DC_FLEET_UP_TO_DATE];
+  dc_buf_printf(b, "%zu client%s applied the change\n", k, k == 1 ? "" : "s");
+  if (!(k = t->n[DC_FLEET_RESTART]))
+    return;
+  dc_buf_printf(b, "%zu client%s a restart to apply it:\n", k,
+                k == 1 ? " needs" : "s need");
+  put_state_list(b, v, n, DC_FLEET_RESTART);
 }
 
 /* Exit 1 as soon as one client refused the version that resolves now. */
 static int say_rejected(dc_buf_t *b, const dc_fleet_client_t *const *v,
                         int32_t n, const rollout_t *t) {
   size_t k = t->n[DC_FLEET_REJECTED];
-  put_applied(b, t);
+  put_applied(b, v, n, t);
   dc_buf_printf(b, "%zu client%s rejected it:\n", k, k == 1 ? "" : "s");
   put_state_list(b, v, n, DC_FLEET_REJECTED);
   int rc = cli_flush_out(b);
@@ -467,15 +482,32 @@ static int say_nobody(const dc_describe_fleet_resp_t *r) {
   return EXIT_WAIT_NOBODY;
 }
 
+/* No connected client that reported is behind, none rejected: exit 0
+ * when all of them applied the change, 5 when some only acknowledged it
+ * and apply it once restarted. */
+static int say_settled(dc_buf_t *b, const dc_fleet_client_t *const *v,
+                       int32_t n, const rollout_t *t) {
+  put_applied(b, v, n, t);
+  put_state_list(b, v, n, DC_FLEET_SILENT);
+  int rc = cli_flush_out(b);
+  size_t k = t->n[DC_FLEET_RESTART];
+  if (!k || rc != EXIT_OK)
+    return rc;
+  cli_fail("%zu client%s a restart to apply the change", k,
+           k == 1 ? " needs" : "s need");
+  return EXIT_WAIT_RESTART;
+}
+
 /* Judges one poll: done (said) when every connected client that reported
- * runs the new version, failed when one rejected it, nobody when no
- * connected client is concerned past the grace period; else keeps the
- * list of those behind for a time-out to print. */
+ * runs the new version or needs a restart to, failed when one rejected
+ * it, nobody when no connected client is concerned past the grace period;
+ * else keeps the list of those behind for a time-out to print. */
 static int judge_poll(fleet_call_t *call, const dc_fleet_client_t *const *v,
                       int32_t n) {
   rollout_t t = count_rollout(&call->resp);
-  size_t concerned = t.n[DC_FLEET_UP_TO_DATE] + t.n[DC_FLEET_BEHIND] +
-                     t.n[DC_FLEET_REJECTED] + t.n[DC_FLEET_SILENT];
+  size_t concerned = 0;
+  for (int s = 0; s < N_STATES; s++)
+    concerned += t.n[s];
   call->nobody = !concerned;
   if (!concerned) {
     if (dc_mono_ms() < call->grace_end)
@@ -492,13 +524,11 @@ static int judge_poll(fleet_call_t *call, const dc_fleet_client_t *const *v,
     rc = say_rejected(&b, v, n, &t);
     call->verdict = WAIT_DONE;
   } else if (!t.n[DC_FLEET_BEHIND]) {
-    put_applied(&b, &t);
-    put_state_list(&b, v, n, DC_FLEET_SILENT);
-    rc = cli_flush_out(&b);
+    rc = say_settled(&b, v, n, &t);
     call->verdict = WAIT_DONE;
   } else {
     dc_buf_clear(&call->behind);
-    put_applied(&call->behind, &t);
+    put_applied(&call->behind, v, n, &t);
     dc_buf_printf(&call->behind, "%zu client%s behind:\n",
                   t.n[DC_FLEET_BEHIND], t.n[DC_FLEET_BEHIND] == 1 ? "" : "s");
     put_state_list(&call->behind, v, n, DC_FLEET_BEHIND);

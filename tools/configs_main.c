@@ -13,7 +13,8 @@
  * lib/codec (encoding). Exit status: 0 success, 1 the server refused or
  * could not be reached (or, with --wait, a client rejected the change),
  * 2 usage error, 3 --wait timed out, 4 --wait found no connected client
- * the change concerns.
+ * the change concerns, 5 --wait: none rejected it and some clients need a
+ * restart to apply it.
  *
  * This file: option parsing, entity resolution and main(). The requests
  * are in configs_requests.c, --describe-fleet and --wait in
@@ -201,7 +202,8 @@ static void help_command_options(void) {
       "  --dry-run                validate on the server, change nothing\n"
       "  --wait                   with --alter: then wait until every connected\n"
       "                           client of the entity that reports to the\n"
-      "                           server has applied the change (exit 0), one\n"
+      "                           server has applied the change (exit 0) or\n"
+      "                           some need a restart to (exit 5), one\n"
       "                           rejected it (exit 1) or --timeout-ms passed\n"
       "                           (exit 3), saying who\n");
 }
@@ -212,8 +214,9 @@ static void help_fleet_and_connection(void) {
       "  --describe-fleet         the clients the server knows, grouped by\n"
       "                           whether they run the configuration that\n"
       "                           resolves for them now (up to date, behind,\n"
-      "                           rejected, silent); the entity, if given,\n"
-      "                           narrows the list to a client-id or a user\n"
+      "                           rejected, silent, restart needed); the\n"
+      "                           entity, if given, narrows the list to a\n"
+      "                           client-id or a user\n"
       "  --json                   machine-readable output\n"
       "  --timeout-ms N           give up after N ms (default 10000; with\n"
       "                           --wait 30000, the wait included)\n"
@@ -247,7 +250,8 @@ static void help_exit_and_examples(void) {
   printf(
       "Exit status: 0 success, 1 server error or unreachable (with --wait: or\n"
       "a client rejected the change), 2 usage error, 3 --wait timed out,\n"
-      "4 --wait: no connected client is concerned by the change.\n"
+      "4 --wait: no connected client is concerned by the change, 5 --wait:\n"
+      "none rejected it, some clients need a restart to apply it.\n"
       "\n"
       "Examples:\n"
       "  " PROG " --bootstrap-server localhost:9092 --entity-type clients \\\n"

@@ -491,13 +491,19 @@ int dc_watch_resp_encode(dc_buf_t *b, int16_t v, const dc_watch_resp_t *in);
  *           software_version (the agent's), client_library (the
  *           application's, e.g. "librdkafka/2.0.2"), version (int64: the configuration the report is about; -1 =
  *           the one this connection was served last), generation (int64),
- *           outcome (int8, DC_OUTCOME_*), reason (nullable)
+ *           outcome (int8, DC_OUTCOME_*), reason (nullable: why it
+ *           rejected, which keys it pinned or ignored, or for RESTART
+ *           the values a restart would apply)
  * response: throttle_time_ms, error_code, error_message (nullable) */
 enum {
   DC_OUTCOME_NONE = -1, /* nothing reported yet */
   DC_OUTCOME_APPLIED = 0,
   DC_OUTCOME_PARTLY = 1,   /* applied; some keys pinned or ignored */
   DC_OUTCOME_REJECTED = 2, /* refused as a whole; the last good stays */
+  /* accepted; takes effect when the client is restarted (a client the
+   * plugin configures at creation); reason: the values a restart would
+   * apply, e.g. "acks=0; session.timeout.ms=30000" */
+  DC_OUTCOME_RESTART = 3,
 };
 
 typedef struct dc_client_report_req {
@@ -539,13 +545,21 @@ int dc_client_report_resp_encode(dc_buf_t *b, int16_t v,
  *            last_seen_ms, connected (bool), served_version,
  *            current_version, reported_version, generation, outcome
  *            (int8), reason (nullable), state (int8, DC_FLEET_*)]
- * Clients are listed by client_id, then instance_id. */
+ * Clients are listed by client_id, then instance_id. A client's state is
+ * judged against the version that resolves for it now: a report of
+ * another version is BEHIND whatever its outcome; of that version,
+ * REJECTED, RESTART or UP_TO_DATE (APPLIED, PARTLY) by its outcome. */
 enum {
   DC_FLEET_UP_TO_DATE = 0, /* applied the version that resolves now */
   DC_FLEET_BEHIND = 1,     /* connected; its report is of another version */
   DC_FLEET_REJECTED = 2,   /* refused the version that resolves now */
   DC_FLEET_SILENT = 3,     /* gone, or never reported */
+  /* acknowledged the version that resolves now (DC_OUTCOME_RESTART);
+   * runs with the values it started with until restarted */
+  DC_FLEET_RESTART = 4,
 };
+/* How many DC_FLEET_* states there are (counts per state). */
+#define DC_FLEET_N_STATES 5
 
 typedef struct dc_fleet_client {
   char *instance_id, *client_id, *principal, *peer, *listener;

@@ -172,7 +172,7 @@ def step_describe_text(user):
     lines = out.splitlines()
     t.is_([x for x in lines if not x.startswith("  ")],
           ["Up to date (3):", "Silent (1):",
-           "4 clients: 3 up to date, 0 behind, 0 rejected, 1 silent"],
+           "4 clients: 3 up to date, 0 behind, 0 rejected, 1 silent, 0 restart needed"],
           "groups in order with their counts, and the summary")
     who = r"instance [0-9a-f]+, User:%s at 127\.0\.0\.1:\d+ via \S+, " % re.escape(user)
     soft = r"librdkafka/\S+, dynconf-agent/\S+, generation \d+, "

@@ -3,8 +3,8 @@
 """dynconf-configs --describe-fleet and --alter --wait against a scripted
 fake server, so every case is exact and needs no agents: the grouping,
 order and wording of the text output, the JSON, the filter each entity
-sends, a server without DescribeFleet, --wait's three endings (applied,
-rejected, time-out) and its first step (no judgement of the fleet before
+sends, a server without DescribeFleet, --wait's endings (applied, applied
+or needing a restart, rejected, time-out) and its first step (no judgement of the fleet before
 DescribeConfigs shows the change), the progress bar on a terminal and
 the usage errors. tests/e2e/test_cli_fleet.py runs the same against dynconfd
 and real agents.
@@ -58,7 +58,9 @@ import dcpy  # noqa: E402
 CLI = os.path.join(dcpy.builddir(), "dynconf-configs")
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER, API_VERSIONS, DESCRIBE_FLEET = 32, 44, 18, 20003
 METADATA = 3
-UP_TO_DATE, BEHIND, REJECTED, SILENT = 0, 1, 2, 3
+UP_TO_DATE, BEHIND, REJECTED, SILENT, RESTART = 0, 1, 2, 3, 4
+OUTCOME_RESTART = 3
+RESTART_VALUES = "acks=0; session.timeout.ms=30000"
 V1 = 0x0123456789ABCDEF
 V2 = int.from_bytes(bytes.fromhex("deadbeefdeadbeef"), "big", signed=True)
 H1, H2 = "0123456789abcdef", "deadbeefdeadbeef"
@@ -551,7 +553,7 @@ def test_describe_text():
         line("app-e", "i5", 51002, "reported %s applied, gone since 2m05s ago, first seen "
              "1m00s ago, last seen 2m05s ago" % H1),
         line("app-f", "i6", 51002, "never reported, first seen 1m00s ago, last seen 1s ago"),
-        "8 clients: 4 up to date, 1 behind, 1 rejected, 2 silent",
+        "8 clients: 4 up to date, 1 behind, 1 rejected, 2 silent, 0 restart needed",
     ]
     got_lines = out.splitlines()
     if not t.is_(len(got_lines), len(want), "one heading per group, one line per client, a summary"):
@@ -571,12 +573,13 @@ def test_describe_text():
          "control bytes an agent sent become '?' in the text")
     FAKE.script(fleets=[[client("solo", "i1", BEHIND, reported=V1)]])
     rc, out, err = cli("--describe-fleet")
-    t.is_(out.splitlines()[-1], "1 client: 0 up to date, 1 behind, 0 rejected, 0 silent",
+    t.is_(out.splitlines()[-1],
+          "1 client: 0 up to date, 1 behind, 0 rejected, 0 silent, 0 restart needed",
           "one client: singular, empty groups counted as 0")
     t.ok("Up to date" not in out, "an empty group has no heading")
     FAKE.script(fleets=[[]])
     t.is_(cli("--describe-fleet")[1],
-          "0 clients: 0 up to date, 0 behind, 0 rejected, 0 silent\n",
+          "0 clients: 0 up to date, 0 behind, 0 rejected, 0 silent, 0 restart needed\n",
           "no clients: just the summary")
 
 
@@ -619,13 +622,57 @@ def test_describe_json():
                  "generation", "outcome", "reason", "state"}
     t.is_(set(cs[0]), want_keys, "every field of a client")
     t.is_(doc.get("summary"), {"clients": 9, "up_to_date": 5, "behind": 1,
-                               "rejected": 1, "silent": 2}, "summary")
+                               "rejected": 1, "silent": 2, "restart_needed": 0},
+          "summary")
+
+
+def restarting(cid, inst, state=RESTART, **kw):
+    """A client that accepted V2 (unless kw says another version) and
+    applies it once restarted."""
+    return client(cid, inst, state, outcome=OUTCOME_RESTART, reason=RESTART_VALUES, **kw)
+
+
+def test_describe_restart():
+    FAKE.script(fleets=[[client("app-a", "i1", UP_TO_DATE), restarting("app-k", "i2"),
+                         restarting("app-k", "i3", reported=V1, state=BEHIND)]])
+    got = cli("--describe-fleet")
+    expect(got, 0, "--describe-fleet with clients that need a restart: exit 0")
+    want = [
+        "Up to date (1):",
+        line("app-a", "i1", 51002, "reported %s applied, first seen 1m00s ago, "
+             "last seen 1s ago" % H2),
+        "Behind (1):",
+        line("app-k", "i3", 51002, "reported %s restart needed, now %s, first seen "
+             "1m00s ago, last seen 1s ago; %s" % (H1, H2, RESTART_VALUES)),
+        "Restart needed (1):",
+        line("app-k", "i2", 51002, "reported %s restart needed, first seen 1m00s ago, "
+             "last seen 1s ago; %s" % (H2, RESTART_VALUES)),
+        "3 clients: 1 up to date, 1 behind, 0 rejected, 0 silent, 1 restart needed",
+    ]
+    t.is_(got[1].splitlines(), want, "... its own group, the outcome in words, the "
+          "values a restart would apply as the reason, counted in the summary")
+    got = cli("--describe-fleet", "--json")
+    try:
+        doc = json.loads(got[1])
+    except ValueError as e:
+        t.ok(False, "--json output is one JSON document (%s)" % e)
+        return
+    by = {c["instance_id"]: c for c in doc.get("clients", [])}
+    t.is_([(by[i]["state"], by[i]["outcome"], by[i]["reason"]) for i in ("i2", "i3")],
+          [("restart_needed", "restart_needed", RESTART_VALUES),
+           ("behind", "restart_needed", RESTART_VALUES)],
+          "--json: state and outcome restart_needed (behind for another version)")
+    t.is_(doc.get("summary"), {"clients": 3, "up_to_date": 1, "behind": 1, "rejected": 0,
+                               "silent": 0, "restart_needed": 1}, "--json summary")
 
 
 def test_describe_errors():
     FAKE.script(fleets=[[client("x", "i1", 7)]])
     expect(cli("--describe-fleet"), 1, "a state this CLI does not know: exit 1, said",
            err="state 7")
+    FAKE.script(fleets=[[client("x", "i1", 5)]])
+    expect(cli("--describe-fleet"), 1, "state 5, the one after restart needed: unknown",
+           err="state 5")
     FAKE.script(fleet_error=(31, "no describe on cluster"))
     expect(cli("--describe-fleet"), 1, "the server's error: name and message",
            err="Error: CLUSTER_AUTHORIZATION_FAILED: no describe on cluster")
@@ -730,6 +777,56 @@ def test_wait_rejected():
           "the <default> entity's wait watches every client")
     t.is_(FAKE.requests(DESCRIBE_CONFIGS)[0], (DESCRIBE_CONFIGS, 9, "<default>"),
           "... after DescribeConfigs of <default>")
+
+
+def test_wait_restart():
+    FAKE.script(
+        configs=[[("acks", "0", False)]],
+        fleets=[[client("app-a", "i1", BEHIND, reported=V1),
+                 client("app-a", "i2", BEHIND, reported=V1)],
+                [client("app-a", "i1", UP_TO_DATE), restarting("app-a", "i2")]])
+    start = time.monotonic()
+    got = cli("--alter", *CX, "--add-config", "acks=0", "--wait", "--timeout-ms", "30000")
+    took = time.monotonic() - start
+    expect(got, 5, "--wait: one client up to date, one needs a restart: exit 5, "
+           "naming it with the values a restart would apply",
+           out="Completed updating config for client-id 'app-a'.\n"
+               "1 client applied the change\n1 client needs a restart to apply it:\n"
+               "  app-a instance i2, User:alice at 10.0.0.7:51002: %s\n" % RESTART_VALUES,
+           err="Error: 1 client needs a restart to apply the change\n")
+    t.is_(got[1].count("\n"), 4, "... and nothing else on stdout")
+    t.is_(len(FAKE.requests(DESCRIBE_FLEET)), 2,
+          "... settled at the listing that shows it: no more DescribeFleet")
+    t.ok(took < 10, "... long before --timeout-ms (%.1f s)" % took)
+
+    FAKE.script(configs=[[("acks", "0", False)]],
+                fleets=[[restarting("app-a", "i1"), restarting("app-a", "i2")]])
+    expect(cli("--alter", *CX, "--add-config", "acks=0", "--wait"), 5,
+           "--wait: every client needs a restart: exit 5",
+           out="0 clients applied the change\n2 clients need a restart to apply it:\n",
+           err="Error: 2 clients need a restart to apply the change")
+
+    reason = "acks=0 is refused by the application"
+    FAKE.script(configs=[[("acks", "0", False)]],
+                fleets=[[restarting("app-a", "i1"),
+                         client("app-a", "i2", REJECTED, outcome=2, reason=reason)]])
+    expect(cli("--alter", *CX, "--add-config", "acks=0", "--wait"), 1,
+           "--wait: one needs a restart, one rejected: exit 1, the rejection wins",
+           out="0 clients applied the change\n1 client needs a restart to apply it:\n"
+               "  app-a instance i1, User:alice at 10.0.0.7:51002: %s\n"
+               "1 client rejected it:\n"
+               "  app-a instance i2, User:alice at 10.0.0.7:51002: %s\n"
+               % (RESTART_VALUES, reason),
+           err="Error: 1 client rejected the change")
+
+    FAKE.script(configs=[[("acks", "0", False)]],
+                fleets=[[restarting("app-a", "i1"),
+                         client("app-a", "i2", BEHIND, reported=V1)]])
+    expect(cli("--alter", *CX, "--add-config", "acks=0", "--wait", "--timeout-ms", "800"),
+           3, "--wait: one needs a restart, one behind: waits, exit 3 at --timeout-ms",
+           out="0 clients applied the change\n1 client needs a restart to apply it:\n"
+               "  app-a instance i1, User:alice at 10.0.0.7:51002: %s\n"
+               "1 client behind:\n" % RESTART_VALUES)
 
 
 def test_wait_timeout():
@@ -871,11 +968,11 @@ def b_line(cid, inst, tail, kind="producer"):
 FRESH = "first seen 1m00s ago, last seen 1s ago"
 A_ONLY = ("Up to date (1):\n"
           + line("app-a", "i1", 51002, "reported %s applied, %s" % (H2, FRESH)) + "\n"
-          "1 client: 1 up to date, 0 behind, 0 rejected, 0 silent\n")
+          "1 client: 1 up to date, 0 behind, 0 rejected, 0 silent, 0 restart needed\n")
 A_AND_B = ("Up to date (2):\n"
            + line("app-a", "i1", 51002, "reported %s applied, %s" % (H2, FRESH)) + "\n"
            + b_line("app-b", "i2", "reported %s applied, %s" % (H2, FRESH)) + "\n"
-           "2 clients: 2 up to date, 0 behind, 0 rejected, 0 silent\n")
+           "2 clients: 2 up to date, 0 behind, 0 rejected, 0 silent, 0 restart needed\n")
 
 
 def script_a_and_b(metadata, **kw_a):
@@ -907,7 +1004,7 @@ def test_replicas_describe():
          + b_line("app-b", "i2", "reported %s applied, %s" % (H2, FRESH)) + "\n"
          "Behind (1):\n"
          + b_line("app-c", "i3", "reported %s applied, now %s, %s" % (H1, H2, FRESH)) + "\n"
-         "3 clients: 2 up to date, 1 behind, 0 rejected, 0 silent\n",
+         "3 clients: 2 up to date, 1 behind, 0 rejected, 0 silent, 0 restart needed\n",
          "... A's and B's clients, each instance once: i2 as B, where it is "
          "connected, sees it")
     t.is_(err, "", "... nothing on stderr")
@@ -933,7 +1030,8 @@ def test_replicas_describe():
            ("i3", True, "10.0.1.8:52002")],
           "... exactly 3 clients, i2 B's (connected)")
     t.is_(doc.get("summary"), {"clients": 3, "up_to_date": 2, "behind": 1, "rejected": 0,
-                               "silent": 0}, "... summary of the union")
+                               "silent": 0, "restart_needed": 0},
+          "... summary of the union")
 
 
 def test_replicas_merge():
@@ -1246,6 +1344,20 @@ def test_v1_park_applied():
            err="Error: 1 client rejected the change\n")
 
 
+def test_v1_park_restart():
+    FAKE.script(fleet_max=1, configs=[SHOWN],
+                fleets=[[client("app-a", "i1", BEHIND, reported=V1)] + ups("i2")],
+                parks=[Park("move", 0.1, fleet=[restarting("app-a", "i1")] + ups("i2"))])
+    got = alter_wait()
+    expect(got, 5, "v1 --wait: the client behind needs a restart when the fleet moves: "
+           "exit 5",
+           out=DONE + "1 client applied the change\n1 client needs a restart to apply it:\n"
+                      "  app-a instance i1, User:alice at 10.0.0.7:51002: %s\n"
+                      % RESTART_VALUES,
+           err="Error: 1 client needs a restart to apply the change")
+    t.is_(FAKE.holds(), ["move"], "... answered when the fleet moved, not parked again")
+
+
 def test_v1_park_timeout():
     FAKE.script(fleet_max=1, configs=[[("linger.ms", "7", False)]],
                 fleets=[[client("app-b", "i1", BEHIND, reported=V1)]])
@@ -1429,14 +1541,17 @@ def main():
     try:
         FAKE = Fake()
         A, B, C = Fake("A", 1), Fake("B", 2), Fake("C", 3)
-        for test in (test_describe_text, test_describe_json, test_describe_errors,
+        for test in (test_describe_text, test_describe_json, test_describe_restart,
+                 test_describe_errors,
                      test_filters, test_wait_applied, test_wait_shown_ops,
-                     test_wait_rejected, test_wait_timeout, test_wait_users,
+                     test_wait_rejected, test_wait_restart, test_wait_timeout,
+                     test_wait_users,
                      test_wait_no_fleet, test_progress_bar, test_usage,
                      test_replicas_describe, test_replicas_merge, test_replicas_wait_applied,
                      test_replicas_wait_rejected, test_replicas_unreachable,
                      test_replicas_one, test_replicas_dropped, test_replicas_hang,
-                     test_v1_pages, test_v1_park_applied, test_v1_park_timeout,
+                     test_v1_pages, test_v1_park_applied, test_v1_park_restart,
+                     test_v1_park_timeout,
                      test_v1_park_moving, test_v1_park_paced,
                      test_v1_replicas, test_v1_replica_fails):
             test()

@@ -6,16 +6,18 @@
  *   - a report makes an entry with what the agent said and where it is
  *     (principal, peer, listener); its state against the version that
  *     resolves now: up to date, behind after an alter, rejected, and up to
- *     date again;
+ *     date again; "restart needed" of the version that resolves now (its
+ *     own state, with the values a restart would apply), of another
+ *     version behind;
  *   - version -1 means the version a Watch last served the connection;
  *   - filters by client-id and user;
  *   - an instance that reports from a new connection stays one entry, and
  *     the old connection's close does not make it gone; the new one's
  *     close does (silent, still listed within the retention, dropped with
  *     --fleet-retention-ms 0);
- *   - reports no agent sends (empty or long fields, an undefined outcome,
- *     an empty client-id) are refused with a sentence, the connection
- *     kept;
+ *   - reports no agent sends (empty or long fields, an undefined outcome
+ *     (the message names the known ones), an empty client-id) are refused
+ *     with a sentence, the connection kept;
  *   - ACLs: a report needs describe on the client-id, and DescribeFleet
  *     leaves out clients the caller may not describe;
  *   - two SASL users: mallory reporting alice's instance id is refused
@@ -184,6 +186,32 @@ static void test_states(dc_kclient_t *a) {
                 sizeof(msg)), 0, "  (back to applied partly)");
 }
 
+/* inst-1 (applied partly, up to date) reports "restart needed": for the
+ * version that resolves now its own state, for another one behind. */
+static void test_restart(dc_kclient_t *a) {
+  char msg[512];
+  au_fleet_client_t v[8];
+  int64_t now = version_of(a, "f1");
+  is_int(report(a, "inst-1", "f1", DC_OUTCOME_RESTART, now,
+                "acks=0; session.timeout.ms=30000", msg, sizeof(msg)),
+         0, "\"restart needed\" is taken (%s)", msg);
+  int n = au_fleet(a, NULL, NULL, v, 8);
+  const au_fleet_client_t *e = find(v, n, "inst-1");
+  ok(e && e->state == DC_FLEET_RESTART && e->outcome == DC_OUTCOME_RESTART &&
+         e->reported == now && e->current == now &&
+         !strcmp(e->reason, "acks=0; session.timeout.ms=30000"),
+     "  restart needed, with the values a restart would apply");
+  is_int(report(a, "inst-1", "f1", DC_OUTCOME_RESTART, now + 1, "acks=0",
+                msg, sizeof(msg)), 0, "  then of another version");
+  n = au_fleet(a, NULL, NULL, v, 8);
+  e = find(v, n, "inst-1");
+  ok(e && e->state == DC_FLEET_BEHIND && e->outcome == DC_OUTCOME_RESTART &&
+         e->reported == now + 1,
+     "  behind: its report is not of the version that resolves now");
+  is_int(report(a, "inst-1", "f1", DC_OUTCOME_PARTLY, now, "acks pinned",
+                msg, sizeof(msg)), 0, "  (back to applied partly)");
+}
+
 /* Filters, a second instance, moving and leaving connections. */
 static void test_connections(dc_kclient_t *a) {
   char msg[512];
@@ -234,6 +262,9 @@ static void test_refused(dc_kclient_t *a) {
       {"0123456789012345678901234567890123456789012345678901234567890123x",
        "f1", "instance_id is too long", 0},
       {"inst-x", "f1", "outcome 7", 7},
+      {"inst-x", "f1",
+       "outcome 4 is none of applied (0), applied partly (1), rejected (2), "
+       "restart needed (3)", 4},
       {"inst-x", "", "", 0},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -376,6 +407,7 @@ int main(void) {
   if (ok(a != NULL, "connected")) {
     test_listed(a);
     test_states(a);
+    test_restart(a);
     test_connections(a);
     test_refused(a);
   }

@@ -8,7 +8,8 @@
  * behind it, or until its timeout (seq unchanged); other requests are
  * answered at once; a parked request's close drops it; a parked answer
  * is listed with the requester's ACLs; a gone client passing the
- * retention wakes a parked request.
+ * retention wakes a parked request; a report of "restart needed" wakes
+ * one, the client listed in that state.
  */
 #include "client/kclient.h"
 #include "codec/proto.h"
@@ -53,23 +54,28 @@ static bool call(dc_kclient_t *kc, int16_t api, dc_kclient_encode_fn *enc,
   return false;
 }
 
-/* ClientReport of inst for client: the answer's error code, -1 when the
- * request failed. soft is all three software fields; reason nullable. */
+/* ClientReport q: the answer's error code, -1 when the request failed. */
+static int send_report(dc_kclient_t *kc, const dc_client_report_req_t *q) {
+  dc_arena_t a;
+  dc_rd_t rd;
+  dc_client_report_resp_t resp;
+  int rc = call(kc, DC_API_CLIENT_REPORT, enc_report, q, &rd, &a) &&
+                   !dc_client_report_resp_decode(&rd, 0, &resp)
+               ? resp.error_code
+               : -1;
+  dc_arena_free(&a);
+  return rc;
+}
+
+/* ClientReport of inst for client, applied, of version 1. soft is all
+ * three software fields; reason nullable. */
 static int report(dc_kclient_t *kc, const char *inst, const char *client,
                   const char *kind, const char *soft, const char *reason) {
   dc_client_report_req_t q = {
       (char *)client, (char *)inst, (char *)kind, (char *)soft, (char *)soft,
       (char *)soft,   1,            1,            DC_OUTCOME_APPLIED,
       (char *)reason};
-  dc_arena_t a;
-  dc_rd_t rd;
-  dc_client_report_resp_t resp;
-  int rc = call(kc, DC_API_CLIENT_REPORT, enc_report, &q, &rd, &a) &&
-                   !dc_client_report_resp_decode(&rd, 0, &resp)
-               ? resp.error_code
-               : -1;
-  dc_arena_free(&a);
-  return rc;
+  return send_report(kc, &q);
 }
 
 static int rep(dc_kclient_t *kc, const char *inst, const char *client) {
@@ -101,6 +107,7 @@ typedef struct page {
   int rc, n; /* rc: 0, or the client's error */
   int16_t error;
   bool more, conn[MAXN];
+  int8_t state[MAXN];
   int64_t seq;
   size_t body; /* the response body's bytes */
   char msg[256], cl[MAXN][72], in[MAXN][72];
@@ -131,6 +138,7 @@ static void copy(page_t *p, const dc_describe_fleet_resp_t *r) {
     snprintf(p->cl[i], sizeof(p->cl[i]), "%s", r->clients[i].client_id);
     snprintf(p->in[i], sizeof(p->in[i]), "%s", r->clients[i].instance_id);
     p->conn[i] = r->clients[i].connected;
+    p->state[i] = r->clients[i].state;
   }
 }
 
@@ -399,6 +407,28 @@ static void test_parked_close(dc_kclient_t *v, dc_tu_daemon_t *d) {
   dc_kclient_destroy(y);
 }
 
+/* An instance up to date (version -1: the one that resolves now) reports
+ * "restart needed" for it while v is parked: v wakes, the instance
+ * listed as needing a restart. */
+static void test_park_restart(dc_kclient_t *v) {
+  static page_t p;
+  dc_kclient_t *k = connected_as(g_bs, "fleet-wait-test");
+  dc_client_report_req_t q = {"app-k", "kept", "producer", "x", "x", "x", -1,
+                              1, DC_OUTCOME_APPLIED, NULL};
+  is_int(send_report(k, &q), 0, "an instance reports it applied the "
+         "version now");
+  int64_t s = seq_now(v);
+  int i = -1;
+  ok(park(v, s, 30000), "parked at the seq now");
+  q.outcome = DC_OUTCOME_RESTART;
+  q.reason = "acks=0";
+  is_int(send_report(k, &q), 0, "  it reports restart needed");
+  ok(woke(v, &p) && p.seq != s && (i = find(&p, "app-k", "kept")) >= 0 &&
+         p.state[i] == DC_FLEET_RESTART,
+     "  the parked request is answered, the instance restart needed");
+  dc_kclient_destroy(k);
+}
+
 /* ---- a small max.response.bytes ---------------------------------------- */
 
 #define N_BIG 60
@@ -546,6 +576,7 @@ int main(void) {
     test_timeout(v);
     test_at_once(v);
     test_parked_close(v, &d);
+    test_park_restart(v);
   }
   dc_kclient_destroy(r);
   dc_kclient_destroy(v);

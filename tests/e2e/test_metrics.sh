@@ -123,7 +123,7 @@ tap_is "$(grep -c '^dynconfd_watch_answers_total{reason=\(changed\|timeout\)} 0.
   "  and the answers by reason, none yet"
 tap_is "$(grep -c '^dynconfd_fleet_waits{} 0.0$' "$DC_TMP/after")" 1 \
   "fleet_waits: the gauge is there, no DescribeFleet parked"
-tap_is "$(grep -c '^dynconfd_fleet_clients{state=\(up_to_date\|behind\|rejected\|silent\)} 0.0$' "$DC_TMP/after")" 4 \
+tap_is "$(grep -c '^dynconfd_fleet_clients{state=\(up_to_date\|behind\|rejected\|silent\|restart_needed\)} 0.0$' "$DC_TMP/after")" 5 \
   "fleet: the gauge by state, no agent reported"
 tap_like "$(grep '^dynconfd_requests_total{api=DescribeConfigs' "$DC_TMP/after")" \
   "error=NONE" "a describe counted"

@@ -7,7 +7,8 @@
  * (dc_broker_metrics' text) equal both the states a DescribeFleet v0 of
  * the whole fleet lists and each agent's state judged afresh (its
  * configuration resolved without a memo):
- *   - reports: applied, applied partly, rejected, of another version, of
+ *   - reports: applied, applied partly, rejected, restart needed (of the
+ *     version that resolves now, and of another), of another version, of
  *     version -1;
  *   - alters of <default>, of one client-id, of a user, of a user's
  *     client-id, and an override deleted; configuration changes no
@@ -155,18 +156,19 @@ static int64_t current(const char *client, const char *principal) {
 
 /* ---- the counts, fast and recounted ------------------------------------- */
 
-static const char *const g_states[4] = {"up_to_date", "behind", "rejected",
-                                        "silent"};
+#define N_ST DC_FLEET_N_STATES
+static const char *const g_states[N_ST] = {"up_to_date", "behind", "rejected",
+                                           "silent", "restart_needed"};
 
 /* dynconfd_fleet_clients as a scrape of /metrics reads it; false when a
  * state is missing. */
-static bool scraped(uint64_t n[4]) {
+static bool scraped(uint64_t n[N_ST]) {
   dc_buf_t text;
   dc_buf_init(&text);
   dc_broker_metrics(g_b, &text);
   dc_buf_append(&text, "", 1);
   int found = 0;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < N_ST; i++) {
     char line[96];
     snprintf(line, sizeof(line), "\ndynconfd_fleet_clients{state=\"%s\"} ",
              g_states[i]);
@@ -177,12 +179,12 @@ static bool scraped(uint64_t n[4]) {
     }
   }
   dc_buf_free(&text);
-  return found == 4;
+  return found == N_ST;
 }
 
 /* Every entry judged afresh, each configuration resolved on its own. */
-static void recounted(uint64_t n[4]) {
-  memset(n, 0, 4 * sizeof(*n));
+static void recounted(uint64_t n[N_ST]) {
+  memset(n, 0, N_ST * sizeof(*n));
   for (dc_avl_node_t *a = dc_avl_first(&g_b->fleet->by_client); a;
        a = dc_avl_next(a)) {
     const dc_fleet_entry_t *e = dc_fleet_entry_of(a, false);
@@ -192,26 +194,26 @@ static void recounted(uint64_t n[4]) {
 
 /* The states a DescribeFleet v0 of the whole fleet lists; false when it
  * is not answered. */
-static bool listed(uint64_t n[4]) {
+static bool listed(uint64_t n[N_ST]) {
   peer_t admin;
   peer_init(&admin, NULL);
   dc_describe_fleet_req_t q = {0};
   dc_rd_t rd;
   dc_describe_fleet_resp_t r;
-  memset(n, 0, 4 * sizeof(*n));
+  memset(n, 0, N_ST * sizeof(*n));
   if (call(&admin, DC_API_DESCRIBE_FLEET, 0, enc_fleet, &q, &rd) !=
           DC_HANDLE_OK ||
       dc_describe_fleet_resp_decode(&rd, 0, &r) || r.error_code)
     return false;
   for (int32_t i = 0; i < r.n_clients; i++)
-    if (r.clients[i].state >= 0 && r.clients[i].state < 4)
+    if (r.clients[i].state >= 0 && r.clients[i].state < N_ST)
       n[r.clients[i].state]++;
   return true;
 }
 
 /* The scraped counts equal both recounts (and want, when given). */
 static bool check(const uint64_t *want, const char *what) {
-  uint64_t s[4] = {0}, r[4], l[4];
+  uint64_t s[N_ST] = {0}, r[N_ST], l[N_ST];
   bool got = scraped(s);
   recounted(r);
   bool answered = listed(l);
@@ -219,15 +221,17 @@ static bool check(const uint64_t *want, const char *what) {
               !memcmp(s, l, sizeof(s)) &&
               (!want || !memcmp(s, want, sizeof(s)));
   ok(same, "%s: scraped up_to_date %llu, behind %llu, rejected %llu, "
-     "silent %llu, as recounted", what, (unsigned long long)s[0],
-     (unsigned long long)s[1], (unsigned long long)s[2],
-     (unsigned long long)s[3]);
+     "silent %llu, restart_needed %llu, as recounted", what,
+     (unsigned long long)s[0], (unsigned long long)s[1],
+     (unsigned long long)s[2], (unsigned long long)s[3],
+     (unsigned long long)s[4]);
   if (!same)
-    diag("  recounted %llu %llu %llu %llu; listed %llu %llu %llu %llu",
-         (unsigned long long)r[0], (unsigned long long)r[1],
+    diag("  recounted %llu %llu %llu %llu %llu; listed %llu %llu %llu %llu "
+         "%llu", (unsigned long long)r[0], (unsigned long long)r[1],
          (unsigned long long)r[2], (unsigned long long)r[3],
-         (unsigned long long)l[0], (unsigned long long)l[1],
-         (unsigned long long)l[2], (unsigned long long)l[3]);
+         (unsigned long long)r[4], (unsigned long long)l[0],
+         (unsigned long long)l[1], (unsigned long long)l[2],
+         (unsigned long long)l[3], (unsigned long long)l[4]);
   return same;
 }
 
@@ -252,13 +256,14 @@ static void agents_init(void) {
   }
 }
 
-/* Agent i reports with one of five outcomes (by i + shift): applied,
- * of another version, applied partly, version -1, rejected. */
+/* Agent i reports with one of six outcomes (by i + shift): applied,
+ * of another version, applied partly, version -1, rejected, restart
+ * needed. */
 static int report_agent(int i, int shift) {
-  static const int8_t outcome[5] = {DC_OUTCOME_APPLIED, DC_OUTCOME_APPLIED,
-                                    DC_OUTCOME_PARTLY, DC_OUTCOME_APPLIED,
-                                    DC_OUTCOME_REJECTED};
-  int k = (i + shift) % 5;
+  static const int8_t outcome[6] = {DC_OUTCOME_APPLIED, DC_OUTCOME_APPLIED,
+                                    DC_OUTCOME_PARTLY,  DC_OUTCOME_APPLIED,
+                                    DC_OUTCOME_REJECTED, DC_OUTCOME_RESTART};
+  int k = (i + shift) % 6;
   int64_t now = current(g_client[i], g_p[i].conn.principal);
   int64_t version = k == 1 ? 12345 : k == 3 ? -1 : now;
   return report(&g_p[i], g_inst[i], g_client[i], outcome[k], version);
@@ -266,31 +271,49 @@ static int report_agent(int i, int shift) {
 
 /* solo-00's agent reports the version that resolves now; the counts
  * then. */
-static void solo_up(uint64_t was[4]) {
+static void solo_up(uint64_t was[N_ST]) {
   is_int(report(&g_p[0], g_inst[0], g_client[0], DC_OUTCOME_APPLIED,
                 current(g_client[0], NULL)), 0, "solo-00's agent up to date");
   scraped(was);
 }
 
 /* After a change of solo-00 (rc 0) no request made: its agent behind. */
-static void solo_behind(uint64_t was[4], int rc, const char *what) {
+static void solo_behind(uint64_t was[N_ST], int rc, const char *what) {
   ok(!rc, "%s", what);
   was[DC_FLEET_UP_TO_DATE]--;
   was[DC_FLEET_BEHIND]++;
   check(was, "  solo-00's agent behind");
 }
 
+/* solo-00's agent, up to date, reports "restart needed": of the version
+ * that resolves now it counts in restart_needed, of another as behind. */
+static void test_restart(void) {
+  uint64_t was[N_ST];
+  solo_up(was);
+  is_int(report(&g_p[0], g_inst[0], g_client[0], DC_OUTCOME_RESTART,
+                current(g_client[0], NULL)), 0,
+         "solo-00's agent needs a restart for the version now");
+  was[DC_FLEET_UP_TO_DATE]--;
+  was[DC_FLEET_RESTART]++;
+  check(was, "  counted in restart_needed");
+  is_int(report(&g_p[0], g_inst[0], g_client[0], DC_OUTCOME_RESTART, 12345),
+         0, "  then for another version");
+  was[DC_FLEET_RESTART]--;
+  was[DC_FLEET_BEHIND]++;
+  check(was, "  counted behind");
+}
+
 static void test_reports_and_alters(void) {
-  uint64_t none[4] = {0};
+  uint64_t none[N_ST] = {0};
   check(none, "no agents");
   int refused = 0;
   for (int i = 0; i < N_AGENTS; i++)
     refused += report_agent(i, 0) != 0;
   is_int(refused, 0, "%d agents report", N_AGENTS);
-  uint64_t first[4] = {24, 8, 8, 0};
+  uint64_t first[N_ST] = {21, 7, 6, 0, 6};
   check(first, "  every outcome");
   is_int(alter(DC_RES_CLIENT, "<default>", "acks", "0"), 0, "alter <default>");
-  uint64_t moved[4] = {0, N_AGENTS, 0, 0}; /* rejected ones too */
+  uint64_t moved[N_ST] = {0, N_AGENTS, 0, 0, 0}; /* rejected ones too */
   check(moved, "  all behind");
   for (int i = 0; i < N_AGENTS; i += 2)
     refused += report_agent(i, 1) != 0;
@@ -313,7 +336,7 @@ static void test_reports_and_alters(void) {
 /* Changes of the configdb no request made: none tells the fleet. */
 static void test_silent_changes(void) {
   const char *k[] = {"acks"}, *v[] = {"1"};
-  uint64_t was[4];
+  uint64_t was[N_ST];
   solo_up(was);
   solo_behind(was, dc_configdb_replace(g_b->db, DC_RES_CLIENT, "solo-00", 1,
                                        k, v),
@@ -358,7 +381,7 @@ static void test_moves(void) {
 
 /* The judging work: none on a scrape without a change. */
 static void test_work(void) {
-  uint64_t n[4];
+  uint64_t n[N_ST];
   scraped(n);
   uint64_t before = g_b->fleet->judged;
   scraped(n);
@@ -379,7 +402,7 @@ static void test_work(void) {
          "judge each of the %zu connected agents once", live);
   for (int i = 0; i < N_AGENTS; i++)
     peer_close(&g_p[i]);
-  uint64_t all_silent[4] = {0, 0, 0, g_b->fleet->n};
+  uint64_t all_silent[N_ST] = {0, 0, 0, g_b->fleet->n, 0};
   check(all_silent, "all connections closed");
 }
 
@@ -388,6 +411,7 @@ static void test_fleet(void) {
     return;
   agents_init();
   test_reports_and_alters();
+  test_restart();
   test_silent_changes();
   test_moves();
   test_work();
@@ -411,7 +435,7 @@ static void test_retention(void) {
   check(NULL, "10 agents, 6 gone within the retention");
   while (dc_wall_ms() <= closed + 100)
     dc_tu_sleep_ms(10);
-  uint64_t n[4];
+  uint64_t n[N_ST];
   scraped(n);
   is_int(g_b->fleet->n, 4, "  past it, the scrape drops the 6");
   check(NULL, "  and they leave the counts");
@@ -465,7 +489,7 @@ static void test_many(void) {
                       i % 2 ? current(client, NULL) : 1) != 0;
   }
   ok(p && !refused, "%d agents of distinct client-ids report", N_MANY);
-  uint64_t half[4] = {N_MANY / 2, N_MANY / 2, 0, 0}, n[4];
+  uint64_t half[N_ST] = {N_MANY / 2, N_MANY / 2, 0, 0, 0}, n[N_ST];
   uint64_t before = g_b->fleet->judged;
   int64_t t0 = dc_mono_us();
   scraped(n);
@@ -481,7 +505,7 @@ static void test_many(void) {
   diag("  (the first scrape after it judged %llu of them in %lld us)",
        (unsigned long long)(g_b->fleet->judged - before),
        (long long)(dc_mono_us() - t0));
-  uint64_t behind[4] = {0, N_MANY, 0, 0};
+  uint64_t behind[N_ST] = {0, N_MANY, 0, 0, 0};
   check(behind, "  after an alter of <default>, all behind");
   for (int i = 0; p && i < N_MANY; i++)
     peer_close(&p[i]);

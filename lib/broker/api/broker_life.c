@@ -174,13 +174,13 @@ static void rollout_metrics(dc_broker_t *b, dc_buf_t *out) {
                   "(dynconf-configs --wait).");
   dc_metrics_value(out, "dynconfd_fleet_waits", NULL, NULL,
                    (double)b->n_fleet_waits);
-  uint64_t fleet[4];
-  static const char *const states[4] = {"up_to_date", "behind", "rejected",
-                                        "silent"};
+  uint64_t fleet[DC_FLEET_N_STATES];
+  static const char *const states[DC_FLEET_N_STATES] = {
+      "up_to_date", "behind", "rejected", "silent", "restart_needed"};
   dc_broker_fleet_counts(b, fleet);
   dc_metrics_head(out, "dynconfd_fleet_clients", "gauge",
                   "Agents in the fleet view, by rollout state.");
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < DC_FLEET_N_STATES; i++)
     dc_metrics_value(out, "dynconfd_fleet_clients", "state", states[i],
                      (double)fleet[i]);
   dc_metrics_head(out, "dynconfd_fleet_bytes", "gauge",

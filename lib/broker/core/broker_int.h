@@ -164,7 +164,8 @@ enum { DC_PENDING_FORWARD = 0, DC_PENDING_WATCH = 1, DC_PENDING_FLEET = 2,
 int dc_handle_client_report(dc_req_t *r);
 int dc_handle_describe_fleet(dc_req_t *r);
 /* Agents per DC_FLEET_* state, as DescribeFleet would list them all. */
-void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]);
+void dc_broker_fleet_counts(dc_broker_t *b,
+                            uint64_t counts[DC_FLEET_N_STATES]);
 /* A Watch answer of version went out on the connection with slot. */
 void dc_broker_fleet_served(void **slot, int64_t version);
 /* Drops the gone entries past fleet.retention.ms (the seq moves). */

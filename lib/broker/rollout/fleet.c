@@ -105,14 +105,15 @@ static void judge_all(dc_broker_t *b) {
   }
 }
 
-void dc_broker_fleet_counts(dc_broker_t *b, uint64_t counts[4]) {
+void dc_broker_fleet_counts(dc_broker_t *b,
+                            uint64_t counts[DC_FLEET_N_STATES]) {
   dc_fleet_t *f = b->fleet;
   dc_broker_fleet_expire(b);
   uint64_t gen = dc_configdb_generation(b->db);
   if (f->n && (!f->counts_ok || f->counts_gen != gen))
     judge_all(b);
   counts_fresh(b);
-  memcpy(counts, f->counts, 4 * sizeof(*counts));
+  memcpy(counts, f->counts, sizeof(f->counts));
 }
 
 /* ---- ClientReport -------------------------------------------------------- */
@@ -144,9 +145,9 @@ static bool report_ok(const dc_client_report_req_t *q, char *why,
                 why_size) ||
       !field_ok("reason", q->reason, REASON_MAX, true, why, why_size))
     return false;
-  if (q->outcome < DC_OUTCOME_APPLIED || q->outcome > DC_OUTCOME_REJECTED) {
+  if (q->outcome < DC_OUTCOME_APPLIED || q->outcome > DC_OUTCOME_RESTART) {
     snprintf(why, why_size, "outcome %d is none of applied (0), applied "
-             "partly (1), rejected (2)", q->outcome);
+             "partly (1), rejected (2), restart needed (3)", q->outcome);
     return false;
   }
   return true;

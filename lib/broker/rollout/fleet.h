@@ -64,7 +64,7 @@ typedef struct dc_fleet {
   int64_t seq;
   /* Entries by DC_FLEET_* state, as last judged; right while the
    * configuration's generation is counts_gen (and counts_ok). */
-  uint64_t counts[4];
+  uint64_t counts[DC_FLEET_N_STATES];
   uint64_t counts_gen;
   bool counts_ok;
   /* The versions reports were judged against (the broker's; it forgets

@@ -222,8 +222,11 @@ int8_t dc_fleet_state(const dc_fleet_entry_t *e, int64_t current) {
     return DC_FLEET_SILENT;
   if (e->reported_version != current)
     return DC_FLEET_BEHIND;
-  return e->outcome == DC_OUTCOME_REJECTED ? DC_FLEET_REJECTED
-                                           : DC_FLEET_UP_TO_DATE;
+  switch (e->outcome) {
+  case DC_OUTCOME_REJECTED: return DC_FLEET_REJECTED;
+  case DC_OUTCOME_RESTART: return DC_FLEET_RESTART;
+  }
+  return DC_FLEET_UP_TO_DATE;
 }
 
 void dc_fleet_count(dc_fleet_t *f, dc_fleet_entry_t *e, int8_t state) {
