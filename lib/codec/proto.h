@@ -498,6 +498,7 @@ enum {
   DC_OUTCOME_APPLIED = 0,
   DC_OUTCOME_PARTLY = 1,   /* applied; some keys pinned or ignored */
   DC_OUTCOME_REJECTED = 2, /* refused as a whole; the last good stays */
+  DC_OUTCOME_RESTART = 3,  /* accepted; takes effect at the client's restart */
 };
 
 typedef struct dc_client_report_req {
@@ -545,6 +546,8 @@ enum {
   DC_FLEET_BEHIND = 1,     /* connected; its report is of another version */
   DC_FLEET_REJECTED = 2,   /* refused the version that resolves now */
   DC_FLEET_SILENT = 3,     /* gone, or never reported */
+  DC_FLEET_RESTART = 4,    /* accepted it; runs its start-up values until
+                              restarted */
 };
 
 typedef struct dc_fleet_client {
