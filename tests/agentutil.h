@@ -434,6 +434,31 @@ static inline int au_fleet(dc_kclient_t *kc, const char *client, const char *use
   return n;
 }
 
+/* Asks dynconfd on port for client's entry until its state is want and
+ * its connection conn, for up to 30 s; the last entry in *out. */
+static inline bool au_wait_fleet(int port, const char *client, int want,
+                                 bool conn, au_fleet_client_t *out) {
+  char bs[64], err[256];
+  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
+  memset(out, 0, sizeof(*out));
+  dc_kclient_t *kc = dc_kclient_new("fleet-reader");
+  bool got = false;
+  if (kc && !dc_kclient_connect(kc, bs, 10000, err, sizeof(err))) {
+    int64_t deadline = dc_tu_now_ms() + 30000;
+    do {
+      int n = au_fleet(kc, client, NULL, out, 1);
+      got = n == 1 && out->state == want && out->connected == conn;
+      if (!got)
+        dc_tu_sleep_ms(20);
+    } while (!got && dc_tu_now_ms() < deadline);
+    if (!got)
+      diag("  fleet: %s state %d connected %d, want %d %d", client,
+           out->state, out->connected, want, conn);
+  }
+  dc_kclient_destroy(kc);
+  return got;
+}
+
 /* ---- the mock cluster
  * ---------------------------------------------------------- */
 

@@ -96,8 +96,9 @@ static void judged_free(judged_t *j) {
  * back into j for the caller to free. Caller holds the lock. */
 static void publish_locked(dynconf_t *dc, judged_t *j) {
   dynconf_event_t *ev = j->ev;
+  /* A client configured only at its creation runs on without it. */
+  bool at_restart = !dc->conf.apply_live && dc->started;
   dc->generation = ev->generation;
-  dc_agent_report_state_locked(dc, ev);
   for (size_t i = 0; i < ev->n; i++) {
     const dc_event_entry_t *e = &ev->entries[i];
     dc_agent_log_locked(
@@ -105,7 +106,10 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
         "%s: %s -> %s (%s) %s%s%s", e->key,
         e->old_value ? e->old_value : "(app)",
         e->new_value ? e->new_value : "(app)", dynconf_source_name(e->source),
-        dynconf_outcome_name(e->outcome), e->reason ? ": " : "",
+        at_restart && e->outcome == DYNCONF_OUTCOME_APPLIED
+            ? "accepted; the client takes it when it is restarted"
+            : dynconf_outcome_name(e->outcome),
+        e->reason ? ": " : "",
         e->reason ? e->reason : "");
   }
   if (ev->accepted) {
@@ -113,6 +117,7 @@ static void publish_locked(dynconf_t *dc, judged_t *j) {
     dc->eff = j->eff;
     j->eff = old;
   }
+  dc_agent_report_state_locked(dc, ev); /* on the new effective config */
   dynconf_event_t *old_rejected = dc->last_rejected;
   dc->last_rejected = j->rejected; /* NULL when accepted */
   j->rejected = old_rejected;
@@ -402,6 +407,12 @@ void *dc_agent_thread(void *arg) {
     report(dc, dc->conn.fetched_version);
   pthread_mutex_lock(&dc->lock);
   while (!dc->stop) {
+    if (!dc->conf.log_queue && dc->logq_head) {
+      pthread_mutex_unlock(&dc->lock);
+      dc_agent_serve_logs(dc);
+      pthread_mutex_lock(&dc->lock);
+      continue;
+    }
     int64_t now = dc_mono_ms();
     int64_t cw_at = dc_certwatch_next_ms(&dc->cw);
     if (now >= cw_at) {

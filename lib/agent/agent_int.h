@@ -74,6 +74,9 @@ struct dynconf_conf_s {
   int producer_close_timeout_ms;
   int ssl_check_interval_ms; /* 0 = do not watch the ssl.* files */
   int watch;                 /* use the server's Watch when it offers it */
+  int apply_live;            /* 0: the client takes its config at creation */
+  int log_queue;             /* 0: the agent's thread calls log_cb */
+  char *software_name;       /* reported to the fleet */
   char *sec[DC_SEC_N];       /* dynconf.<name> overrides; "" = the app's */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;
@@ -383,6 +386,13 @@ struct dynconf_s {
   int server_version;    /* its DescribeConfigs version; -1 = none yet */
   dynconf_event_t *last_rejected; /* copy of the last rejected change set */
   dc_agent_report_state_t report;
+  /* dynconf.apply.live=false: the effective config when dynconf_new()
+   * returned, which the client was created with (under lock). */
+  bool started;
+  dc_effective_t start_eff;
+  /* The application's software beside librdkafka, from its
+   * client.software.name and .version ("" = plain librdkafka). */
+  char app_software[80];
   char instance_id[33]; /* random hex, fixed for the agent's life */
   uint64_t rng;
   dc_certwatch_t cw; /* see the comments in its type */

@@ -62,6 +62,19 @@ static const struct prop {
      "how often the application's ssl.certificate.location, ssl.key.location "
      "and ssl.ca.location files are checked for a rotation (SSL and SASL_SSL "
      "only); 0 = never"},
+    {"dynconf.apply.live", P_BOOL, O(apply_live), 0, 1, "true",
+     "true: the application applies accepted changes while it runs (managed "
+     "clients, or its own rebuild); false: it takes the configuration only "
+     "when it creates its client (the librdkafka plugin), and a change "
+     "accepted later is reported to the fleet as restart needed, with the "
+     "values that would apply"},
+    {"dynconf.log.queue", P_BOOL, O(log_queue), 0, 1, "true",
+     "true: log lines wait for dynconf_poll(), which calls the log callback "
+     "on the application's thread; false: the agent's thread calls it as "
+     "lines come (the callback must then be thread-safe)"},
+    {"dynconf.software.name", P_STR, O(software_name), 1, 64, "dynconf-agent",
+     "the name of the software this agent reports to the fleet with its "
+     "version (the plugin reports dynconf-plugin)"},
     {"dynconf.watch", P_BOOL, O(watch), 0, 1, "true",
      "between fetches, wait for changes with the server's Watch (pushed in "
      "milliseconds) when it offers it; false = poll only"},
@@ -94,6 +107,12 @@ static dynconf_conf_res_t set_prop(dynconf_conf_t *c, const struct prop *p,
       dc_allow_t a;
       if (dc_allow_parse(value, &a, errstr, errstr_size))
         return DYNCONF_CONF_INVALID;
+    }
+    if (p->max && (strlen(value) < (size_t)p->min ||
+                   strlen(value) > (size_t)p->max)) {
+      dc_seterr(errstr, errstr_size, "%s must be %d to %d characters long, "
+               "not %zu", p->name, p->min, p->max, strlen(value));
+      return DYNCONF_CONF_INVALID;
     }
     char *d = strdup(value);
     if (!d) {

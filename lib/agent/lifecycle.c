@@ -69,6 +69,25 @@ static void read_app_settings(dynconf_t *dc) {
     a->values[i] = conf_get(c, dc->allow.keys[i]);
 }
 
+/* The application's software when it is not plain librdkafka: a binding
+ * names itself in client.software.name (confluent-kafka-python does),
+ * with client.software.version when that fits the fleet's field. */
+static void read_app_software(dynconf_t *dc) {
+  char *name = conf_get(dc->app_conf, "client.software.name");
+  char *version = conf_get(dc->app_conf, "client.software.version");
+  char both[2 * sizeof(dc->app_software)] = "";
+  dc->app_software[0] = '\0';
+  if (name && *name && strcmp(name, "librdkafka") &&
+      strlen(name) < sizeof(dc->app_software)) {
+    snprintf(both, sizeof(both), "%s/%s", name, version ? version : "");
+    if (!version || !*version || strlen(both) >= sizeof(dc->app_software))
+      snprintf(both, sizeof(both), "%s", name);
+    memcpy(dc->app_software, both, strlen(both) + 1);
+  }
+  free(name);
+  free(version);
+}
+
 /* 128 random bits in hex: the agent's name in the server's fleet view,
  * the same across its reconnects. */
 static void instance_id_make(char *out, size_t size) {
@@ -92,6 +111,7 @@ static void agent_free(dynconf_t *dc) {
     free(dc->app.values[i]);
   dc_fetched_set_free(&dc->fetched);
   dc_effective_free(&dc->eff);
+  dc_effective_free(&dc->start_eff);
   dc_agent_queues_free(dc);
   dc_event_free(dc->last_rejected);
   dc_certwatch_free(&dc->cw);
@@ -212,6 +232,7 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
       find_server(dc, errstr, errstr_size))
     goto fail;
   read_app_settings(dc);
+  read_app_software(dc);
   /* The baseline of the ssl.* files is what the connection loads. */
   if (dc_certwatch_init(dc)) {
     dc_seterr(errstr, errstr_size, "out of memory");
@@ -220,6 +241,13 @@ dynconf_t *dynconf_new(rd_kafka_type_t type, const rd_kafka_conf_t *app_conf,
   if (dc_agent_conn_init(dc, errstr, errstr_size) ||
       first_fetch(dc, errstr, errstr_size))
     goto fail;
+  /* What a client configured only at its creation runs with: taken
+   * before the agent's thread can change the effective config. */
+  if (dc_effective_copy(&dc->start_eff, &dc->eff)) {
+    dc_seterr(errstr, errstr_size, "out of memory");
+    goto fail;
+  }
+  dc->started = true;
   if (pthread_create(&dc->thread, NULL, dc_agent_thread, dc)) {
     dc_seterr(errstr, errstr_size, "cannot start the agent thread: %s",
              strerror(errno));

@@ -34,6 +34,42 @@ static void note(char *buf, size_t size, const char *sep,
     (*left_out)++;
 }
 
+/* A client that takes its configuration only at creation runs with the
+ * values it started with: when they differ from the effective ones now,
+ * the report says restart needed and lists what would apply, ahead of
+ * the notes of the change set. */
+static void restart_note_locked(dynconf_t *dc, dc_agent_report_state_t *s) {
+  char list[sizeof(s->reason)] = "";
+  int differ = 0, more = 0;
+  for (size_t i = 0; i < dc->allow.n; i++) {
+    const char *now = dc->eff.value[i], *then = dc->start_eff.value[i];
+    if ((!now && !then) || (now && then && !strcmp(now, then)))
+      continue;
+    char one[sizeof(list)];
+    size_t used = strlen(list);
+    snprintf(one, sizeof(one), "%s%s=%s", used ? "; " : "",
+             dc->allow.keys[i], now ? now : "(app)");
+    if (used + strlen(one) + 24 < sizeof(list))
+      memcpy(list + used, one, strlen(one) + 1);
+    else
+      more++;
+    differ++;
+  }
+  if (!differ)
+    return;
+  if (more) {
+    size_t used = strlen(list);
+    snprintf(list + used, sizeof(list) - used, "; and %d more", more);
+  }
+  char all[3 * sizeof(s->reason)];
+  int n = snprintf(all, sizeof(all), "after a restart: %s%s%s", list,
+                   *s->reason ? "; " : "", s->reason);
+  if (n >= (int)sizeof(s->reason)) /* said so, never cut silently */
+    snprintf(all + sizeof(s->reason) - 16, 16, "; and more");
+  memcpy(s->reason, all, strlen(all) + 1);
+  s->outcome = DC_OUTCOME_RESTART;
+}
+
 void dc_agent_report_state_locked(dynconf_t *dc, const dynconf_event_t *ev) {
   dc_agent_report_state_t *s = &dc->report;
   int left_out = 0;
@@ -53,6 +89,8 @@ void dc_agent_report_state_locked(dynconf_t *dc, const dynconf_event_t *ev) {
     snprintf(s->reason + used, sizeof(s->reason) - used, "; and %d more",
              left_out);
   }
+  if (ev->accepted && !dc->conf.apply_live && dc->started)
+    restart_note_locked(dc, s);
 }
 
 static int enc_report(dc_buf_t *b, int16_t v, const void *req) {
@@ -67,13 +105,15 @@ static void fill(dynconf_t *dc, int64_t version, dc_client_report_req_t *q,
   *q = (dc_client_report_req_t){
       .client_id = dc->client_id, .instance_id = dc->instance_id,
       .kind = dc->type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
-      .software_name = "dynconf-agent", .software_version = PACKAGE_VERSION,
+      .software_name = dc->conf.software_name,
+      .software_version = PACKAGE_VERSION,
       .client_library = lib, .version = version,
       .generation = dc->generation, .outcome = dc->report.outcome,
       .reason = reason};
   snprintf(reason, reason_size, "%s", dc->report.reason);
   pthread_mutex_unlock(&dc->lock);
-  snprintf(lib, lib_size, "librdkafka/%s", rd_kafka_version_str());
+  snprintf(lib, lib_size, "librdkafka/%s%s%s", rd_kafka_version_str(),
+           *dc->app_software ? " " : "", dc->app_software);
   if (!*reason)
     q->reason = NULL;
 }
@@ -92,7 +132,7 @@ bool dc_agent_report(dynconf_t *dc, int64_t version) {
       dc_kclient_pick_version(c->kc, DC_API_CLIENT_REPORT) != 0)
     return true;
   dc_client_report_req_t q;
-  char reason[sizeof(dc->report.reason)], lib[64];
+  char reason[sizeof(dc->report.reason)], lib[sizeof(dc->app_software) + 48];
   fill(dc, version, &q, reason, sizeof(reason), lib, sizeof(lib));
   if (already_said(c, &q))
     return true;

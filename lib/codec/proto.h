@@ -502,7 +502,7 @@ enum {
   DC_OUTCOME_REJECTED = 2, /* refused as a whole; the last good stays */
   /* accepted; takes effect when the client is restarted (a client the
    * plugin configures at creation); reason: the values a restart would
-   * apply, e.g. "acks=0; session.timeout.ms=30000" */
+   * apply, e.g. "after a restart: acks=0; session.timeout.ms=30000" */
   DC_OUTCOME_RESTART = 3,
 };
 

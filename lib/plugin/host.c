@@ -56,6 +56,10 @@
     (rd_kafka_conf_t * conf, const char *ic_name,                              \
      rd_kafka_interceptor_f_on_new_t *f, void *ic_opaque),                     \
     (conf, ic_name, f, ic_opaque))                                             \
+  X(rd_kafka_resp_err_t, rd_kafka_interceptor_add_on_thread_start,            \
+    (rd_kafka_t * rk, const char *ic_name,                                     \
+     rd_kafka_interceptor_f_on_thread_start_t *f, void *ic_opaque),            \
+    (rk, ic_name, f, ic_opaque))                                               \
   X(rd_kafka_resp_err_t, rd_kafka_interceptor_add_on_destroy,                  \
     (rd_kafka_t * rk, const char *ic_name,                                     \
      rd_kafka_interceptor_f_on_destroy_t *f, void *ic_opaque),                 \

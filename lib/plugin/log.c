@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The plugin's log lines: on stderr, in the format of librdkafka's
- * default logger (rd_kafka_log_print), so they sit among the client's
- * own lines: "%LEVEL|SECONDS.MILLIS|FAC|NAME| message".
+ * The plugin's log lines: through the client's own log callback once the
+ * client is whole; before (inside rd_kafka_new()), and for a client that
+ * queues its logs, on stderr in the format of librdkafka's default logger
+ * (rd_kafka_log_print), so they sit among the client's own lines:
+ * "%LEVEL|SECONDS.MILLIS|FAC|NAME| message".
  */
 #include "plugin/plugin_int.h"
 
@@ -14,6 +16,10 @@ static void log_line(const dc_plugin_t *st, int level, const char *fac,
                      const char *msg) {
   if (level > st->log_level)
     return;
+  if (atomic_load(&st->client_ready)) {
+    st->client_log(st->rk, level, fac, msg);
+    return;
+  }
   struct timeval tv;
   gettimeofday(&tv, NULL);
   fprintf(stderr, "%%%i|%u.%03u|%s|%s| %s\n", level, (unsigned)tv.tv_sec,
@@ -33,10 +39,11 @@ void dc_plugin_log(const dc_plugin_t *st, int level, const char *fac,
 void dc_plugin_agent_log(const dynconf_t *dc, int level, const char *fac,
                          const char *msg) {
   const dc_plugin_t *st = dynconf_opaque(dc);
-  /* The agent's account of a change set (CHANGE) says "applied" for
-   * every key its rules accept; what the client takes is said by
-   * apply.c instead, as some keys cannot be set at on_new. */
-  if (st && strcmp(fac, "CHANGE"))
+  /* The agent's account of the first change set (CHANGE) says
+   * "applied" for every key its rules accept; what the client takes is
+   * said by apply.c instead, as some keys cannot be set at on_new. Later
+   * ones say they wait for a restart. */
+  if (st && (!st->in_new || strcmp(fac, "CHANGE")))
     log_line(st, level, fac, msg);
 }
 

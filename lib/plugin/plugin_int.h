@@ -18,6 +18,8 @@
 
 #include <librdkafka/rdkafka.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The name the plugin's interceptors are registered under (librdkafka
@@ -28,11 +30,22 @@
  * succeeds the client's conf is a struct copy of the application's, so
  * the same state then belongs to the client (librdkafka calls
  * on_conf_destroy for it when the client is destroyed). */
+/* The client's log callback (librdkafka's rd_kafka_conf_set_log_cb). */
+typedef void(dc_client_log_cb_t)(const rd_kafka_t *rk, int level,
+                                 const char *fac, const char *buf);
+
 typedef struct dc_plugin {
   dynconf_conf_t *dconf; /* the dynconf.* properties set on this conf */
   dynconf_t *dc;         /* the agent of the client made from it, or NULL */
   char name[160];        /* "client.id#producer", for log lines */
   int log_level;         /* dynconf.log.level when the agent was made */
+  bool in_new;           /* on_new is running (the agent's start-up) */
+  /* Where the agent's later lines go: the client's log callback, once its
+   * main thread runs (the handle is whole then), unless it queues its
+   * logs (log.queue=true: for the application's poll only). */
+  rd_kafka_t *rk;
+  dc_client_log_cb_t *client_log;
+  atomic_bool client_ready;
 } dc_plugin_t;
 
 /* ---- state.c ---------------------------------------------------------- */
@@ -69,6 +82,10 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
                                      void *ic_opaque, char *errstr,
                                      size_t errstr_size);
 rd_kafka_resp_err_t dc_plugin_on_destroy(rd_kafka_t *rk, void *ic_opaque);
+rd_kafka_resp_err_t dc_plugin_on_thread_start(rd_kafka_t *rk,
+                                              rd_kafka_thread_type_t type,
+                                              const char *thread_name,
+                                              void *ic_opaque);
 
 /* ---- apply.c ------------------------------------------------------------ */
 
@@ -83,9 +100,9 @@ const char *dc_plugin_key_unsafe(const char *key);
 
 /* ---- log.c -------------------------------------------------------------- */
 
-/* One line on stderr as librdkafka's default logger prints it
- * ("%LEVEL|SECONDS.MILLIS|FAC|NAME| message"), when level is at most
- * st's log level. */
+/* One line, when level is at most st's log level: through the client's
+ * log callback once it is ready, else on stderr as librdkafka's default
+ * logger prints it ("%LEVEL|SECONDS.MILLIS|FAC|NAME| message"). */
 void dc_plugin_log(const dc_plugin_t *st, int level, const char *fac,
                    const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -56,11 +56,21 @@ static void name_client(dc_plugin_t *st, rd_kafka_type_t type,
 static dynconf_t *start_agent(dc_plugin_t *st, rd_kafka_type_t type,
                               const rd_kafka_conf_t *conf, char *errstr,
                               size_t errstr_size) {
+  /* The client takes its configuration here only: later changes are
+   * reported as restart needed, and logged as they come. */
+  static const char *const fixed[][2] = {
+      {"dynconf.startup.required", "false"},
+      {"dynconf.apply.live", "false"},
+      {"dynconf.log.queue", "false"},
+      {"dynconf.software.name", "dynconf-plugin"}};
   dynconf_conf_t *dconf = dynconf_conf_dup(st->dconf);
-  if (!dconf ||
-      dynconf_conf_set(dconf, "dynconf.startup.required", "false", errstr,
-                       errstr_size) != DYNCONF_CONF_OK) {
-    dynconf_conf_destroy(dconf);
+  for (size_t i = 0; dconf && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+    if (dynconf_conf_set(dconf, fixed[i][0], fixed[i][1], errstr,
+                         errstr_size) != DYNCONF_CONF_OK) {
+      dynconf_conf_destroy(dconf);
+      dconf = NULL;
+    }
+  if (!dconf) {
     snprintf(errstr, errstr_size, "out of memory");
     return NULL;
   }
@@ -102,6 +112,40 @@ static rd_kafka_resp_err_t no_config(dc_plugin_t *st, bool required,
   return RD_KAFKA_RESP_ERR__STATE;
 }
 
+/* The client's log callback, as librdkafka's conf prints a pointer
+ * property ("%p"); none when the client queues its logs for its own poll
+ * (log.queue=true), which a plugin cannot feed. */
+static void find_client_log(dc_plugin_t *st, rd_kafka_t *rk,
+                            const rd_kafka_conf_t *conf) {
+  char v[64];
+  size_t sz = sizeof(v);
+  void *p = NULL;
+  st->rk = rk;
+  st->client_log = NULL;
+  atomic_store(&st->client_ready, false);
+  if (rd_kafka_conf_get(conf, "log.queue", v, &sz) == RD_KAFKA_CONF_OK &&
+      !strcmp(v, "true"))
+    return;
+  sz = sizeof(v);
+  if (rd_kafka_conf_get(conf, "log_cb", v, &sz) == RD_KAFKA_CONF_OK &&
+      sscanf(v, "%p", &p) == 1 && p)
+    memcpy(&st->client_log, &p, sizeof(p));
+}
+
+/* The client's main thread starts once rd_kafka_new() has named the
+ * handle: from then on the client's log callback may be called. */
+rd_kafka_resp_err_t dc_plugin_on_thread_start(rd_kafka_t *rk,
+                                              rd_kafka_thread_type_t type,
+                                              const char *thread_name,
+                                              void *ic_opaque) {
+  (void)rk;
+  (void)thread_name;
+  dc_plugin_t *st = ic_opaque;
+  if (type == RD_KAFKA_THREAD_MAIN && st->client_log)
+    atomic_store(&st->client_ready, true);
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
                                      const rd_kafka_conf_t *conf,
                                      void *ic_opaque, char *errstr,
@@ -117,7 +161,15 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
              rd_kafka_err2str(err));
     return err; /* no agent: nothing would stop it */
   }
+  err = rd_kafka_interceptor_add_on_thread_start(
+      rk, DC_PLUGIN_IC_NAME, dc_plugin_on_thread_start, st);
+  if (err) {
+    snprintf(errstr, errstr_size, "dynconf plugin: adding on_thread_start: "
+             "%s", rd_kafka_err2str(err));
+    return err;
+  }
   name_client(st, type, conf);
+  find_client_log(st, rk, conf);
   prop(st, "dynconf.log.level", v, sizeof(v));
   st->log_level = *v ? atoi(v) : 6;
   prop(st, "dynconf.startup.required", v, sizeof(v));
@@ -126,8 +178,10 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
   /* A conf whose rd_kafka_new() failed after on_new had its agent
    * destroyed by on_destroy; none is left here. */
   dynconf_destroy(st->dc);
+  st->in_new = true;
   st->dc = start_agent(st, type, conf, e, sizeof(e));
   if (!st->dc) {
+    st->in_new = false;
     dc_plugin_log(st, 3, "DYNCONF",
                   "no agent: %s; the client keeps the application's "
                   "configuration",
@@ -138,6 +192,7 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
   /* The first change set's pinned and rejected keys, and an error of the
    * first fetch, are logged now, on the thread that made the agent. */
   dynconf_poll(st->dc, 0);
+  st->in_new = false;
   dynconf_state_t state = dynconf_state(st->dc);
   if (state != DYNCONF_STATE_UP)
     return no_config(st, required, state, errstr, errstr_size);
@@ -152,7 +207,8 @@ rd_kafka_resp_err_t dc_plugin_on_new(rd_kafka_t *rk,
 rd_kafka_resp_err_t dc_plugin_on_destroy(rd_kafka_t *rk, void *ic_opaque) {
   (void)rk;
   dc_plugin_t *st = ic_opaque;
-  dynconf_destroy(st->dc);
+  dynconf_destroy(st->dc); /* its thread logs no more */
   st->dc = NULL;
+  atomic_store(&st->client_ready, false);
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }

@@ -221,8 +221,7 @@ static void test_fleet(int port) {
     dynconf_destroy(dcs[i]);
 }
 
-static bool wait_fleet(int port, const char *client, int want, bool conn,
-                       au_fleet_client_t *out);
+#define wait_fleet au_wait_fleet
 
 /* ---- 4: dynconfd restarts under a parked Watch ---------------------------- */
 
@@ -296,28 +295,6 @@ static void test_off(int port) {
 
 /* Polls dynconfd's fleet view until client's one entry has state want
  * (and connected == conn); a copy in *out. */
-static bool wait_fleet(int port, const char *client, int want, bool conn,
-                       au_fleet_client_t *out) {
-  char bs[64], err[256];
-  snprintf(bs, sizeof(bs), "127.0.0.1:%d", port);
-  dc_kclient_t *kc = dc_kclient_new("fleet-reader");
-  bool got = false;
-  if (kc && !dc_kclient_connect(kc, bs, 10000, err, sizeof(err))) {
-    int64_t deadline = dc_tu_now_ms() + WAIT_MS;
-    do {
-      int n = au_fleet(kc, client, NULL, out, 1);
-      got = n == 1 && out->state == want && out->connected == conn;
-      if (!got)
-        dc_tu_sleep_ms(20);
-    } while (!got && dc_tu_now_ms() < deadline);
-    if (!got)
-      diag("  fleet: %s state %d connected %d, want %d %d", client,
-           out->state, out->connected, want, conn);
-  }
-  dc_kclient_destroy(kc);
-  return got;
-}
-
 static void test_report(int port) {
   au_rec_t r, rc;
   au_fleet_client_t f;

@@ -313,6 +313,74 @@ static void test_dup(void) {
   }
 }
 
+/* Lines the plugin logs through the client's own log callback, once the
+ * client is made (its facility and text). */
+static char g_client_lines[8192];
+static void on_client_log(const rd_kafka_t *rk, int level, const char *fac,
+                          const char *buf) {
+  (void)rk;
+  (void)level;
+  pthread_mutex_lock(&g_log_lock);
+  size_t used = strlen(g_client_lines);
+  snprintf(g_client_lines + used, sizeof(g_client_lines) - used, "%s| %s\n",
+           fac, buf);
+  pthread_mutex_unlock(&g_log_lock);
+}
+
+static bool client_logged(const char *what) {
+  int64_t deadline = dc_tu_now_ms() + 30000;
+  bool seen;
+  do {
+    pthread_mutex_lock(&g_log_lock);
+    seen = strstr(g_client_lines, what) != NULL;
+    pthread_mutex_unlock(&g_log_lock);
+    if (!seen)
+      dc_tu_sleep_ms(20);
+  } while (!seen && dc_tu_now_ms() < deadline);
+  return seen;
+}
+
+/* The client joins the fleet as a plugin client, naming the binding
+ * that says it is one; a change made while it runs is reported as
+ * restart needed, with the value that would apply, and told through the
+ * client's log callback; changed back, it is up to date again. */
+static void test_fleet(int port) {
+  au_fleet_client_t f;
+  is_int(au_alter(port, "plug-r", "acks=0"), 0, "fleet: plug-r acks=0");
+  rd_kafka_conf_t *c = app_conf(PLUGIN_FIRST, "plug-r", g_bs,
+                                "client.software.name", "test-binding",
+                                "client.software.version", "9.9", "log_level",
+                                "6", NULL, "dynconf.log.level", "6", NULL);
+  rd_kafka_conf_set_log_cb(c, on_client_log);
+  rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, c, NULL);
+  if (!ok(rk, "fleet: a client with the plugin"))
+    return;
+  ok(au_wait_fleet(port, "plug-r", DC_FLEET_UP_TO_DATE, true, &f),
+     "fleet: it is listed, up to date");
+  ok(!strncmp(f.agent, "dynconf-plugin/", 15), "  as dynconf-plugin: %s",
+     f.agent);
+  char want[128];
+  snprintf(want, sizeof(want), "librdkafka/%s test-binding/9.9",
+           rd_kafka_version_str());
+  is_str(f.app, want, "  on librdkafka, with the binding it names");
+
+  is_int(au_alter(port, "plug-r", "acks=1"), 0, "fleet: acks=1 while it runs");
+  ok(au_wait_fleet(port, "plug-r", DC_FLEET_RESTART, true, &f),
+     "  the client reports restart needed");
+  is_int(f.outcome, DC_OUTCOME_RESTART, "  outcome restart needed");
+  is_str(f.reason, "after a restart: acks=1", "  with the value that would "
+         "apply");
+  is_str(client_val(rk, "acks"), "0", "  the client runs on with acks=0");
+  ok(client_logged("CHANGE| acks: 0 -> 1 (client-override) accepted; the "
+                   "client takes it when it is restarted"),
+     "  said through the client's log callback");
+
+  is_int(au_alter(port, "plug-r", "acks=0"), 0, "fleet: acks=0 again");
+  ok(au_wait_fleet(port, "plug-r", DC_FLEET_UP_TO_DATE, true, &f),
+     "  up to date again: it runs what it started with");
+  rd_kafka_destroy(rk);
+}
+
 /* The agent's one thread lives as long as the client, and goes with it. */
 static void test_threads(void) {
   int before = dc_tu_thread_count();
@@ -371,6 +439,7 @@ int main(void) {
   test_required();
   test_produce();
   test_dup();
+  test_fleet(d.port);
   test_threads();
 
   ok(dc_tu_daemon_alive(&d), "dynconfd still running");

@@ -71,6 +71,9 @@ static const struct prop {
      0, 3600000, "30000"},
     {"dynconf.ssl.check.interval.ms", T_INT, O(ssl_check_interval_ms), 0,
      86400000, "10000"},
+    {"dynconf.apply.live", T_BOOL, O(apply_live), 0, 1, "true"},
+    {"dynconf.log.queue", T_BOOL, O(log_queue), 0, 1, "true"},
+    {"dynconf.software.name", T_STR, O(software_name), 0, 0, "dynconf-agent"},
     {"dynconf.watch", T_BOOL, O(watch), 0, 1, "true"},
     /* Overrides of the application's connection settings. */
 #define S(id, name) {"dynconf." name, T_STR, O(sec[DC_SEC_##id]), 0, 0, ""}
@@ -261,6 +264,27 @@ static void test_bool_and_strings(void) {
   is_int(dynconf_conf_set(c, "dynconf.log.level", "99", tiny, sizeof(tiny)),
          DYNCONF_CONF_INVALID, "invalid value with a tiny errstr");
   ok(memchr(tiny, '\0', sizeof(tiny)) != NULL, "  tiny errstr terminated");
+  dynconf_conf_destroy(c);
+}
+
+/* The software name reported to the fleet: 1 to 64 characters. */
+static void test_software_name(void) {
+  dynconf_conf_t *c = dynconf_conf_new();
+  char err[256], long_name[80];
+  memset(long_name, 'x', 65);
+  long_name[65] = '\0';
+  is_int(dynconf_conf_set(c, "dynconf.software.name", "", err, sizeof(err)),
+         DYNCONF_CONF_INVALID, "software.name: empty refused");
+  is_str(err, "dynconf.software.name must be 1 to 64 characters long, not 0",
+         "  saying why");
+  is_int(dynconf_conf_set(c, "dynconf.software.name", long_name, err,
+                          sizeof(err)),
+         DYNCONF_CONF_INVALID, "  65 characters refused");
+  long_name[64] = '\0';
+  is_int(dynconf_conf_set(c, "dynconf.software.name", long_name, err,
+                          sizeof(err)),
+         DYNCONF_CONF_OK, "  64 taken");
+  is_str(get(c, "dynconf.software.name"), long_name, "  and kept");
   dynconf_conf_destroy(c);
 }
 
@@ -517,6 +541,7 @@ static void test_oom(void) {
 
 int main(void) {
   test_oom();
+  test_software_name();
   test_defaults();
   test_ints();
   test_bool_and_strings();
