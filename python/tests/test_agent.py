@@ -50,7 +50,7 @@ def test_properties_and_effective_values(dynconfd: Dynconfd) -> None:
 @pytest.mark.parametrize("key,value,words", [
     ("dynconf.no.such.property", "1", "No such configuration property"),
     ("dynconf.refresh.interval.ms", "soon", "dynconf.refresh.interval.ms"),
-])
+], ids=["unknown-name", "bad-value"])
 def test_bad_agent_property_raises_with_reason(dynconfd: Dynconfd, key: str,
                                                value: str, words: str) -> None:
     with pytest.raises(dynconf.ConfigError) as ei:

@@ -43,7 +43,7 @@ out=$DC_TMP/pytest.out
 (cd "$DC_TMP" &&
   PYTHONDONTWRITEBYTECODE=1 DC_BUILDDIR=$DC_BUILDDIR DC_SRCDIR=$DC_SRCDIR \
     DYNCONF_LIBRARY=$DC_BUILDDIR/.libs/libdynconf.so.0 \
-    timeout 600 "$venv/bin/python" -m pytest -rA -p no:cacheprovider \
+    timeout 600 "$venv/bin/python" -m pytest -rA -p no:cacheprovider --rootdir "$DC_SRCDIR/python" \
     "$DC_SRCDIR/python/tests" >"$out" 2>&1)
 rc=$?
 n=0
