@@ -8,7 +8,7 @@
 # by each client, messages produced, consumed, lost and duplicated.
 # Exits non-zero if a message was lost or a step failed.
 #
-#   ./demo.sh [--kafka]
+#   ./demo.sh [--kafka] [--python]
 #
 #   --kafka  the same demo on a real Apache Kafka cluster instead of the
 #            mock: 3 KRaft nodes on loopback (scripts/kafka.sh; Java 17,
@@ -18,6 +18,10 @@
 #            session-timeout change costs there: the consumption pause it
 #            measures, and the brokers' group coordinator telling whether
 #            the group rebalanced (a static member rejoins without one).
+#   --python the example producer and consumer in Python
+#            (examples/python/, the dynconf package of python/ on
+#            confluent-kafka from PyPI) in place of the C ones; their venv
+#            is BUILD_DIR/pyenv, made on first use
 #   --help   this text
 #
 # Environment:
@@ -30,7 +34,7 @@ build=${BUILD_DIR:-$src/build}
 
 usage() {
   cat <<'EOF'
-Usage: ./demo.sh [--kafka]
+Usage: ./demo.sh [--kafka] [--python]
 
 The dynconf demo: dynconfd, the operator CLI and the example producer and
 consumer on dynconf's managed clients, configured live; ends with a report
@@ -40,6 +44,8 @@ consumer on dynconf's managed clients, configured live; ends with a report
            loopback, scripts/kafka.sh, Java 17) instead of librdkafka's
            mock cluster, and show the consumer's consumption pause when
            its session timeout changes
+  --python the example producer and consumer in Python (the dynconf
+           package, python/, in a venv made in BUILD_DIR/pyenv)
   --help   this text
 
 Environment: BUILD_DIR (default ./build); DEMO_NO_BUILD=1 installs no
@@ -48,9 +54,11 @@ EOF
 }
 
 kafka_mode=0
+python_mode=0
 for arg in "$@"; do
   case $arg in
     --kafka) kafka_mode=1 ;;
+    --python) python_mode=1 ;;
     --help | -h) usage; exit 0 ;;
     *) echo "demo.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
   esac
@@ -58,9 +66,10 @@ done
 
 if [ "${DEMO_NO_BUILD:-0}" = 1 ]; then
   need="dynconfd dynconf-configs examples/producer examples/consumer"
+  [ "$python_mode" = 1 ] && need="dynconfd dynconf-configs .libs/libdynconf.so.0"
   [ "$kafka_mode" = 1 ] || need="$need examples/mock_cluster"
   for b in $need; do
-    [ -x "$build/$b" ] || {
+    [ -e "$build/$b" ] || {
       echo "demo.sh: $build/$b is not built (DEMO_NO_BUILD=1 builds nothing)" >&2
       exit 1
     }
@@ -133,6 +142,34 @@ cli() {
 # --kafka: the brokers' logs (the group coordinator's lines).
 broker_log() { grep -h -- "$1" "$kdir"/node*/server.log 2>/dev/null || true; }
 
+# --python: the examples run in a venv with confluent-kafka (pinned; its
+# wheel bundles its own librdkafka) and the dynconf package, which loads
+# the libdynconf just built.
+# run_example producer|consumer ARGS...: in the background (`&`), it
+# becomes the example's process, so $! is the example's pid.
+run_example() {
+  local ex=$1
+  shift
+  if [ "$python_mode" = 1 ]; then
+    exec "$build/pyenv/bin/python" "$src/examples/python/$ex.py" "$@"
+  fi
+  exec "$build/examples/$ex" "$@"
+}
+examples_what="both examples on dynconf's managed clients"
+if [ "$python_mode" = 1 ]; then
+  venv=$build/pyenv
+  echo "== the Python examples: venv $venv"
+  [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" ||
+    fail "python3 -m venv failed (Debian package python3-venv)"
+  # A copy: pip builds in the tree it is given.
+  cp -R "$src/python" "$work/python"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    confluent-kafka==2.16.1 "$work/python" ||
+    fail "could not install confluent-kafka and the dynconf package"
+  export DYNCONF_LIBRARY="$build/.libs/libdynconf.so.0"
+  examples_what="both Python examples on dynconf.Producer and dynconf.Consumer (confluent-kafka, rebuilt live)"
+fi
+
 step "1. Start the config server (dynconfd) and a Kafka cluster"
 "$build/dynconfd" --listen 127.0.0.1:0 --data-dir "$work/data" \
   >"$work/dynconfd.out" 2>"$work/dynconfd.log" &
@@ -172,16 +209,16 @@ cli --entity-type clients --entity-default --alter \
   --add-config 'session.timeout.ms=6000,heartbeat.interval.ms=2000'
 
 step "3. Start the applications"
-say "A producer (client.id orders-p, 200 msg/s over 3 partitions) and a consumer (client.id orders-c, static member of group 'orders'), both examples on dynconf's managed clients. Each fetched its dynamic configuration from dynconfd before creating its librdkafka client; their own lines below show every change they receive."
+say "A producer (client.id orders-p, 200 msg/s over 3 partitions) and a consumer (client.id orders-c, static member of group 'orders'), $examples_what. Each fetched its dynamic configuration from dynconfd before creating its librdkafka client; their own lines below show every change they receive."
 : >"$work/producer.out"
 : >"$work/consumer.out"
-"$build/examples/consumer" --bootstrap "$kafka" --config-bootstrap "$cfg" \
+run_example consumer --bootstrap "$kafka" --config-bootstrap "$cfg" \
   --topic orders --group orders --client-id orders-c --instance-id orders-c-1 \
   --expect "$work/producer.report" --report "$work/consumer.report" \
   >"$work/consumer.out" 2>"$work/consumer.log" &
 consumer=$!
 pids="$pids $consumer"
-"$build/examples/producer" --bootstrap "$kafka" --config-bootstrap "$cfg" \
+run_example producer --bootstrap "$kafka" --config-bootstrap "$cfg" \
   --topic orders --client-id orders-p --rate 200 \
   --report "$work/producer.report" \
   >"$work/producer.out" 2>"$work/producer.log" &

@@ -13,7 +13,7 @@ PKGS="build-essential autoconf automake libtool pkg-config perl
       libsasl2-dev libsasl2-modules-gssapi-mit libkrb5-dev krb5-kdc krb5-admin-server
       krb5-user
       python3-gssapi
-      python3 python3-kafka python3-jwt python3-cryptography kcat clang
+      python3 python3-venv python3-kafka python3-jwt python3-cryptography kcat clang
       libclang-rt-14-dev valgrind
       openjdk-17-jre-headless maven iproute2 nftables"
 missing=""
