@@ -10,7 +10,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 CK_VERSION=2.16.1
-for b in dynconfd dynconf-configs .libs/libdynconf.so.0 examples/mock_cluster; do
+for b in dynconfd dynconf-configs .libs/libdynconf.so.0 .libs/libdynconf-plugin.so \
+  examples/mock_cluster; do
   [ -e "$DC_BUILDDIR/$b" ] || tap_bail "$DC_BUILDDIR/$b not built (make builds it)"
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null ||
