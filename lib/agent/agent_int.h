@@ -77,6 +77,7 @@ struct dynconf_conf_s {
   int apply_live;            /* 0: the client takes its config at creation */
   int log_queue;             /* 0: the agent's thread calls log_cb */
   char *software_name;       /* reported to the fleet */
+  char *client_library;      /* reported to the fleet; "" = librdkafka's */
   char *sec[DC_SEC_N];       /* dynconf.<name> overrides; "" = the app's */
   dynconf_change_cb_t *change_cb;
   dynconf_log_cb_t *log_cb;

@@ -75,6 +75,10 @@ static const struct prop {
     {"dynconf.software.name", P_STR, O(software_name), 1, 64, "dynconf-agent",
      "the name of the software this agent reports to the fleet with its "
      "version (the plugin reports dynconf-plugin)"},
+    {"dynconf.client.library", P_STR, O(client_library), 0, 64, "",
+     "the client library reported to the fleet; empty = librdkafka and the "
+     "version this agent runs with (a binding's own librdkafka copy sets its "
+     "version here)"},
     {"dynconf.watch", P_BOOL, O(watch), 0, 1, "true",
      "between fetches, wait for changes with the server's Watch (pushed in "
      "milliseconds) when it offers it; false = poll only"},

@@ -112,8 +112,12 @@ static void fill(dynconf_t *dc, int64_t version, dc_client_report_req_t *q,
       .reason = reason};
   snprintf(reason, reason_size, "%s", dc->report.reason);
   pthread_mutex_unlock(&dc->lock);
-  snprintf(lib, lib_size, "librdkafka/%s%s%s", rd_kafka_version_str(),
-           *dc->app_software ? " " : "", dc->app_software);
+  if (*dc->conf.client_library)
+    snprintf(lib, lib_size, "%s%s%s", dc->conf.client_library,
+             *dc->app_software ? " " : "", dc->app_software);
+  else
+    snprintf(lib, lib_size, "librdkafka/%s%s%s", rd_kafka_version_str(),
+             *dc->app_software ? " " : "", dc->app_software);
   if (!*reason)
     q->reason = NULL;
 }

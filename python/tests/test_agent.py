@@ -186,3 +186,27 @@ def test_callback_exception_propagates_from_poll(dynconfd: Dynconfd) -> None:
     finally:
         p._on_change = None
         p.close(5)
+
+
+def test_fleet_names_the_package_and_the_librdkafka_it_runs_on(
+        dynconfd: Dynconfd) -> None:
+    import confluent_kafka
+
+    cid = unique_id("fleet")
+    dynconfd.alter(cid, "acks=0")
+    p = dynconf.Producer(base_conf(dynconfd, cid))
+    try:
+        def line() -> str:
+            out = dynconfd.cli("--describe-fleet", "--entity-type",
+                               "clients", "--entity-name", cid, check=False)
+            return next((x for x in out.splitlines()
+                         if x.strip().startswith(cid + " ")), "")
+
+        wait_until(lambda: "dynconf-python/" in line(), 30,
+                   "the client in the fleet view", step=lambda: p.poll(0.05))
+        lib = confluent_kafka.libversion()[0]
+        want = (f"librdkafka/{lib} confluent-kafka-python/"
+                f"{confluent_kafka.version()[0]}-rdkafka-{lib}")
+        assert want in line(), line()
+    finally:
+        p.close()

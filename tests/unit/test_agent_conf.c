@@ -74,6 +74,7 @@ static const struct prop {
     {"dynconf.apply.live", T_BOOL, O(apply_live), 0, 1, "true"},
     {"dynconf.log.queue", T_BOOL, O(log_queue), 0, 1, "true"},
     {"dynconf.software.name", T_STR, O(software_name), 0, 0, "dynconf-agent"},
+    {"dynconf.client.library", T_STR, O(client_library), 0, 0, ""},
     {"dynconf.watch", T_BOOL, O(watch), 0, 1, "true"},
     /* Overrides of the application's connection settings. */
 #define S(id, name) {"dynconf." name, T_STR, O(sec[DC_SEC_##id]), 0, 0, ""}

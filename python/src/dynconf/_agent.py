@@ -105,6 +105,23 @@ def _conf_value(v: Any) -> Optional[str]:
     return None
 
 
+def _identity() -> Dict[str, str]:
+    """What the fleet view shows of this client unless the application says
+    otherwise: this package as the agent's software, and the binding with
+    the librdkafka its clients really run on (confluent-kafka's own copy,
+    not the system one libdynconf links)."""
+    import confluent_kafka
+
+    lib_version = confluent_kafka.libversion()[0]
+    return {
+        "dynconf.software.name": "dynconf-python",
+        "dynconf.client.library": f"librdkafka/{lib_version}",
+        "client.software.name": "confluent-kafka-python",
+        "client.software.version":
+            f"{confluent_kafka.version()[0]}-rdkafka-{lib_version}",
+    }
+
+
 class Agent:
     """One libdynconf agent. Not thread-safe: poll() and close() run on the
     application's polling thread; generation() and effective_*() from any
@@ -120,6 +137,11 @@ class Agent:
         app = rk.rd_kafka_conf_new()
         dconf = lib.dynconf_conf_new()
         try:
+            for k, v in _identity().items():
+                target = dconf if k.startswith("dynconf.") else app
+                setter = (lib.dynconf_conf_set if target is dconf
+                          else rk.rd_kafka_conf_set)
+                setter(target, k.encode(), v.encode(), errstr, 512)
             for k, v in conf.items():
                 s = _conf_value(v)
                 if k.startswith("dynconf."):
