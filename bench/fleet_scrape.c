@@ -21,7 +21,7 @@
 #include "broker/core/broker_int.h"
 #include "codec/proto.h"
 #include "common/clock.h"
-#include "../tests/inproc.h"
+#include "inproc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -27,7 +27,7 @@
 #include "broker/core/broker_int.h"
 #include "codec/proto.h"
 #include "common/clock.h"
-#include "../inproc.h"
+#include "../../bench/inproc.h"
 #include "../tap.h"
 #include "../testutil.h"
 

@@ -29,7 +29,7 @@
 #include "broker/core/broker.h"
 #include "codec/proto.h"
 #include "common/clock.h"
-#include "../inproc.h"
+#include "../../bench/inproc.h"
 #include "../tap.h"
 #include "../testutil.h"
 

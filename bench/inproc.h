@@ -12,7 +12,8 @@
  * arena until the next call.
  *
  * Header-only: every function is static inline so a program that uses
- * only some of them builds with -Werror. No TAP here: the bench uses it.
+ * only some of them builds with -Werror. No TAP here: the bench uses it;
+ * it lives in bench/ so the tests include the bench, never the reverse.
  */
 #ifndef DC_INPROC_H
 #define DC_INPROC_H
