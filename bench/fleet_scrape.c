@@ -21,6 +21,7 @@
 #include "broker/core/broker_int.h"
 #include "codec/proto.h"
 #include "common/clock.h"
+#include "inproc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,93 +30,43 @@
 #define STEADY 9
 #define ALTERS 5
 
-/* A connection as the broker sees it. */
-typedef struct peer {
-  dc_conn_info_t conn;
-  void *fleet, *pending;
-} peer_t;
+static dc_inproc_t g_ip;
 
-static dc_broker_t *g_b;
-static dc_arena_t g_scratch, g_resp;
-static dc_buf_t g_out;
-static int32_t g_corr = 1;
-
-typedef int(enc_fn)(dc_buf_t *b, int16_t v, const void *q);
-static int enc_report(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_client_report_req_encode(b, v, q);
-}
-static int enc_alter(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_incremental_alter_configs_req_encode(b, v, q);
+/* One request of p; false unless it was answered, its response header
+ * whole (body in *rd). */
+static bool call(dc_inproc_peer_t *p, int16_t api, int16_t v,
+                 dc_inproc_enc_fn *enc, const void *q, dc_rd_t *rd) {
+  return dc_inproc_call(&g_ip, p, api, v, enc, q, rd) == DC_HANDLE_OK &&
+         !g_ip.hdr_err;
 }
 
-static void peer_init(peer_t *p) {
-  memset(p, 0, sizeof(*p));
-  p->conn = (dc_conn_info_t){.peer = "127.0.0.1:40000",
-                             .listener = "PLAINTEXT",
-                             .token = p,
-                             .pending = &p->pending,
-                             .fleet = &p->fleet};
-}
-
-static void peer_close(peer_t *p) {
-  if (p->pending)
-    dc_broker_abandon(g_b, p->pending);
-  if (p->fleet)
-    dc_broker_fleet_conn_closed(g_b, p->fleet);
-  p->pending = p->fleet = NULL;
-}
-
-/* One request of p; false unless it was answered (body in *rd). */
-static bool call(peer_t *p, int16_t api, int16_t v, enc_fn *enc,
-                 const void *q, dc_rd_t *rd) {
-  dc_buf_t req;
-  dc_buf_init(&req);
-  size_t off = dc_wr_frame_begin(&req);
-  dc_req_header_t h = {api, v, g_corr++, "fleet-scrape-bench"};
-  dc_req_header_encode(&req, &h);
-  enc(&req, v, q);
-  dc_wr_frame_end(&req, off);
-  dc_buf_clear(&g_out);
-  char err[256];
-  int rc = dc_broker_handle(g_b, &p->conn, req.data + 4, req.len - 4,
-                            &g_scratch, &g_out, err, sizeof(err));
-  dc_arena_reset(&g_scratch);
-  dc_buf_free(&req);
-  if (rc != DC_HANDLE_OK)
-    return false;
-  dc_arena_reset(&g_resp);
-  dc_rd_init(rd, g_out.data + 4, g_out.len - 4, &g_resp);
-  int32_t corr;
-  return !dc_resp_header_decode(rd, api, v, &corr);
-}
-
-static bool report(peer_t *p, const char *inst, const char *client) {
+static bool report(dc_inproc_peer_t *p, const char *inst, const char *client) {
   dc_client_report_req_t q = {(char *)client,
                               (char *)inst,
                               "producer",
                               "dynconf-agent",
                               "1.0",
                               "librdkafka/2.0.2",
-                              dc_broker_config_version(g_b, client, NULL),
+                              dc_broker_config_version(g_ip.b, client, NULL),
                               1,
                               DC_OUTCOME_APPLIED,
                               NULL};
   dc_rd_t rd;
   dc_client_report_resp_t resp;
-  return call(p, DC_API_CLIENT_REPORT, 0, enc_report, &q, &rd) &&
+  return call(p, DC_API_CLIENT_REPORT, 0, dc_inproc_enc_report, &q, &rd) &&
          !dc_client_report_resp_decode(&rd, 0, &resp) && !resp.error_code;
 }
 
 static bool alter_default(const char *acks) {
-  peer_t admin;
-  peer_init(&admin);
+  dc_inproc_peer_t admin;
+  dc_inproc_peer_init(&admin, NULL);
   dc_alter_config_t c = {"acks", DC_OP_SET, (char *)acks};
   dc_alter_resource_t res = {DC_RES_CLIENT, "<default>", 1, &c};
   dc_alter_configs_req_t q = {1, &res, false};
   dc_rd_t rd;
   dc_alter_configs_resp_t resp;
-  return call(&admin, DC_API_INCREMENTAL_ALTER_CONFIGS, 1, enc_alter, &q,
-              &rd) &&
+  return call(&admin, DC_API_INCREMENTAL_ALTER_CONFIGS, 1,
+              dc_inproc_enc_alter, &q, &rd) &&
          !dc_incremental_alter_configs_resp_decode(&rd, 1, &resp) &&
          resp.n_responses == 1 && !resp.responses[0].error_code;
 }
@@ -125,7 +76,7 @@ static double scrape_us(void) {
   dc_buf_t text;
   dc_buf_init(&text);
   int64_t t0 = dc_mono_us();
-  dc_broker_metrics(g_b, &text);
+  dc_broker_metrics(g_ip.b, &text);
   int64_t took = dc_mono_us() - t0;
   dc_buf_free(&text);
   return (double)took;
@@ -141,10 +92,10 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-/* n connected agents, each with its own client-id, in g_b's fleet; NULL
- * (said why) when one cannot be added. */
-static peer_t *fill_fleet(long n) {
-  peer_t *p = calloc((size_t)n, sizeof(*p));
+/* n connected agents, each with its own client-id, in the broker's fleet;
+ * NULL (said why) when one cannot be added. */
+static dc_inproc_peer_t *fill_fleet(long n) {
+  dc_inproc_peer_t *p = calloc((size_t)n, sizeof(*p));
   if (!p) {
     fprintf(stderr, "fleet_scrape: out of memory\n");
     return NULL;
@@ -154,22 +105,22 @@ static peer_t *fill_fleet(long n) {
     char inst[32], client[32];
     snprintf(inst, sizeof(inst), "agent-%06ld", i);
     snprintf(client, sizeof(client), "app-%06ld", i);
-    peer_init(&p[i]);
+    dc_inproc_peer_init(&p[i], NULL);
     refused += !report(&p[i], inst, client);
   }
   if (refused) {
     fprintf(stderr, "fleet_scrape: %ld of %ld reports failed or were "
             "refused\n", refused, n);
     for (long i = 0; i < n; i++)
-      peer_close(&p[i]);
+      dc_inproc_peer_close(&g_ip, &p[i]);
     free(p);
     return NULL;
   }
   return p;
 }
 
-/* Times scrapes of g_b's fleet of n agents, steady and after alters of
- * <default>, and prints them. 0, or 1 when an alter failed. */
+/* Times scrapes of the broker's fleet of n agents, steady and after
+ * alters of <default>, and prints them. 0, or 1 when an alter failed. */
 static int time_scrapes(long n) {
   double steady[STEADY], first[ALTERS], next[ALTERS];
   scrape_us(); /* the counts are judged once after the reports */
@@ -185,7 +136,7 @@ static int time_scrapes(long n) {
   }
   double f = median(first, ALTERS);
   dc_fleet_stats_t st;
-  dc_broker_fleet_stats(g_b, &st);
+  dc_broker_fleet_stats(g_ip.b, &st);
   printf("/metrics rendered with %zu connected agents of distinct "
          "client-ids (in process, no HTTP; dynconfd_fleet_bytes %zu, %.0f "
          "per agent):\n", st.entries, st.bytes,
@@ -210,23 +161,24 @@ static void fat_agent_bytes(const dc_broker_opts_t *o) {
   dc_client_report_req_t fq = {fclient, fid, fkind, fsoft, fsoft, fsoft, 1, 1,
                                DC_OUTCOME_REJECTED, freason};
   char err[256] = "";
-  g_b = dc_broker_new(o, NULL, err, sizeof(err));
-  peer_t fat;
-  peer_init(&fat);
+  dc_inproc_start(&g_ip, o, err, sizeof(err));
+  dc_inproc_peer_t fat;
+  dc_inproc_peer_init(&fat, NULL);
   dc_rd_t rd;
   dc_client_report_resp_t resp;
   dc_fleet_stats_t st;
-  if (g_b && call(&fat, DC_API_CLIENT_REPORT, 0, enc_report, &fq, &rd) &&
+  if (g_ip.b &&
+      call(&fat, DC_API_CLIENT_REPORT, 0, dc_inproc_enc_report, &fq, &rd) &&
       !dc_client_report_resp_decode(&rd, 0, &resp) && !resp.error_code) {
-    dc_broker_fleet_stats(g_b, &st);
+    dc_broker_fleet_stats(g_ip.b, &st);
     printf("  an agent with every field at its longest, alone: "
            "dynconfd_fleet_bytes %zu\n", st.bytes);
   } else {
     fprintf(stderr, "fleet_scrape: the longest report failed\n");
   }
-  if (g_b) {
-    peer_close(&fat);
-    dc_broker_destroy(g_b);
+  if (g_ip.b) {
+    dc_inproc_peer_close(&g_ip, &fat);
+    dc_inproc_stop(&g_ip);
   }
 }
 
@@ -236,27 +188,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [AGENTS]\n", argv[0]);
     return 2;
   }
-  dc_arena_init(&g_scratch);
-  dc_arena_init(&g_resp);
-  dc_buf_init(&g_out);
+  dc_inproc_init(&g_ip, "fleet-scrape-bench");
   dc_broker_opts_t o;
   dc_broker_opts_init(&o);
   char err[256] = "";
-  g_b = dc_broker_new(&o, NULL, err, sizeof(err));
-  if (!g_b) {
+  if (!dc_inproc_start(&g_ip, &o, err, sizeof(err))) {
     fprintf(stderr, "fleet_scrape: %s\n", err);
     return 1;
   }
-  peer_t *p = fill_fleet(n);
+  dc_inproc_peer_t *p = fill_fleet(n);
   if (!p || time_scrapes(n))
     return 1;
   for (long i = 0; i < n; i++)
-    peer_close(&p[i]);
+    dc_inproc_peer_close(&g_ip, &p[i]);
   free(p);
-  dc_broker_destroy(g_b);
+  dc_inproc_stop(&g_ip);
   fat_agent_bytes(&o);
-  dc_buf_free(&g_out);
-  dc_arena_free(&g_resp);
-  dc_arena_free(&g_scratch);
+  dc_inproc_free(&g_ip);
   return 0;
 }

@@ -27,95 +27,27 @@
 #include "broker/core/broker_int.h"
 #include "codec/proto.h"
 #include "common/clock.h"
+#include "../../bench/inproc.h"
 #include "../tap.h"
 #include "../testutil.h"
 
 #include <limits.h>
 
-/* A connection as the broker sees it. */
-typedef struct peer {
-  dc_conn_info_t conn;
-  void *fleet, *pending;
-  int answers; /* frames answered later (dc_broker_answers) */
-} peer_t;
-
-static dc_broker_t *g_b;
-static dc_arena_t g_scratch, g_resp;
-static size_t g_scratch_used; /* handler scratch the last call took */
-static dc_buf_t g_out;
-static int32_t g_corr = 1;
-
-typedef int(enc_fn)(dc_buf_t *b, int16_t v, const void *q);
-static int enc_report(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_client_report_req_encode(b, v, q);
-}
-static int enc_fleet(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_describe_fleet_req_encode(b, v, q);
-}
-
-static void peer_init(peer_t *p, const char *principal) {
-  memset(p, 0, sizeof(*p));
-  p->conn = (dc_conn_info_t){.peer = "127.0.0.1:40000",
-                             .principal = principal,
-                             .listener = "PLAINTEXT",
-                             .token = p,
-                             .pending = &p->pending,
-                             .fleet = &p->fleet};
-}
-
-static void peer_close(peer_t *p) {
-  if (p->pending)
-    dc_broker_abandon(g_b, p->pending);
-  if (p->fleet)
-    dc_broker_fleet_conn_closed(g_b, p->fleet);
-  p->pending = p->fleet = NULL;
-}
+static dc_inproc_t g_ip;
 
 static bool start(const dc_broker_opts_t *opts) {
-  dc_broker_opts_t def;
-  if (!opts) {
-    dc_broker_opts_init(&def);
-    opts = &def;
-  }
   char err[256] = "";
-  g_b = dc_broker_new(opts, NULL, err, sizeof(err));
-  if (!g_b)
+  if (!dc_inproc_start(&g_ip, opts, err, sizeof(err)))
     diag("dc_broker_new: %s", err);
-  return g_b != NULL;
-}
-
-/* One request of p; DC_HANDLE_*. On DC_HANDLE_OK *rd holds the body. */
-static int call(peer_t *p, int16_t api, int16_t v, enc_fn *enc,
-                const void *q, dc_rd_t *rd) {
-  dc_buf_t req;
-  dc_buf_init(&req);
-  size_t off = dc_wr_frame_begin(&req);
-  dc_req_header_t h = {api, v, g_corr++, "fleet-test"};
-  dc_req_header_encode(&req, &h);
-  enc(&req, v, q);
-  dc_wr_frame_end(&req, off);
-  dc_buf_clear(&g_out);
-  char err[256];
-  int rc = dc_broker_handle(g_b, &p->conn, req.data + 4, req.len - 4,
-                            &g_scratch, &g_out, err, sizeof(err));
-  g_scratch_used = g_scratch.total;
-  dc_arena_reset(&g_scratch);
-  dc_buf_free(&req);
-  if (rc != DC_HANDLE_OK)
-    return rc;
-  dc_arena_reset(&g_resp);
-  dc_rd_init(rd, g_out.data + 4, g_out.len - 4, &g_resp);
-  int32_t corr;
-  dc_resp_header_decode(rd, api, v, &corr);
-  return rc;
+  return g_ip.b != NULL;
 }
 
 static char g_msg[512];
 
 /* A report of inst for client by p; the error code (-1: no answer). */
-static int report_full(peer_t *p, const char *inst, const char *client,
-                       const char *kind, const char *soft,
-                       const char *reason) {
+static int report_full(dc_inproc_peer_t *p, const char *inst,
+                       const char *client, const char *kind,
+                       const char *soft, const char *reason) {
   dc_client_report_req_t q = {(char *)client, (char *)inst, (char *)kind,
                               (char *)soft,   (char *)soft, (char *)soft,
                               1,              1,            DC_OUTCOME_APPLIED,
@@ -123,7 +55,8 @@ static int report_full(peer_t *p, const char *inst, const char *client,
   dc_rd_t rd;
   dc_client_report_resp_t resp;
   g_msg[0] = '\0';
-  if (call(p, DC_API_CLIENT_REPORT, 0, enc_report, &q, &rd) != DC_HANDLE_OK ||
+  if (dc_inproc_call(&g_ip, p, DC_API_CLIENT_REPORT, 0, dc_inproc_enc_report,
+                     &q, &rd) != DC_HANDLE_OK ||
       dc_client_report_resp_decode(&rd, 0, &resp))
     return -1;
   snprintf(g_msg, sizeof(g_msg), "%s",
@@ -131,23 +64,26 @@ static int report_full(peer_t *p, const char *inst, const char *client,
   return resp.error_code;
 }
 
-static int report(peer_t *p, const char *inst, const char *client,
+static int report(dc_inproc_peer_t *p, const char *inst, const char *client,
                   const char *reason) {
   return report_full(p, inst, client, "producer", "x", reason);
 }
 
-/* DescribeFleet of version v: DC_HANDLE_*, the answer in *resp (g_resp). */
-static int fleet(peer_t *p, int16_t v, const dc_describe_fleet_req_t *q,
+/* DescribeFleet of version v: DC_HANDLE_*, the answer in *resp (g_ip's
+ * resp arena). */
+static int fleet(dc_inproc_peer_t *p, int16_t v,
+                 const dc_describe_fleet_req_t *q,
                  dc_describe_fleet_resp_t *resp) {
   dc_rd_t rd;
-  int rc = call(p, DC_API_DESCRIBE_FLEET, v, enc_fleet, q, &rd);
+  int rc = dc_inproc_call(&g_ip, p, DC_API_DESCRIBE_FLEET, v,
+                          dc_inproc_enc_fleet, q, &rd);
   if (rc == DC_HANDLE_OK && dc_describe_fleet_resp_decode(&rd, v, resp))
     return -1;
   return rc;
 }
 
 /* A v1 page of max after (ac, ai), of client and user (nullable all). */
-static bool page(peer_t *p, const char *client, const char *user,
+static bool page(dc_inproc_peer_t *p, const char *client, const char *user,
                  const char *ac, const char *ai, int32_t max,
                  dc_describe_fleet_resp_t *resp) {
   dc_describe_fleet_req_t q = {(char *)client, (char *)user, -1, 0,
@@ -157,13 +93,8 @@ static bool page(peer_t *p, const char *client, const char *user,
 
 static dc_fleet_stats_t stats(void) {
   dc_fleet_stats_t s;
-  dc_broker_fleet_stats(g_b, &s);
+  dc_broker_fleet_stats(g_ip.b, &s);
   return s;
-}
-
-static void stop(void) {
-  dc_broker_destroy(g_b);
-  g_b = NULL;
 }
 
 /* ---- finding: colliding instance ids ------------------------------------ */
@@ -181,8 +112,8 @@ static void test_hash(void) {
   }
   is_int(apart, 0, "%d instance ids whose FNV-1a hashes end in the same 20 "
          "bits", N_COLLIDE);
-  peer_t a;
-  peer_init(&a, "User:agent");
+  dc_inproc_peer_t a;
+  dc_inproc_peer_init(&a, "User:agent");
   for (int i = 0; i < N_COLLIDE; i++)
     refused += report(&a, ids[i], "hash-app", NULL) != 0;
   is_int(refused, 0, "  all reported");
@@ -197,8 +128,8 @@ static void test_hash(void) {
   double per = (double)(s.probes - probes) / N_COLLIDE;
   ok(!refused && per <= 3, "  reported again: %.2f entries compared per "
      "lookup (3 at most)", per);
-  peer_close(&a);
-  stop();
+  dc_inproc_peer_close(&g_ip, &a);
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- finding: pages cost the page --------------------------------------- */
@@ -209,7 +140,7 @@ static const char *const g_users[] = {"User:u0", "User:u1", "User:u2",
 
 /* N_FLEET instances i-NNNNN of 100 client-ids app-NNN (i % 100), five
  * users (i % 5), each reported on its user's connection. */
-static int fill_fleet(peer_t *peers) {
+static int fill_fleet(dc_inproc_peer_t *peers) {
   int refused = 0;
   for (int i = 0; i < N_FLEET; i++) {
     char inst[16], client[16];
@@ -243,7 +174,7 @@ static uint64_t examined(void) {
 
 /* Every page of max after the one before, as p sees them: how many
  * clients in all, whether in order and once each, into *n, *sorted. */
-static int walk(peer_t *p, int32_t max, int *n, bool *sorted) {
+static int walk(dc_inproc_peer_t *p, int32_t max, int *n, bool *sorted) {
   dc_describe_fleet_resp_t r;
   char ac[80] = "", ai[80] = "", prev[160] = "";
   int pages = 0;
@@ -269,7 +200,7 @@ static int walk(peer_t *p, int32_t max, int *n, bool *sorted) {
   return pages;
 }
 
-static void pages_open(peer_t *v) {
+static void pages_open(dc_inproc_peer_t *v) {
   dc_describe_fleet_resp_t r;
   examined();
   bool got = page(v, NULL, NULL, "app-050", "i-00050", 1, &r);
@@ -304,8 +235,8 @@ static void pages_open(peer_t *v) {
 
 /* An ACL lets viewer see app-09* only. */
 static void pages_acl(void) {
-  peer_t v;
-  peer_init(&v, "User:viewer");
+  dc_inproc_peer_t v;
+  dc_inproc_peer_init(&v, "User:viewer");
   dc_describe_fleet_resp_t r;
   examined();
   bool got = page(&v, NULL, NULL, NULL, NULL, 3, &r);
@@ -337,10 +268,10 @@ static void test_pages(void) {
   dc_broker_opts_init(&o);
   o.acl_path = acl;
   o.super_users = "User:admin";
-  peer_t peers[5], admin;
+  dc_inproc_peer_t peers[5], admin;
   for (int i = 0; i < 5; i++)
-    peer_init(&peers[i], g_users[i]);
-  peer_init(&admin, "User:admin");
+    dc_inproc_peer_init(&peers[i], g_users[i]);
+  dc_inproc_peer_init(&admin, "User:admin");
   if (ok(start(&o), "a broker with an ACL") &&
       ok(!fill_fleet(peers), "%d instances of 100 client-ids, 5 users",
          N_FLEET)) {
@@ -348,9 +279,9 @@ static void test_pages(void) {
     pages_acl();
   }
   for (int i = 0; i < 5; i++)
-    peer_close(&peers[i]);
-  if (g_b)
-    stop();
+    dc_inproc_peer_close(&g_ip, &peers[i]);
+  if (g_ip.b)
+    dc_inproc_stop(&g_ip);
   dc_tu_rmrf(dir);
 }
 
@@ -360,13 +291,13 @@ static void test_v0(void) {
   dc_broker_opts_t o;
   dc_broker_opts_init(&o);
   o.max_response_size = 65536;
-  peer_t peers[5];
+  dc_inproc_peer_t peers[5];
   for (int i = 0; i < 5; i++)
-    peer_init(&peers[i], g_users[i]);
+    dc_inproc_peer_init(&peers[i], g_users[i]);
   if (!ok(start(&o), "a broker with max.response.bytes 65536") ||
       !ok(!fill_fleet(peers), "%d instances", N_FLEET)) {
-    if (g_b)
-      stop();
+    if (g_ip.b)
+      dc_inproc_stop(&g_ip);
     return;
   }
   dc_describe_fleet_req_t q = {.since_seq = -1};
@@ -379,17 +310,17 @@ static void test_v0(void) {
                                  "past 65536 bytes (max.response.bytes)"),
      "v0, all of them: refused, saying why (%s)",
      r.error_message ? r.error_message : "");
-  ok(ex == 0 && g_scratch_used < 4096,
+  ok(ex == 0 && g_ip.scratch_used < 4096,
      "  before an entry was looked at (%llu) or a listing allocated (%zu "
-     "bytes of scratch)", (unsigned long long)ex, g_scratch_used);
+     "bytes of scratch)", (unsigned long long)ex, g_ip.scratch_used);
   q.client_id = "app-042";
   rc = fleet(&peers[0], 0, &q, &r);
   ok(rc == DC_HANDLE_OK && !r.error_code && r.n_clients == 50 &&
          !strcmp(r.clients[0].instance_id, "i-00042"),
      "v0 of client-id app-042: its 50, answered");
   for (int i = 0; i < 5; i++)
-    peer_close(&peers[i]);
-  stop();
+    dc_inproc_peer_close(&g_ip, &peers[i]);
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- finding: parked DescribeFleet ------------------------------------ */
@@ -398,7 +329,7 @@ static int g_answered;
 static void on_answer(void *opaque, void *token, const uint8_t *frame,
                       size_t len) {
   (void)opaque;
-  peer_t *p = token;
+  dc_inproc_peer_t *p = token;
   p->pending = NULL;
   p->answers++;
   g_answered += frame && len > 8;
@@ -406,7 +337,8 @@ static void on_answer(void *opaque, void *token, const uint8_t *frame,
 
 /* Parks a DescribeFleet of p at seq (client-id filter nullable): its
  * DC_HANDLE_*; an answer's error code into *code. */
-static int park(peer_t *p, int64_t seq, const char *client, int16_t *code) {
+static int park(dc_inproc_peer_t *p, int64_t seq, const char *client,
+                int16_t *code) {
   dc_describe_fleet_req_t q = {(char *)client, NULL, seq, 60000, NULL, NULL, 0};
   dc_describe_fleet_resp_t r;
   int rc = fleet(p, 1, &q, &r);
@@ -417,7 +349,7 @@ static int park(peer_t *p, int64_t seq, const char *client, int16_t *code) {
   return rc;
 }
 
-static void waits_capped(peer_t *w, int64_t seq) {
+static void waits_capped(dc_inproc_peer_t *w, int64_t seq) {
   int16_t code = 0;
   int parked = 0;
   parked += park(&w[0], seq, NULL, &code) == DC_HANDLE_DEFER;
@@ -444,12 +376,12 @@ static void test_waits(void) {
   o.fleet_max_waits_per_principal = 2;
   if (!ok(start(&o), "a broker parking at most 5, 2 per principal"))
     return;
-  peer_t agent, w[7];
-  peer_init(&agent, "User:agent");
+  dc_inproc_peer_t agent, w[7];
+  dc_inproc_peer_init(&agent, "User:agent");
   const char *who[] = {"User:ops", "User:ops", "User:ops", "User:dev",
                        "User:dev", NULL, NULL};
   for (int i = 0; i < 7; i++)
-    peer_init(&w[i], who[i]);
+    dc_inproc_peer_init(&w[i], who[i]);
   report(&agent, "a-1", "app-x", NULL);
   dc_describe_fleet_resp_t r;
   int64_t seq = page(&agent, NULL, NULL, NULL, NULL, 0, &r) ? r.fleet_seq : -1;
@@ -457,7 +389,7 @@ static void test_waits(void) {
   uint64_t listings = stats().listings;
   g_answered = 0;
   is_int(report(&agent, "a-2", "app-x", NULL), 0, "a report moves the fleet");
-  dc_broker_answers(g_b, on_answer, NULL);
+  dc_broker_answers(g_ip.b, on_answer, NULL);
   is_int(g_answered, 5, "  all 5 parked requests are answered");
   ok(stats().listings - listings == 2,
      "  from 2 listings: one per distinct request, not one per waiter "
@@ -469,16 +401,16 @@ static void test_waits(void) {
   int64_t now = page(&agent, NULL, NULL, NULL, NULL, 0, &r) ? r.fleet_seq : -1;
   ok(park(&w[2], now, NULL, &code) == DC_HANDLE_DEFER,
      "  and the third of User:ops may park");
-  peer_close(&agent);
+  dc_inproc_peer_close(&g_ip, &agent);
   for (int i = 0; i < 7; i++)
-    peer_close(&w[i]);
-  stop();
+    dc_inproc_peer_close(&g_ip, &w[i]);
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- finding: an instance id is its first principal's ------------------ */
 
 /* The listing's entry of inst, or NULL. */
-static const dc_fleet_client_t *entry(peer_t *p, const char *inst,
+static const dc_fleet_client_t *entry(dc_inproc_peer_t *p, const char *inst,
                                       dc_describe_fleet_resp_t *r) {
   if (!page(p, NULL, NULL, NULL, NULL, 0, r))
     return NULL;
@@ -494,10 +426,10 @@ static void test_binding(void) {
   o.fleet_retention_ms = 0;
   if (!ok(start(&o), "a broker with fleet.retention.ms 0"))
     return;
-  peer_t alice, alice2, mallory;
-  peer_init(&alice, "User:alice");
-  peer_init(&alice2, "User:alice");
-  peer_init(&mallory, "User:mallory");
+  dc_inproc_peer_t alice, alice2, mallory;
+  dc_inproc_peer_init(&alice, "User:alice");
+  dc_inproc_peer_init(&alice2, "User:alice");
+  dc_inproc_peer_init(&mallory, "User:mallory");
   dc_describe_fleet_resp_t r;
   is_int(report(&alice, "inst-A", "app-a", "fine"), 0, "alice reports inst-A");
   int rc = report(&mallory, "inst-A", "app-m", "rejected: pwned");
@@ -512,8 +444,8 @@ static void test_binding(void) {
   ok(!mallory.fleet, "  mallory's connection holds no entry");
   is_int(report(&alice2, "inst-A", "app-a", "moved"), 0,
          "alice reports inst-A on another connection: taken");
-  peer_close(&alice);
-  peer_close(&alice2);
+  dc_inproc_peer_close(&g_ip, &alice);
+  dc_inproc_peer_close(&g_ip, &alice2);
   int64_t closed = dc_wall_ms();
   while (dc_wall_ms() <= closed) /* retention 0: gone past the next ms */
     ;
@@ -522,8 +454,8 @@ static void test_binding(void) {
   e = entry(&mallory, "inst-A", &r);
   ok(e && !strcmp(e->principal, "User:mallory") && e->connected,
      "  the entry is mallory's");
-  peer_close(&mallory);
-  stop();
+  dc_inproc_peer_close(&g_ip, &mallory);
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- finding: the fleet's memory ---------------------------------------- */
@@ -532,8 +464,8 @@ static char g_reason[2049], g_soft[129], g_kind[65], g_long[65];
 
 static void test_bytes_gone(void) {
   char inst[80];
-  peer_t a;
-  peer_init(&a, "User:agent");
+  dc_inproc_peer_t a;
+  dc_inproc_peer_init(&a, "User:agent");
   int refused = 0;
   size_t most = 0;
   for (int i = 0; i < 300; i++) {
@@ -552,17 +484,17 @@ static void test_bytes_gone(void) {
   snprintf(inst, sizeof(inst), "%.50s%05d", g_long, 0);
   ok(last && !entry(&a, inst, &r),
      "  the longest gone made room: the first is dropped, the last kept");
-  peer_close(&a);
+  dc_inproc_peer_close(&g_ip, &a);
 }
 
 #define N_CONN 600
 
 static void test_bytes_connected(void) {
-  static peer_t p[N_CONN];
+  static dc_inproc_peer_t p[N_CONN];
   char inst[32];
   int taken = 0, refused = 0, other = 0;
   for (int i = 0; i < N_CONN; i++) {
-    peer_init(&p[i], "User:agent");
+    dc_inproc_peer_init(&p[i], "User:agent");
     snprintf(inst, sizeof(inst), "conn-%03d", i);
     int rc = report(&p[i], inst, "small-app", NULL);
     taken += !rc;
@@ -581,7 +513,7 @@ static void test_bytes_connected(void) {
      "  a report that would grow a connected entry past it: refused, the "
      "entry unchanged");
   for (int i = 0; i < N_CONN; i++)
-    peer_close(&p[i]);
+    dc_inproc_peer_close(&g_ip, &p[i]);
 }
 
 static void test_bytes(void) {
@@ -595,26 +527,22 @@ static void test_bytes(void) {
   if (!ok(start(&o), "a broker with fleet.max.bytes 200000"))
     return;
   test_bytes_gone();
-  stop();
+  dc_inproc_stop(&g_ip);
   o.fleet_retention_ms = 0;
   if (!ok(start(&o), "again, fleet.retention.ms 0"))
     return;
   test_bytes_connected();
-  stop();
+  dc_inproc_stop(&g_ip);
 }
 
 int main(void) {
-  dc_arena_init(&g_scratch);
-  dc_arena_init(&g_resp);
-  dc_buf_init(&g_out);
+  dc_inproc_init(&g_ip, "fleet-test");
   test_hash();
   test_pages();
   test_v0();
   test_waits();
   test_binding();
   test_bytes();
-  dc_arena_free(&g_scratch);
-  dc_arena_free(&g_resp);
-  dc_buf_free(&g_out);
+  dc_inproc_free(&g_ip);
   return done_testing();
 }

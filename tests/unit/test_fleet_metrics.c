@@ -29,101 +29,29 @@
 #include "broker/core/broker.h"
 #include "codec/proto.h"
 #include "common/clock.h"
+#include "../../bench/inproc.h"
 #include "../tap.h"
 #include "../testutil.h"
 
-/* A connection as the broker sees it. */
-typedef struct peer {
-  dc_conn_info_t conn;
-  void *fleet, *pending;
-} peer_t;
-
-static dc_broker_t *g_b;
-static dc_arena_t g_scratch, g_resp;
-static dc_buf_t g_out;
-static int32_t g_corr = 1;
-
-typedef int(enc_fn)(dc_buf_t *b, int16_t v, const void *q);
-static int enc_report(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_client_report_req_encode(b, v, q);
-}
-static int enc_fleet(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_describe_fleet_req_encode(b, v, q);
-}
-static int enc_alter(dc_buf_t *b, int16_t v, const void *q) {
-  return dc_incremental_alter_configs_req_encode(b, v, q);
-}
-
-static void peer_init(peer_t *p, const char *principal) {
-  memset(p, 0, sizeof(*p));
-  p->conn = (dc_conn_info_t){.peer = "127.0.0.1:40000",
-                             .principal = principal,
-                             .listener = "PLAINTEXT",
-                             .token = p,
-                             .pending = &p->pending,
-                             .fleet = &p->fleet};
-}
-
-static void peer_close(peer_t *p) {
-  if (p->pending)
-    dc_broker_abandon(g_b, p->pending);
-  if (p->fleet)
-    dc_broker_fleet_conn_closed(g_b, p->fleet);
-  p->pending = p->fleet = NULL;
-}
+static dc_inproc_t g_ip;
 
 static bool start(const dc_broker_opts_t *opts) {
-  dc_broker_opts_t def;
-  if (!opts) {
-    dc_broker_opts_init(&def);
-    opts = &def;
-  }
   char err[256] = "";
-  g_b = dc_broker_new(opts, NULL, err, sizeof(err));
-  if (!g_b)
+  if (!dc_inproc_start(&g_ip, opts, err, sizeof(err)))
     diag("dc_broker_new: %s", err);
-  return g_b != NULL;
-}
-
-static void stop(void) {
-  dc_broker_destroy(g_b);
-  g_b = NULL;
-}
-
-/* One request of p; DC_HANDLE_*. On DC_HANDLE_OK *rd holds the body. */
-static int call(peer_t *p, int16_t api, int16_t v, enc_fn *enc,
-                const void *q, dc_rd_t *rd) {
-  dc_buf_t req;
-  dc_buf_init(&req);
-  size_t off = dc_wr_frame_begin(&req);
-  dc_req_header_t h = {api, v, g_corr++, "fleet-metrics-test"};
-  dc_req_header_encode(&req, &h);
-  enc(&req, v, q);
-  dc_wr_frame_end(&req, off);
-  dc_buf_clear(&g_out);
-  char err[256];
-  int rc = dc_broker_handle(g_b, &p->conn, req.data + 4, req.len - 4,
-                            &g_scratch, &g_out, err, sizeof(err));
-  dc_arena_reset(&g_scratch);
-  dc_buf_free(&req);
-  if (rc != DC_HANDLE_OK)
-    return rc;
-  dc_arena_reset(&g_resp);
-  dc_rd_init(rd, g_out.data + 4, g_out.len - 4, &g_resp);
-  int32_t corr;
-  dc_resp_header_decode(rd, api, v, &corr);
-  return rc;
+  return g_ip.b != NULL;
 }
 
 /* A report; the error code (-1: no answer). */
-static int report(peer_t *p, const char *inst, const char *client,
+static int report(dc_inproc_peer_t *p, const char *inst, const char *client,
                   int8_t outcome, int64_t version) {
   dc_client_report_req_t q = {(char *)client, (char *)inst, "producer",
                               "dynconf-agent", "1.0", "librdkafka/2.0.2",
                               version, 1, outcome, NULL};
   dc_rd_t rd;
   dc_client_report_resp_t resp;
-  if (call(p, DC_API_CLIENT_REPORT, 0, enc_report, &q, &rd) != DC_HANDLE_OK ||
+  if (dc_inproc_call(&g_ip, p, DC_API_CLIENT_REPORT, 0, dc_inproc_enc_report,
+                     &q, &rd) != DC_HANDLE_OK ||
       dc_client_report_resp_decode(&rd, 0, &resp))
     return -1;
   return resp.error_code;
@@ -133,16 +61,16 @@ static int report(peer_t *p, const char *inst, const char *client,
  * error code (-1: no answer). */
 static int alter(int8_t type, const char *name, const char *key,
                  const char *value) {
-  peer_t admin;
-  peer_init(&admin, NULL);
+  dc_inproc_peer_t admin;
+  dc_inproc_peer_init(&admin, NULL);
   dc_alter_config_t c = {(char *)key, value ? DC_OP_SET : DC_OP_DELETE,
                          (char *)value};
   dc_alter_resource_t res = {type, (char *)name, 1, &c};
   dc_alter_configs_req_t q = {1, &res, false};
   dc_rd_t rd;
   dc_alter_configs_resp_t resp;
-  if (call(&admin, DC_API_INCREMENTAL_ALTER_CONFIGS, 1, enc_alter, &q,
-           &rd) != DC_HANDLE_OK ||
+  if (dc_inproc_call(&g_ip, &admin, DC_API_INCREMENTAL_ALTER_CONFIGS, 1,
+                     dc_inproc_enc_alter, &q, &rd) != DC_HANDLE_OK ||
       dc_incremental_alter_configs_resp_decode(&rd, 1, &resp) ||
       resp.n_responses != 1)
     return -1;
@@ -151,7 +79,7 @@ static int alter(int8_t type, const char *name, const char *key,
 
 /* The version that resolves for client and principal now. */
 static int64_t current(const char *client, const char *principal) {
-  return dc_broker_config_version(g_b, client, principal);
+  return dc_broker_config_version(g_ip.b, client, principal);
 }
 
 /* ---- the counts, fast and recounted ------------------------------------- */
@@ -165,7 +93,7 @@ static const char *const g_states[N_ST] = {"up_to_date", "behind", "rejected",
 static bool scraped(uint64_t n[N_ST]) {
   dc_buf_t text;
   dc_buf_init(&text);
-  dc_broker_metrics(g_b, &text);
+  dc_broker_metrics(g_ip.b, &text);
   dc_buf_append(&text, "", 1);
   int found = 0;
   for (int i = 0; i < N_ST; i++) {
@@ -185,7 +113,7 @@ static bool scraped(uint64_t n[N_ST]) {
 /* Every entry judged afresh, each configuration resolved on its own. */
 static void recounted(uint64_t n[N_ST]) {
   memset(n, 0, N_ST * sizeof(*n));
-  for (dc_avl_node_t *a = dc_avl_first(&g_b->fleet->by_client); a;
+  for (dc_avl_node_t *a = dc_avl_first(&g_ip.b->fleet->by_client); a;
        a = dc_avl_next(a)) {
     const dc_fleet_entry_t *e = dc_fleet_entry_of(a, false);
     n[dc_fleet_state(e, current(e->client_id, e->principal))]++;
@@ -195,14 +123,14 @@ static void recounted(uint64_t n[N_ST]) {
 /* The states a DescribeFleet v0 of the whole fleet lists; false when it
  * is not answered. */
 static bool listed(uint64_t n[N_ST]) {
-  peer_t admin;
-  peer_init(&admin, NULL);
+  dc_inproc_peer_t admin;
+  dc_inproc_peer_init(&admin, NULL);
   dc_describe_fleet_req_t q = {0};
   dc_rd_t rd;
   dc_describe_fleet_resp_t r;
   memset(n, 0, N_ST * sizeof(*n));
-  if (call(&admin, DC_API_DESCRIBE_FLEET, 0, enc_fleet, &q, &rd) !=
-          DC_HANDLE_OK ||
+  if (dc_inproc_call(&g_ip, &admin, DC_API_DESCRIBE_FLEET, 0,
+                     dc_inproc_enc_fleet, &q, &rd) != DC_HANDLE_OK ||
       dc_describe_fleet_resp_decode(&rd, 0, &r) || r.error_code)
     return false;
   for (int32_t i = 0; i < r.n_clients; i++)
@@ -239,7 +167,7 @@ static bool check(const uint64_t *want, const char *what) {
 
 #define N_AGENTS 40
 
-static peer_t g_p[N_AGENTS];
+static dc_inproc_peer_t g_p[N_AGENTS];
 static char g_inst[N_AGENTS][32], g_client[N_AGENTS][32];
 static const char *const g_who[3] = {NULL, "User:alice", "User:bob"};
 
@@ -247,7 +175,7 @@ static const char *const g_who[3] = {NULL, "User:alice", "User:bob"};
  * shared) and instance id. */
 static void agents_init(void) {
   for (int i = 0; i < N_AGENTS; i++) {
-    peer_init(&g_p[i], g_who[i % 3]);
+    dc_inproc_peer_init(&g_p[i], g_who[i % 3]);
     snprintf(g_inst[i], sizeof(g_inst[i]), "inst-%02d", i);
     if (i % 4 == 0)
       snprintf(g_client[i], sizeof(g_client[i]), "solo-%02d", i);
@@ -338,11 +266,11 @@ static void test_silent_changes(void) {
   const char *k[] = {"acks"}, *v[] = {"1"};
   uint64_t was[N_ST];
   solo_up(was);
-  solo_behind(was, dc_configdb_replace(g_b->db, DC_RES_CLIENT, "solo-00", 1,
+  solo_behind(was, dc_configdb_replace(g_ip.b->db, DC_RES_CLIENT, "solo-00", 1,
                                        k, v),
               "a change no request made (as a store apply makes one)");
   solo_up(was);
-  solo_behind(was, dc_configdb_set(g_b->db, DC_RES_CLIENT, "solo-00", "acks",
+  solo_behind(was, dc_configdb_set(g_ip.b->db, DC_RES_CLIENT, "solo-00", "acks",
                                    "0"),
               "an entity changed in place (as loading the store does)");
   is_int(alter(DC_RES_CLIENT, "<default>", "acks", NULL), 0,
@@ -359,50 +287,51 @@ static void test_moves(void) {
   is_int(report(&g_p[2], "other-02", g_client[2], DC_OUTCOME_APPLIED, now), 0,
          "a connection reports as another instance");
   check(NULL, "  the one before is silent");
-  peer_t back;
-  peer_init(&back, g_p[3].conn.principal);
+  dc_inproc_peer_t back;
+  dc_inproc_peer_init(&back, g_p[3].conn.principal);
   is_int(report(&back, g_inst[3], g_client[3], DC_OUTCOME_REJECTED,
                 current(g_client[3], NULL)), 0,
          "an instance is back on a new connection");
-  peer_close(&g_p[3]);
+  dc_inproc_peer_close(&g_ip, &g_p[3]);
   check(NULL, "  the old one's close leaves it connected");
-  peer_t mallory;
-  peer_init(&mallory, "User:bob");
+  dc_inproc_peer_t mallory;
+  dc_inproc_peer_init(&mallory, "User:bob");
   is_int(report(&mallory, g_inst[4], g_client[4], DC_OUTCOME_APPLIED, -1),
          DC_ERR_CLUSTER_AUTHORIZATION_FAILED,
          "bob's report of alice's instance id is refused");
   check(NULL, "  nothing moved");
   for (int i = 5; i < 15; i++)
-    peer_close(&g_p[i]);
+    dc_inproc_peer_close(&g_ip, &g_p[i]);
   check(NULL, "ten connections close");
-  peer_close(&back);
-  peer_close(&mallory);
+  dc_inproc_peer_close(&g_ip, &back);
+  dc_inproc_peer_close(&g_ip, &mallory);
 }
 
 /* The judging work: none on a scrape without a change. */
 static void test_work(void) {
   uint64_t n[N_ST];
   scraped(n);
-  uint64_t before = g_b->fleet->judged;
+  uint64_t before = g_ip.b->fleet->judged;
   scraped(n);
   scraped(n);
-  is_int(g_b->fleet->judged - before, 0, "two scrapes, nothing changed: no "
+  is_int(g_ip.b->fleet->judged - before, 0, "two scrapes, nothing changed: no "
          "agent judged");
   report_agent(20, 0);
   scraped(n);
-  is_int(g_b->fleet->judged - before, 1, "  a report judges its agent alone");
+  is_int(g_ip.b->fleet->judged - before, 1,
+         "  a report judges its agent alone");
   size_t live = 0;
   for (int i = 0; i < N_AGENTS; i++)
     live += g_p[i].fleet && dc_fleet_live(g_p[i].fleet);
   alter(DC_RES_CLIENT, "<default>", "linger.ms", "7");
-  before = g_b->fleet->judged;
+  before = g_ip.b->fleet->judged;
   scraped(n);
   scraped(n);
-  is_int(g_b->fleet->judged - before, live, "  after an alter, two scrapes "
+  is_int(g_ip.b->fleet->judged - before, live, "  after an alter, two scrapes "
          "judge each of the %zu connected agents once", live);
   for (int i = 0; i < N_AGENTS; i++)
-    peer_close(&g_p[i]);
-  uint64_t all_silent[N_ST] = {0, 0, 0, g_b->fleet->n, 0};
+    dc_inproc_peer_close(&g_ip, &g_p[i]);
+  uint64_t all_silent[N_ST] = {0, 0, 0, g_ip.b->fleet->n, 0};
   check(all_silent, "all connections closed");
 }
 
@@ -415,7 +344,7 @@ static void test_fleet(void) {
   test_silent_changes();
   test_moves();
   test_work();
-  stop();
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- entries leaving: retention and room -------------------------------- */
@@ -430,18 +359,18 @@ static void test_retention(void) {
   for (int i = 0; i < 10; i++)
     report_agent(i, 0);
   for (int i = 0; i < 6; i++)
-    peer_close(&g_p[i]);
+    dc_inproc_peer_close(&g_ip, &g_p[i]);
   int64_t closed = dc_wall_ms();
   check(NULL, "10 agents, 6 gone within the retention");
   while (dc_wall_ms() <= closed + 100)
     dc_tu_sleep_ms(10);
   uint64_t n[N_ST];
   scraped(n);
-  is_int(g_b->fleet->n, 4, "  past it, the scrape drops the 6");
+  is_int(g_ip.b->fleet->n, 4, "  past it, the scrape drops the 6");
   check(NULL, "  and they leave the counts");
   for (int i = 6; i < 10; i++)
-    peer_close(&g_p[i]);
-  stop();
+    dc_inproc_peer_close(&g_ip, &g_p[i]);
+  dc_inproc_stop(&g_ip);
 }
 
 static void test_room(void) {
@@ -455,15 +384,15 @@ static void test_room(void) {
   for (int i = 0; i < N_AGENTS; i++) {
     refused += report_agent(i, 0) != 0;
     if (i % 3) /* a third stay connected */
-      peer_close(&g_p[i]);
+      dc_inproc_peer_close(&g_ip, &g_p[i]);
   }
-  ok(!refused && g_b->fleet->n < N_AGENTS,
+  ok(!refused && g_ip.b->fleet->n < N_AGENTS,
      "%d agents, two thirds gone: %zu kept, gone ones dropped for room",
-     N_AGENTS, g_b->fleet->n);
+     N_AGENTS, g_ip.b->fleet->n);
   check(NULL, "  the dropped leave the counts");
   for (int i = 0; i < N_AGENTS; i++)
-    peer_close(&g_p[i]);
-  stop();
+    dc_inproc_peer_close(&g_ip, &g_p[i]);
+  dc_inproc_stop(&g_ip);
 }
 
 /* ---- many agents ------------------------------------------------------- */
@@ -478,23 +407,23 @@ static void test_many(void) {
   o.max_response_size = 64u << 20; /* the v0 listing of them all */
   if (!ok(start(&o), "a broker"))
     return;
-  peer_t *p = calloc(N_MANY, sizeof(*p));
+  dc_inproc_peer_t *p = calloc(N_MANY, sizeof(*p));
   int refused = 0;
   for (int i = 0; p && i < N_MANY; i++) {
     char inst[32], client[32];
     snprintf(inst, sizeof(inst), "many-%05d", i);
     snprintf(client, sizeof(client), "app-%05d", i);
-    peer_init(&p[i], NULL);
+    dc_inproc_peer_init(&p[i], NULL);
     refused += report(&p[i], inst, client, DC_OUTCOME_APPLIED,
                       i % 2 ? current(client, NULL) : 1) != 0;
   }
   ok(p && !refused, "%d agents of distinct client-ids report", N_MANY);
   uint64_t half[N_ST] = {N_MANY / 2, N_MANY / 2, 0, 0, 0}, n[N_ST];
-  uint64_t before = g_b->fleet->judged;
+  uint64_t before = g_ip.b->fleet->judged;
   int64_t t0 = dc_mono_us();
   scraped(n);
   int64_t took = dc_mono_us() - t0;
-  is_int(g_b->fleet->judged - before, 0, "  the first scrape judges none of "
+  is_int(g_ip.b->fleet->judged - before, 0, "  the first scrape judges none of "
          "them");
   diag("  (it took %lld us)", (long long)took);
   check(half, "  half up to date, half behind");
@@ -503,26 +432,22 @@ static void test_many(void) {
   t0 = dc_mono_us();
   scraped(n);
   diag("  (the first scrape after it judged %llu of them in %lld us)",
-       (unsigned long long)(g_b->fleet->judged - before),
+       (unsigned long long)(g_ip.b->fleet->judged - before),
        (long long)(dc_mono_us() - t0));
   uint64_t behind[N_ST] = {0, N_MANY, 0, 0, 0};
   check(behind, "  after an alter of <default>, all behind");
   for (int i = 0; p && i < N_MANY; i++)
-    peer_close(&p[i]);
+    dc_inproc_peer_close(&g_ip, &p[i]);
   free(p);
-  stop();
+  dc_inproc_stop(&g_ip);
 }
 
 int main(void) {
-  dc_arena_init(&g_scratch);
-  dc_arena_init(&g_resp);
-  dc_buf_init(&g_out);
+  dc_inproc_init(&g_ip, "fleet-metrics-test");
   test_fleet();
   test_retention();
   test_room();
   test_many();
-  dc_arena_free(&g_scratch);
-  dc_arena_free(&g_resp);
-  dc_buf_free(&g_out);
+  dc_inproc_free(&g_ip);
   return done_testing();
 }
