@@ -21,7 +21,8 @@ typedef struct cfg {
   long request_bytes, rss_cap_mb;
 } cfg_t;
 
-/* A DescribeConfigs request (dc_describe_configs_req_t) for kclient. */
+/* scale_conn.c. A DescribeConfigs request (dc_describe_configs_req_t)
+ * for kclient. */
 int scale_enc_describe(dc_buf_t *b, int16_t v, const void *req);
 
 /* A connection to c->target with ApiVersions done; *iac_version is the

@@ -10,28 +10,6 @@
 
 #include <stdio.h>
 
-rd_kafka_resp_err_t dc_plugin_register(rd_kafka_conf_t *conf, dc_plugin_t *st,
-                                       char *errstr, size_t errstr_size) {
-  /* on_conf_set first: when it conflicts, nothing has been added. */
-  rd_kafka_resp_err_t err = rd_kafka_conf_interceptor_add_on_conf_set(
-      conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_set, st);
-  if (err == RD_KAFKA_RESP_ERR__CONFLICT)
-    return err;
-  if (!err)
-    err = rd_kafka_conf_interceptor_add_on_conf_dup(
-        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_dup, st);
-  if (!err)
-    err = rd_kafka_conf_interceptor_add_on_conf_destroy(
-        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_destroy, st);
-  if (!err)
-    err = rd_kafka_conf_interceptor_add_on_new(conf, DC_PLUGIN_IC_NAME,
-                                               dc_plugin_on_new, st);
-  if (err && errstr_size)
-    snprintf(errstr, errstr_size, "dynconf plugin: adding an interceptor: %s",
-             rd_kafka_err2str(err));
-  return err;
-}
-
 __attribute__((visibility("default"))) rd_kafka_resp_err_t
 conf_init(rd_kafka_conf_t *conf, void **plug_opaquep, char *errstr,
           size_t errstr_size);

@@ -5,8 +5,9 @@
  * it uses only through the public API of dynconf.h; nothing below it
  * includes this folder.
  *
- *   conf_init.c  the exported conf_init() and the interceptors it adds
- *   state.c      the per-conf state: dynconf.* properties, copies, frees
+ *   conf_init.c  the exported conf_init()
+ *   state.c      the per-conf state: dynconf.* properties, copies, frees,
+ *                and the interceptors that carry it
  *   start.c      on_new / on_destroy: the agent of one client
  *   apply.c      writing the accepted values into the client's own conf
  *   log.c        log lines on stderr, in librdkafka's format
@@ -66,9 +67,6 @@ rd_kafka_resp_err_t dc_plugin_on_conf_dup(rd_kafka_conf_t *new_conf,
                                           const char **filter,
                                           void *ic_opaque);
 rd_kafka_resp_err_t dc_plugin_on_conf_destroy(void *ic_opaque);
-
-/* ---- conf_init.c -------------------------------------------------------- */
-
 /* Adds the plugin's interceptors to conf with st as their opaque.
  * RD_KAFKA_RESP_ERR__CONFLICT when conf carries them already (nothing is
  * added then); another error with errstr when librdkafka refused one. */

@@ -2,7 +2,8 @@
 /*
  * The per-conf state of the plugin: the dynconf.* properties an
  * application sets like any librdkafka property, and the conf's copies
- * and end (on_conf_set, on_conf_dup, on_conf_destroy).
+ * and end (on_conf_set, on_conf_dup, on_conf_destroy), and the
+ * interceptors that follow them on a conf.
  */
 #include "plugin/plugin_int.h"
 
@@ -56,6 +57,28 @@ rd_kafka_conf_res_t dc_plugin_on_conf_set(rd_kafka_conf_t *conf,
     /* Not one of the agent's properties: librdkafka says so. */
     return RD_KAFKA_CONF_UNKNOWN;
   }
+}
+
+rd_kafka_resp_err_t dc_plugin_register(rd_kafka_conf_t *conf, dc_plugin_t *st,
+                                       char *errstr, size_t errstr_size) {
+  /* on_conf_set first: when it conflicts, nothing has been added. */
+  rd_kafka_resp_err_t err = rd_kafka_conf_interceptor_add_on_conf_set(
+      conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_set, st);
+  if (err == RD_KAFKA_RESP_ERR__CONFLICT)
+    return err;
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_conf_dup(
+        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_dup, st);
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_conf_destroy(
+        conf, DC_PLUGIN_IC_NAME, dc_plugin_on_conf_destroy, st);
+  if (!err)
+    err = rd_kafka_conf_interceptor_add_on_new(conf, DC_PLUGIN_IC_NAME,
+                                               dc_plugin_on_new, st);
+  if (err && errstr_size)
+    snprintf(errstr, errstr_size, "dynconf plugin: adding an interceptor: %s",
+             rd_kafka_err2str(err));
+  return err;
 }
 
 /* A copy of the conf gets a copy of the state, with the interceptors
