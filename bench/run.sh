@@ -6,15 +6,21 @@
 #
 # Starts a dynconfd on a free loopback port with a throw-away data dir,
 # stores one override for client-id bench-client with dynconf-configs, then
-# runs bench/loadgen three times for the same duration:
-#   (a) DescribeConfigs v1 (CLIENT bench-client, synonyms) against dynconfd
+# runs bench/loadgen, each run for the same duration:
+#   (a) DescribeConfigs v1 (CLIENT bench-client, synonyms) against dynconfd,
+#       alternating round by round with
+#   (d) the same requests against bench/ceiling, which answers each with
+#       dynconfd's own answer, recorded once, and does nothing else: the
+#       fastest server of that answer on this machine (BENCH_ROUNDS rounds
+#       of both; the ratio a/d of each round, and their median)
 #   (b) Metadata (empty topic list) against dynconfd
 #   (c) Metadata against the librdkafka mock cluster (the baseline; it only
 #       speaks ApiVersions 0-2 and Metadata 0-2, no config APIs)
-# and prints a side-by-side table plus the ratio (a) req/s / (c) req/s.
+# and prints a side-by-side table plus the ratios (a)/(d) and (a)/(c).
 #
 # Environment: BENCH_SECONDS (10), BENCH_CONNECTIONS (16), BENCH_PIPELINE
-# (32), BENCH_METADATA_VERSION (2, the highest the mock serves).
+# (32), BENCH_ROUNDS (3), BENCH_METADATA_VERSION (2, the highest the mock
+# serves).
 # Exits non-zero only when a run fails outright (an error, or no request
 # completed) or a server dies; never on speed.
 set -eu
@@ -24,21 +30,25 @@ SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNECTIONS:-16}
 PIPE=${BENCH_PIPELINE:-32}
 MDV=${BENCH_METADATA_VERSION:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 
-for bin in dynconfd dynconf-configs bench/loadgen; do
+for bin in dynconfd dynconf-configs bench/loadgen bench/ceiling; do
   if [ ! -x "$BUILDDIR/$bin" ]; then
-    echo "bench: $BUILDDIR/$bin not built (make dynconfd dynconf-configs bench/loadgen)" >&2
+    echo "bench: $BUILDDIR/$bin not built (make dynconfd dynconf-configs bench/loadgen bench/ceiling)" >&2
     exit 2
   fi
 done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-bench.XXXXXX")
 DPID=
+CPID=
 cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-    kill -TERM "$DPID" 2>/dev/null || true
-    wait "$DPID" 2>/dev/null || true
-  fi
+  for p in $CPID $DPID; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill -TERM "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    fi
+  done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -80,6 +90,24 @@ TARGET=127.0.0.1:$PORT
   exit 1
 }
 
+# The ceiling: dynconfd's answers, replayed.
+"$BUILDDIR/bench/ceiling" --upstream "$TARGET" >"$TMP/ceiling.out" \
+  2>"$TMP/ceiling.err" &
+CPID=$!
+CEILING=
+i=0
+while [ $i -lt 100 ] && [ -z "$CEILING" ]; do
+  CEILING=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9][0-9]*\)$/\1/p' \
+    "$TMP/ceiling.out")
+  [ -n "$CEILING" ] || sleep 0.1
+  i=$((i + 1))
+done
+if [ -z "$CEILING" ]; then
+  echo "bench: bench/ceiling did not start:" >&2
+  cat "$TMP/ceiling.err" >&2
+  exit 1
+fi
+
 CORES=$(nproc 2>/dev/null || echo '?')
 echo "dynconf benchmark: ${SECS}s per run, $CONNS connections x $PIPE requests in flight"
 echo "dynconfd at $TARGET (data dir $TMP/data); bench-client has session.timeout.ms=30000"
@@ -89,9 +117,10 @@ echo
 
 FAILED=0
 TICKS=$(getconf CLK_TCK 2>/dev/null || echo 100)
-# dynconfd's CPU time so far, in clock ticks (utime + stime).
+# The server's CPU time so far, in clock ticks (utime + stime): dynconfd's,
+# or bench/ceiling's when SPID names it.
 dticks() {
-  sed 's/.*) //' "/proc/$DPID/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+  sed 's/.*) //' "/proc/${SPID:-$DPID}/stat" 2>/dev/null | awk '{ print $12 + $13 }'
 }
 
 # run NAME LOADGEN-ARGS...: runs one load, keeps its RESULT line in
@@ -110,7 +139,7 @@ run() {
   awk -v a="${t0:-0}" -v b="${t1:-0}" -v hz="$TICKS" \
     'BEGIN { printf "%.2f\n", (b - a) / hz }' >"$TMP/$name.dcpu"
   sed 's/^/    /' "$TMP/$name.out"
-  echo "    dynconfd used $(cat "$TMP/$name.dcpu") s of CPU during this run"
+  echo "    the server used $(cat "$TMP/$name.dcpu") s of CPU during this run"
   if [ -s "$TMP/$name.err" ]; then
     head -n 10 "$TMP/$name.err" | sed 's/^/    stderr: /'
   fi
@@ -127,17 +156,35 @@ field() {
   echo "${v:--}"
 }
 
-run describe --target "$TARGET" --api describe --version 1
+r=1
+while [ $r -le "$ROUNDS" ]; do
+  run "describe.$r" --target "$TARGET" --api describe --version 1
+  SPID=$CPID
+  run "ceiling.$r" --target "$CEILING" --api describe --version 1
+  SPID=
+  r=$((r + 1))
+done
 run metadata --target "$TARGET" --api metadata --version "$MDV"
 run mock --mock --api metadata --version "$MDV"
 
+if ! kill -0 "$CPID" 2>/dev/null; then
+  echo "bench: bench/ceiling died during the benchmark:" >&2
+  tail -n 20 "$TMP/ceiling.err" >&2
+  FAILED=1
+fi
 if ! kill -0 "$DPID" 2>/dev/null; then
   echo "bench: dynconfd died during the benchmark:" >&2
   tail -n 20 "$TMP/dynconfd.err" >&2
   FAILED=1
 fi
 
-for n in describe metadata mock; do
+# The round with the median ratio stands for (a) and (d) below.
+MED=$(r=1; while [ $r -le "$ROUNDS" ]; do
+  awk -v r=$r -v a="$(field "describe.$r" rps)" -v d="$(field "ceiling.$r" rps)" \
+    'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.4f %d\n", a / d, r }'
+  r=$((r + 1))
+done | sort -n | awk '{ v[NR] = $2 } END { if (NR) print v[int((NR + 1) / 2)] }')
+for n in $(r=1; while [ $r -le "$ROUNDS" ]; do echo "describe.$r ceiling.$r"; r=$((r + 1)); done) metadata mock; do
   req=$(field $n requests)
   err=$(field $n errors)
   cf=$(field $n conn_failures)
@@ -163,14 +210,25 @@ row() {
     "$(field "$3" p50_us)" "$(field "$3" p99_us)" "$(field "$3" errors)" \
     "$srv" "$(pct "$(field "$3" cpu_s)" "$3")"
 }
-row "dynconfd $TARGET" "DescribeConfigs v1" describe
+MED=${MED:-1}
+row "dynconfd $TARGET" "DescribeConfigs v1" "describe.$MED"
+row "bench/ceiling $CEILING" "DescribeConfigs v1" "ceiling.$MED"
 row "dynconfd $TARGET" "Metadata v$MDV" metadata
 row "librdkafka mock cluster" "Metadata v$MDV" mock
-a=$(field describe rps)
+echo
+r=1
+while [ $r -le "$ROUNDS" ]; do
+  awk -v r=$r -v a="$(field "describe.$r" rps)" -v d="$(field "ceiling.$r" rps)" \
+    'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "round %d: dynconfd %s req/s, ceiling %s req/s, ratio %.2f\n", r, a, d, a / d }'
+  r=$((r + 1))
+done
+ceil=$(awk -v a="$(field "describe.$MED" rps)" -v d="$(field "ceiling.$MED" rps)" \
+  'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.2f", a / d; else print "n/a" }')
+echo "ratio to the ceiling: dynconfd DescribeConfigs v1 req/s / bench/ceiling req/s = $ceil (median of $ROUNDS alternating rounds)"
+a=$(field "describe.$MED" rps)
 c=$(field mock rps)
 ratio=$(awk -v a="$a" -v c="$c" \
   'BEGIN { if (a + 0 > 0 && c + 0 > 0) printf "%.2f", a / c; else print "n/a" }')
-echo
 echo "ratio: dynconfd DescribeConfigs v1 req/s / mock cluster Metadata v$MDV req/s = $ratio"
 echo "(same machine, same duration and load shape; the mock shares the loadgen's process)"
 
