@@ -41,7 +41,9 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-instr.XXXXXX")
+DPID=
 PIDS=
+. "$(dirname "$0")/lib.sh"
 cleanup() {
   for p in $PIDS; do
     kill -TERM "$p" 2>/dev/null || true
@@ -49,8 +51,6 @@ cleanup() {
   done
   rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # start NAME CMD...: CMD under callgrind, counting nothing until asked;
 # waits for its "listening on" line and sets PID and ADDR.
@@ -62,19 +62,11 @@ start() {
     2>"$TMP/$name.err" &
   PID=$!
   PIDS="$PIDS $PID"
-  ADDR=
-  i=0
-  while [ $i -lt 300 ] && [ -z "$ADDR" ]; do
-    ADDR=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' \
-      "$TMP/$name.out" | head -n 1)
-    [ -n "$ADDR" ] || sleep 0.1
-    i=$((i + 1))
-  done
-  if [ -z "$ADDR" ]; then
+  ADDR=$(await_listening "$TMP/$name.out" "$PID") || {
     echo "instructions: $name did not start under valgrind:" >&2
     tail -n 20 "$TMP/$name.err" >&2
     exit 1
-  fi
+  }
 }
 
 # count NAME PID TARGET LOADGEN-ARGS...: instructions per request of one

@@ -17,7 +17,24 @@ stop_dynconfd() {
   DPID=
 }
 
-# On exit, dynconfd stops and TMP goes; an interrupt exits 130.
+# await_listening FILE PID: waits up to 30 s for the "listening on
+# 127.0.0.1:PORT" line the server PID prints to FILE and prints that
+# address; 1 when the server exits or never says it.
+await_listening() {
+  i=0
+  while [ $i -lt 300 ]; do
+    a=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$1" \
+      2>/dev/null | head -n 1)
+    [ -z "$a" ] || { echo "$a"; return 0; }
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+
+# On exit, dynconfd stops and TMP goes; an interrupt exits 130. A script
+# with more to stop defines its own cleanup after sourcing this.
 cleanup() {
   stop_dynconfd
   rm -rf "$TMP"

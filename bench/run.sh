@@ -42,44 +42,25 @@ done
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-bench.XXXXXX")
 DPID=
 CPID=
+. "$(dirname "$0")/lib.sh"
 cleanup() {
-  for p in $CPID $DPID; do
-    if kill -0 "$p" 2>/dev/null; then
-      kill -TERM "$p" 2>/dev/null || true
-      wait "$p" 2>/dev/null || true
-    fi
-  done
+  if [ -n "$CPID" ]; then
+    kill -TERM "$CPID" 2>/dev/null || true
+    wait "$CPID" 2>/dev/null || true
+  fi
+  stop_dynconfd
   rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 mkdir "$TMP/data"
 "$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$TMP/data" \
   >"$TMP/dynconfd.out" 2>"$TMP/dynconfd.err" &
 DPID=$!
-
-# Wait (up to 10 s) for "listening on 127.0.0.1:PORT".
-PORT=
-i=0
-while [ $i -lt 100 ]; do
-  PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' \
-    "$TMP/dynconfd.out" | head -n 1)
-  [ -n "$PORT" ] && break
-  if ! kill -0 "$DPID" 2>/dev/null; then
-    echo "bench: dynconfd exited during start-up:" >&2
-    cat "$TMP/dynconfd.err" >&2
-    exit 1
-  fi
-  sleep 0.1
-  i=$((i + 1))
-done
-if [ -z "$PORT" ]; then
-  echo "bench: dynconfd did not report its port within 10 s" >&2
+TARGET=$(await_listening "$TMP/dynconfd.out" "$DPID") || {
+  echo "bench: dynconfd did not start:" >&2
   cat "$TMP/dynconfd.err" >&2
   exit 1
-fi
-TARGET=127.0.0.1:$PORT
+}
 
 # A real, DescribeConfigs-visible override, so (a) returns a config entry.
 "$BUILDDIR/dynconf-configs" --bootstrap-server "$TARGET" \
@@ -94,19 +75,11 @@ TARGET=127.0.0.1:$PORT
 "$BUILDDIR/bench/ceiling" --upstream "$TARGET" >"$TMP/ceiling.out" \
   2>"$TMP/ceiling.err" &
 CPID=$!
-CEILING=
-i=0
-while [ $i -lt 100 ] && [ -z "$CEILING" ]; do
-  CEILING=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9][0-9]*\)$/\1/p' \
-    "$TMP/ceiling.out")
-  [ -n "$CEILING" ] || sleep 0.1
-  i=$((i + 1))
-done
-if [ -z "$CEILING" ]; then
+CEILING=$(await_listening "$TMP/ceiling.out" "$CPID") || {
   echo "bench: bench/ceiling did not start:" >&2
   cat "$TMP/ceiling.err" >&2
   exit 1
-fi
+}
 
 CORES=$(nproc 2>/dev/null || echo '?')
 echo "dynconf benchmark: ${SECS}s per run, $CONNS connections x $PIPE requests in flight"
