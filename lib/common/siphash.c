@@ -3,6 +3,7 @@
  * little-endian words, the length's low byte in the last one. */
 #include "common/siphash.h"
 
+#include <endian.h>
 #include <openssl/rand.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,11 +19,18 @@ typedef struct sip {
   size_t len;    /* bytes taken in all */
 } sip_t;
 
-static uint64_t le64(const uint8_t *p) {
+/* The first n (< 8) bytes at p as a little-endian word. */
+static uint64_t le_bytes(const uint8_t *p, size_t n) {
   uint64_t w = 0;
-  for (int i = 7; i >= 0; i--)
-    w = w << 8 | p[i];
+  while (n--)
+    w = w << 8 | p[n];
   return w;
+}
+
+static uint64_t le64(const uint8_t *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof(w));
+  return le64toh(w);
 }
 
 static void round2(sip_t *s, int n) {
@@ -54,21 +62,24 @@ static void sip_init(sip_t *s, const uint8_t key[DC_SIPHASH_KEY_LEN]) {
                .v3 = k1 ^ 0x7465646279746573ull};
 }
 
-static void sip_byte(sip_t *s, uint8_t b) {
-  s->tail |= (uint64_t)b << (8 * (s->len++ % 8));
-  if (s->len % 8 == 0) {
+/* Takes n bytes: a started word is filled first, whole words go in as
+ * they are, and what is left waits in tail. */
+static void sip_update(sip_t *s, const uint8_t *p, size_t n) {
+  size_t used = s->len % 8;
+  s->len += n;
+  if (used) {
+    size_t take = n < 8 - used ? n : 8 - used;
+    s->tail |= le_bytes(p, take) << (8 * used);
+    p += take;
+    n -= take;
+    if (used + take < 8)
+      return;
     word(s, s->tail);
     s->tail = 0;
   }
-}
-
-static void sip_update(sip_t *s, const uint8_t *p, size_t n) {
-  for (; n && s->len % 8; n--) /* finish a started word */
-    sip_byte(s, *p++);
-  for (; n >= 8; n -= 8, p += 8, s->len += 8)
+  for (; n >= 8; n -= 8, p += 8)
     word(s, le64(p));
-  while (n--)
-    sip_byte(s, *p++);
+  s->tail = le_bytes(p, n);
 }
 
 static uint64_t sip_final(sip_t *s) {

@@ -64,6 +64,20 @@ static void test_keyed_str(void) {
   memcpy(msg + 1, "client-7", 8);
   ok(dc_hash_str(9, "client-7") == dc_siphash24(k, msg, 9),
      "dc_hash_str: the tag byte, then the string, under the process key");
+  /* Every length from 0 to 40, so each position of the string's end in a
+   * word is met after the tag byte. */
+  char str[41];
+  uint8_t tagged[42];
+  int bad = 0;
+  for (int n = 0; n <= 40; n++) {
+    for (int i = 0; i < n; i++)
+      str[i] = (char)('a' + (i * 7 + n) % 26);
+    str[n] = '\0';
+    tagged[0] = 3;
+    memcpy(tagged + 1, str, (size_t)n);
+    bad += dc_hash_str(3, str) != dc_siphash24(k, tagged, (size_t)n + 1);
+  }
+  is_int(bad, 0, "  strings of 0 to 40 bytes after the tag");
   ok(dc_hash_str(9, "client-7") != dc_hash_str(10, "client-7"),
      "  another tag, another hash");
 }
