@@ -110,6 +110,8 @@ tap_is "$(delta dynconfd_request_duration_seconds_bucket "$A,le=+Inf")" 3 \
 tap_is "$(delta dynconfd_alters_total result=applied)" 1 "alters_total applied +1"
 tap_is "$(delta dynconfd_alters_total result=refused)" 2 "alters_total refused +2"
 tap_is "$(delta dynconfd_authorization_denials_total "")" 1 "authorization_denials_total +1"
+tap_is "$(delta dynconfd_describe_answers_reused_total "")" 0 \
+  "describe_answers_reused_total: none (each describe came on a connection of its own)"
 tap_is "$(delta dynconfd_authentications_total "mechanism=SCRAM-SHA-256,result=success")" 1 \
   "authentications_total: one SCRAM-SHA-256 success"
 tap_is "$(delta dynconfd_authentications_total "mechanism=SCRAM-SHA-256,result=failure")" 1 \

@@ -42,6 +42,7 @@ typedef struct tb {
   dc_arena_t resp;    /* decoded response; valid until the next call */
   dc_arena_t build;   /* request building; reset per request */
   dc_buf_t out;
+  struct dc_answer_memo *memo; /* the connection's kept answer */
   char errstr[256];
   int32_t corr;
   char msg[512]; /* error message of the last alter1(); "~" = null */
@@ -50,6 +51,9 @@ typedef struct tb {
 /* Every response is checked for framing as it arrives; problems are
  * counted here and asserted at the end (with a diag at the time). */
 static int frame_bad, echo_bad;
+/* Every DescribeConfigs is also answered with no memo and twice more with
+ * the connection's memo: all three answers must be the same bytes. */
+static int memo_bad, memo_checked;
 
 static const char *const static_keys[] = {"listeners", "data.dir"};
 static const char *const static_vals[] = {"PLAINTEXT://127.0.0.1:19092",
@@ -79,6 +83,7 @@ static bool tb_init(tb_t *t, const dc_broker_opts_t *opts, dc_store_t *st) {
   t->conn.principal = "User:alice";
   t->conn.advertised_host = "127.0.0.1";
   t->conn.advertised_port = 19092;
+  t->conn.memo = &t->memo;
   dc_arena_init(&t->scratch);
   dc_arena_init(&t->resp);
   dc_arena_init(&t->build);
@@ -88,6 +93,7 @@ static bool tb_init(tb_t *t, const dc_broker_opts_t *opts, dc_store_t *st) {
 }
 
 static void tb_free(tb_t *t) {
+  dc_broker_memo_free(t->memo);
   dc_broker_destroy(t->b);
   dc_arena_free(&t->scratch);
   dc_arena_free(&t->resp);
@@ -100,15 +106,68 @@ static uint32_t be32(const uint8_t *p) {
          p[3];
 }
 
-/* Hands one payload (frame without its size) to the broker, with "pre"
- * already in out so appending (not overwriting) is checked. */
-static int handle_raw(tb_t *t, const uint8_t *p, size_t n) {
+/* With DC_REQUEST_LOG set, every request payload handled is appended to
+ * that file in hex, a line each: the corpus scripts/compare-answers.py
+ * replays against two builds of dynconfd. */
+static void log_request(const uint8_t *p, size_t n) {
+  static FILE *f;
+  static bool opened;
+  if (!opened) {
+    const char *path = getenv("DC_REQUEST_LOG");
+    f = path ? fopen(path, "w") : NULL;
+    opened = true;
+  }
+  if (!f)
+    return;
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%02x", p[i]);
+  fputc('\n', f);
+  fflush(f);
+}
+
+/* One call of dc_broker_handle with out holding "pre" only. */
+static int handle_once(tb_t *t, const uint8_t *p, size_t n) {
+  log_request(p, n);
   dc_buf_clear(&t->out);
   dc_buf_append(&t->out, "pre", 3);
   t->errstr[0] = '\0';
   int rc = dc_broker_handle(t->b, &t->conn, p, n, &t->scratch, &t->out,
                             t->errstr, sizeof(t->errstr));
   dc_arena_reset(&t->scratch);
+  return rc;
+}
+
+/* A DescribeConfigs answered without the memo, then twice with it (the
+ * second from the memo when the first kept it): the same bytes each
+ * time. Leaves the last answer in out. */
+static int handle_describe_thrice(tb_t *t, const uint8_t *p, size_t n) {
+  t->conn.memo = NULL;
+  int rc0 = handle_once(t, p, n);
+  dc_buf_t ref;
+  dc_buf_init(&ref);
+  dc_buf_append(&ref, t->out.data, t->out.len);
+  t->conn.memo = &t->memo;
+  int rc = DC_HANDLE_OK;
+  for (int i = 0; i < 2; i++) {
+    rc = handle_once(t, p, n);
+    if (rc != rc0 || t->out.len != ref.len ||
+        memcmp(t->out.data, ref.data, ref.len)) {
+      diag("  DescribeConfigs with the memo (call %d): %d, %zu bytes; "
+           "without: %d, %zu bytes", i + 1, rc, t->out.len, rc0, ref.len);
+      memo_bad++;
+    }
+  }
+  memo_checked++;
+  dc_buf_free(&ref);
+  return rc;
+}
+
+/* Hands one payload (frame without its size) to the broker, with "pre"
+ * already in out so appending (not overwriting) is checked. */
+static int handle_raw(tb_t *t, const uint8_t *p, size_t n) {
+  bool describe = n >= 2 && p[0] == 0 && p[1] == DC_API_DESCRIBE_CONFIGS &&
+                  t->conn.memo;
+  int rc = describe ? handle_describe_thrice(t, p, n) : handle_once(t, p, n);
   if (t->out.len < 3 || memcmp(t->out.data, "pre", 3)) {
     diag("  out's earlier content was overwritten");
     frame_bad++;
@@ -2115,6 +2174,86 @@ static void test_envelope(void) {
   dc_replica_key_free(peer_key);
 }
 
+/* ---- the connection's kept DescribeConfigs answer ----------------------- */
+
+/* A counter of the broker's metrics text. */
+static double metric(tb_t *t, const char *name) {
+  dc_buf_t m;
+  dc_buf_init(&m);
+  dc_broker_metrics(t->b, &m);
+  dc_buf_append(&m, "", 1);
+  char key[128];
+  snprintf(key, sizeof(key), "\n%s ", name);
+  const char *at = strstr((const char *)m.data, key);
+  double v = at ? strtod(at + strlen(key), NULL) : -1;
+  dc_buf_free(&m);
+  return v;
+}
+
+static const char *acks_of(tb_t *t, const char *client) {
+  const dc_describe_configs_result_t *r =
+      describe1(t, 1, DC_RES_CLIENT, client, -1, NULL, false, false);
+  if (!r)
+    return "closed";
+  if (r->error_code)
+    return "denied";
+  const dc_describe_configs_entry_t *e = entry(r, "acks");
+  return e && e->value ? e->value : "none";
+}
+
+#define REUSED "dynconfd_describe_answers_reused_total"
+#define DENIED "dynconfd_authorization_denials_total"
+
+/* handle_raw answers each DescribeConfigs three times (no memo, then the
+ * memo twice): a kept answer is reused twice per describe. */
+static void test_memo(void) {
+  char dir[256], acl[300];
+  dc_tu_tmpdir(dir, sizeof(dir));
+  dc_tu_put_file(dir, "acl", "allow User:alice describe client:app\n", acl,
+                 sizeof(acl));
+  dc_broker_opts_t o;
+  tb_opts(&o);
+  o.acl_path = acl;
+  o.super_users = "User:admin";
+  tb_t t;
+  if (!ok(tb_init(&t, &o, NULL), "memo: broker with an ACL file"))
+    return;
+  t.conn.principal = "User:admin";
+  is_int(alter1(&t, 44, 1, false, "app", "=acks=all", NULL), 0,
+         "memo: app has acks=all");
+  t.conn.principal = "User:alice";
+  double r0 = metric(&t, REUSED);
+  is_str(acks_of(&t, "app"), "all", "alice reads acks=all");
+  is_int((int)(metric(&t, REUSED) - r0), 1,
+         "  the answer was kept, and sent again from the memo");
+  is_str(acks_of(&t, "app"), "all", "  read again");
+  is_int((int)(metric(&t, REUSED) - r0), 3, "  from the memo each time");
+
+  t.conn.principal = "User:mallory";
+  double d0 = metric(&t, DENIED), r1 = metric(&t, REUSED);
+  is_str(acks_of(&t, "app"), "denied",
+         "the same request from another principal is refused");
+  is_str(acks_of(&t, "app"), "denied", "  twice");
+  is_int((int)(metric(&t, DENIED) - d0), 6,
+         "  every refusal counted (a refused answer is never kept)");
+  is_int((int)(metric(&t, REUSED) - r1), 0, "  none sent from the memo");
+
+  t.conn.principal = "User:admin";
+  is_int(alter1(&t, 44, 1, false, "app", "=acks=1", NULL), 0,
+         "admin sets acks=1");
+  t.conn.principal = "User:alice";
+  is_str(acks_of(&t, "app"), "1", "  alice reads the new value at once");
+
+  dc_tu_put_file(dir, "acl", "allow User:bob describe client:app\n", acl,
+                 sizeof(acl));
+  dc_reload_file_report_t files[DC_RELOAD_FILES_MAX];
+  dc_broker_reload_security(t.b, files);
+  is_str(acks_of(&t, "app"), "denied",
+         "an ACL file reloaded without alice's rule refuses her at once");
+  tb_free(&t);
+  dc_tu_rmrf(dir);
+}
+
 int main(void) {
   test_apiversions();
   test_metadata();
@@ -2136,8 +2275,13 @@ int main(void) {
   limits_sizes();
   limits_response();
   limits_classic_strings();
+  test_memo();
   is_int(frame_bad, 0, "every response was one well-formed frame with the "
                        "request's correlation id, decoded exactly");
   is_int(echo_bad, 0, "every response echoed each resource's type and name");
+  is_int(memo_bad, 0, "every DescribeConfigs answer sent from the "
+                      "connection's memo was the answer made anew");
+  ok(memo_checked >= 100, "  %d DescribeConfigs requests compared so",
+     memo_checked);
   return done_testing();
 }

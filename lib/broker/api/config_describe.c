@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* DescribeConfigs: each CLIENT or USER resource resolved through its
  * scopes, the read-only BROKER resource, each authorized on its own. */
+#include "broker/api/answer_memo.h"
 #include "broker/api/config_apis.h"
 #include "broker/auth/acl.h"
 #include "broker/config/scope.h"
@@ -144,8 +145,10 @@ static void say_version(dc_req_t *r, const char *client_id,
                         dc_describe_configs_result_t *out) {
   out->config_version =
       dc_broker_config_version(r->b, client_id, r->conn->principal);
-  if (out->config_version > 0)
+  if (out->config_version > 0) {
     dc_broker_fleet_served(r->conn->fleet, out->config_version);
+    r->served = out->config_version;
+  }
 }
 
 /* Fills out for one resource: its configs, or an error. */
@@ -225,7 +228,7 @@ static const char *behind_client(dc_req_t *r, int64_t min_position,
   return dc_arena_strdup(r->arena, msg);
 }
 
-int dc_handle_describe_configs(dc_req_t *r) {
+static int describe_configs(dc_req_t *r) {
   int16_t v = r->hdr->api_version;
   dc_describe_configs_req_t req = {0};
   if (dc_describe_configs_req_decode(r->rd, v, &req))
@@ -278,4 +281,20 @@ int dc_handle_describe_configs(dc_req_t *r) {
    * seen none yet): only dynconf's own clients do. */
   return dc_describe_configs_resp_end(r->out, v,
                                       req.ask_position ? pos : -1);
+}
+
+/* The connection's last answer when the request and what it was made
+ * from are unchanged (answer_memo.h); else a new one, kept when making it
+ * counted no denial. */
+int dc_handle_describe_configs(dc_req_t *r) {
+  dc_answer_key_t key;
+  bool memo = dc_answer_memo_key(r, &key);
+  if (memo && dc_answer_memo_replay(r, &key))
+    return 0;
+  size_t body_start = r->out->len;
+  uint64_t denied = r->b->metrics.authz_denied;
+  int err = describe_configs(r);
+  if (!err && memo && r->b->metrics.authz_denied == denied)
+    dc_answer_memo_keep(r, &key, body_start, r->served);
+  return err;
 }

@@ -123,6 +123,7 @@ int dc_broker_reload_security(dc_broker_t *b,
     if (acl) {
       dc_acl_destroy(b->acl);
       b->acl = acl;
+      b->acl_generation++;
     } else {
       failed(f, why);
     }

@@ -13,6 +13,7 @@
 #include "broker/store/store.h"
 
 struct dc_kclient_security;
+struct dc_answer_memo; /* a connection's kept answer (api/answer_memo.h) */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -173,6 +174,8 @@ void dc_broker_abandon(dc_broker_t *b, void *pending);
 /* The connection whose fleet slot holds entry closed: the agent it
  * carried is kept as gone (fleet.retention.ms). */
 void dc_broker_fleet_conn_closed(dc_broker_t *b, void *entry);
+/* Frees a connection's kept answer (dc_conn_info_t.memo); NULL is fine. */
+void dc_broker_memo_free(struct dc_answer_memo *m);
 
 /* Appends the broker's metrics (requests, alters, security, the store,
  * entities) as Prometheus text. Loop thread. */
@@ -262,6 +265,11 @@ typedef struct dc_conn_info {
    * it (NULL: reports are refused). The caller starts it NULL and calls
    * dc_broker_fleet_conn_closed() at close when it is not NULL. */
   void **fleet;
+  /* The connection's last DescribeConfigs answer, sent again for the same
+   * request while nothing it was made from changed (NULL: none kept).
+   * The caller starts it NULL and frees it with dc_broker_memo_free() at
+   * close. */
+  struct dc_answer_memo **memo;
 } dc_conn_info_t;
 
 enum {

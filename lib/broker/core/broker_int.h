@@ -33,6 +33,7 @@ struct dc_broker {
   dc_store_t *store;  /* borrowed; NULL = memory only */
   dc_configdb_t *db;  /* owned snapshot */
   struct dc_acl *acl;           /* owned; NULL = no authorizer */
+  uint64_t acl_generation;      /* moves whenever acl is replaced */
   struct dc_credentials *creds; /* owned; NULL = no SASL users */
   struct dc_jwks *jwks;         /* owned; NULL = no signed tokens */
   bool oauth;                   /* OAUTHBEARER configured */
@@ -91,6 +92,7 @@ typedef struct dc_req {
   int16_t fail_code;
   const char *fail_msg;
   int16_t error;    /* the request's error for the metrics (0 = none) */
+  int64_t served;   /* the configuration version said to the fleet (0) */
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative

@@ -171,6 +171,12 @@ static void render_security(const dc_metrics_t *m, dc_buf_t *out) {
                   "Operations the ACLs refused.");
   sample(out, "dynconfd_authorization_denials_total", NULL,
          (double)m->authz_denied);
+  dc_metrics_head(out, "dynconfd_describe_answers_reused_total", "counter",
+                  "DescribeConfigs requests answered with the connection's "
+                  "last answer to the same request, nothing it was made "
+                  "from having changed.");
+  sample(out, "dynconfd_describe_answers_reused_total", NULL,
+         (double)m->answers_reused);
 }
 
 void dc_metrics_render(const dc_metrics_t *m, dc_buf_t *out) {

@@ -47,6 +47,7 @@ typedef struct dc_metrics {
   size_t n_apis;
   uint64_t alters_applied, alters_refused; /* resources */
   uint64_t authz_denied;
+  uint64_t answers_reused; /* DescribeConfigs sent from the connection's memo */
   uint64_t auth_ok[DC_METRICS_MECHS]; /* by mechanism, see dc_metrics_mech */
   uint64_t auth_failed[DC_METRICS_MECHS];
   dc_histogram_t store_commit; /* seconds per store commit */

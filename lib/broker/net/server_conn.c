@@ -79,6 +79,7 @@ void dc_srv_conn_close(dc_server_t *s, conn_t *c) {
     dc_broker_abandon(s->broker, c->pending);
   if (c->fleet)
     dc_broker_fleet_conn_closed(s->broker, c->fleet);
+  dc_broker_memo_free(c->memo);
   if (c->handshake) {
     c->handshake->c = NULL; /* abandoned: the step frees the SSL and the
                                socket */

@@ -46,6 +46,15 @@ static void auth_progress(conn_t *c) {
 void dc_srv_conn_process(dc_server_t *s, conn_t *c) {
   size_t off = 0;
   char why[256];
+  dc_conn_info_t info = {.peer = c->peer,
+                         .listener = c->listener->name,
+                         .advertised_host = c->listener->adv_host,
+                         .advertised_port = c->listener->adv_port,
+                         .auth = &c->auth,
+                         .token = c,
+                         .pending = &c->pending,
+                         .fleet = &c->fleet,
+                         .memo = &c->memo};
   while (!c->closing && !c->pending &&
          c->out.len - c->out_off < s->opts.out_high_water) {
     int32_t size;
@@ -59,18 +68,10 @@ void dc_srv_conn_process(dc_server_t *s, conn_t *c) {
     }
     if (r == 0)
       break;
-    const char *principal = c->auth.state == DC_AUTH_DONE ? c->auth.principal
-                            : c->principal               ? c->principal
-                                                         : "User:ANONYMOUS";
-    dc_conn_info_t info = {.peer = c->peer,
-                           .principal = principal,
-                           .listener = c->listener->name,
-                           .advertised_host = c->listener->adv_host,
-                           .advertised_port = c->listener->adv_port,
-                           .auth = &c->auth,
-                           .token = c,
-                           .pending = &c->pending,
-                           .fleet = &c->fleet};
+    /* A log-in among these frames changes the principal. */
+    info.principal = c->auth.state == DC_AUTH_DONE ? c->auth.principal
+                     : c->principal                ? c->principal
+                                                   : "User:ANONYMOUS";
     why[0] = '\0';
     int h = dc_broker_handle(s->broker, &info, c->in.data + off + 4,
                              (size_t)size, &s->arena, &c->out, why,

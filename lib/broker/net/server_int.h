@@ -76,6 +76,7 @@ typedef struct conn {
   void *pending;        /* a request answered later (dc_broker_answers):
                            no further request is read until then */
   void *fleet;          /* the reporting agent's fleet entry (broker's) */
+  struct dc_answer_memo *memo; /* its last DescribeConfigs answer (broker's) */
   const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
   size_t buffered;      /* in.cap + out.cap as last counted in the server */
