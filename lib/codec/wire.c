@@ -234,8 +234,15 @@ void dc_rd_tags_find(dc_rd_t *rd, dc_tag_t *t, size_t n) {
 
 void dc_rd_tags(dc_rd_t *rd) { tags_scan(rd, NULL, 0, false); }
 
-static void put(dc_buf_t *b, const uint8_t *q, size_t n) {
-  dc_buf_append(b, q, n);
+/* Inlined with a constant n when there is room: a fixed-size write is a
+ * store, not a call. */
+static inline void put(dc_buf_t *b, const uint8_t *q, size_t n) {
+  if (!b->err && b->cap - b->len >= n) {
+    memcpy(b->data + b->len, q, n);
+    b->len += n;
+  } else {
+    dc_buf_append(b, q, n);
+  }
 }
 
 void dc_wr_i8(dc_buf_t *b, int8_t v) {

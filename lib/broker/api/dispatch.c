@@ -147,13 +147,14 @@ static const struct {
   int16_t api_key;
   dc_handler_fn *fn;
 } handlers[] = {
-    {DC_API_API_VERSIONS, handle_api_versions},
-    {DC_API_METADATA, handle_metadata},
-    {DC_API_JOIN_GROUP, handle_join_group},
+    /* What clients send most comes first. */
+    {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_WATCH, dc_handle_watch},
+    {DC_API_METADATA, handle_metadata},
+    {DC_API_API_VERSIONS, handle_api_versions},
+    {DC_API_JOIN_GROUP, handle_join_group},
     {DC_API_CLIENT_REPORT, dc_handle_client_report},
     {DC_API_DESCRIBE_FLEET, dc_handle_describe_fleet},
-    {DC_API_DESCRIBE_CONFIGS, dc_handle_describe_configs},
     {DC_API_ALTER_CONFIGS, dc_handle_alter_configs},
     {DC_API_INCREMENTAL_ALTER_CONFIGS, dc_handle_incremental_alter_configs},
     {DC_API_SASL_HANDSHAKE, dc_handle_sasl_handshake},
@@ -201,7 +202,7 @@ static dc_handler_fn *admitted_handler(const dc_broker_t *b,
                                        const dc_req_header_t *hdr,
                                        char *errstr, size_t errstr_size) {
   dc_handler_fn *fn = NULL;
-  for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+  for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]) && !fn; i++)
     if (handlers[i].api_key == hdr->api_key)
       fn = handlers[i].fn;
   if (hdr->api_key == DC_API_JOIN_GROUP && !b->gss)
