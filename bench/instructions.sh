@@ -10,9 +10,11 @@
 #
 #   bench/instructions.sh [BUILDDIR]      (or: make bench-instructions)
 #
-# Kinds: DescribeConfigs v1 and v4 (CLIENT bench-client, synonyms) and
-# Metadata v2 against dynconfd; DescribeConfigs v1 against bench/ceiling,
-# which replays dynconfd's answers and does nothing else.
+# Kinds: DescribeConfigs v1 and v4 (CLIENT bench-client, synonyms),
+# Metadata v2, a Watch answered at once (v1, the client knowing no
+# version) and a validate-only IncrementalAlterConfigs v1 against
+# dynconfd; DescribeConfigs v1 against bench/ceiling, which replays
+# dynconfd's answers and does nothing else.
 #
 # Environment: INSTR_SECONDS (3) per kind; INSTR_CONNECTIONS (4) x
 # INSTR_PIPELINE (8) requests in flight. Needs valgrind (installed with
@@ -113,6 +115,8 @@ printf '%-34s %12s %10s %12s\n' kind instructions requests 'per request'
 count "dynconfd DescribeConfigs v1" "$DPID" "$DADDR" --api describe --version 1
 count "dynconfd DescribeConfigs v4" "$DPID" "$DADDR" --api describe --version 4
 count "dynconfd Metadata v2" "$DPID" "$DADDR" --api metadata --version 2
+count "dynconfd Watch v1 answer" "$DPID" "$DADDR" --api watch --version 1
+count "dynconfd alter v1 validate-only" "$DPID" "$DADDR" --api alter --version 1
 # The ceiling records its answers on first sight: warm it, then count.
 "$BUILDDIR/bench/loadgen" --duration 1 --connections 1 --pipeline 1 \
   --target "$CADDR" --api describe --version 1 >/dev/null 2>&1 || true

@@ -9,9 +9,14 @@
 void lg_usage(FILE *f) {
   fprintf(f,
           "usage: loadgen (--target HOST:PORT | --mock) [options]\n"
-          "  --api describe|metadata  request type (default describe)\n"
+          "  --api describe|metadata|watch|alter\n"
+          "                           request type (default describe); watch:\n"
+          "                           a Watch of the client knowing no version\n"
+          "                           (answered at once); alter: a validate-only\n"
+          "                           IncrementalAlterConfigs of the client\n"
+          "                           (session.timeout.ms=30000)\n"
           "  --version V              API version (default: describe 1, "
-          "metadata 2)\n"
+          "metadata 2, watch 1, alter 1)\n"
           "  --connections N          connections (default 16)\n"
           "  --pipeline D             requests in flight per connection "
           "(default 32)\n"
@@ -100,6 +105,10 @@ static int parse_opt(cfg_t *c, int o, const char *arg, int *version) {
       c->api = API_DESCRIBE;
     else if (!strcmp(arg, "metadata"))
       c->api = API_METADATA;
+    else if (!strcmp(arg, "watch"))
+      c->api = API_WATCH;
+    else if (!strcmp(arg, "alter"))
+      c->api = API_ALTER;
     else
       return -1;
     break;
@@ -148,8 +157,14 @@ static int check_cfg(cfg_t *c, int version) {
     fprintf(stderr, "loadgen: --mock speaks plaintext load only\n");
     return -1;
   }
-  c->version = (int16_t)(version >= 0 ? version
-                                      : c->api == API_DESCRIBE ? 1 : 2);
+  if (c->mock && c->api != API_METADATA && c->api != API_DESCRIBE) {
+    fprintf(stderr, "loadgen: the mock cluster serves no dynconf API\n");
+    return -1;
+  }
+  static const int16_t default_version[] = {[API_DESCRIBE] = 1,
+                                            [API_METADATA] = 2,
+                                            [API_WATCH] = 1, [API_ALTER] = 1};
+  c->version = (int16_t)(version >= 0 ? version : default_version[c->api]);
   return 0;
 }
 

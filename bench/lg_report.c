@@ -56,10 +56,9 @@ int lg_report_setup(const run_t *r, const char *target, double secs,
 static void summary_load(const run_t *r, const char *target, double secs,
                          double cpu) {
   const cfg_t *c = &r->cfg;
-  const char *api = c->api == API_DESCRIBE ? "describe" : "metadata";
   double rps = secs > 0 ? (double)r->done / secs : 0;
-  printf("loadgen: %s%s v%d against %s%s, %d connections x %d in flight\n",
-         api, c->api == API_DESCRIBE ? " (DescribeConfigs CLIENT)" : "",
+  printf("loadgen: %s (%s) v%d against %s%s, %d connections x %d in flight\n",
+         lg_api_arg(c->api), lg_api_title(c->api),
          c->version, target, c->mock ? " (librdkafka mock cluster)" : "",
          c->connections, c->pipeline);
   printf("  requests  %llu completed in %.2f s = %.0f req/s\n",
@@ -98,7 +97,7 @@ int lg_report_load(const run_t *r, const char *target, double secs,
          "pipeline=%d requests=%llu seconds=%.3f rps=%.0f p50_us=%.1f "
          "p99_us=%.1f p999_us=%.1f max_us=%.1f errors=%llu conn_failures=%llu "
          "rx_bytes=%llu cpu_s=%.2f security=%s mechanism=%s\n",
-         target, c->api == API_DESCRIBE ? "describe" : "metadata", c->version,
+         target, lg_api_arg(c->api), c->version,
          c->mock ? 1 : 0, c->connections, c->pipeline,
          (unsigned long long)r->done, secs,
          secs > 0 ? (double)r->done / secs : 0,

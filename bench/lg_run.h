@@ -5,6 +5,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "codec/wire.h"
 #include "lg_hist.h"
 #include "lg_setup.h"
 #include "lg_tls.h"
@@ -13,7 +14,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { API_DESCRIBE, API_METADATA };
+/* What loadgen sends: DescribeConfigs, Metadata, a Watch answered at once
+ * (it knows no version yet), a validate-only IncrementalAlterConfigs. */
+enum { API_DESCRIBE, API_METADATA, API_WATCH, API_ALTER };
+/* lg_apis.c: each kind's API key, --api name and title; its request body
+ * (after the header) for c into b (0 or an error); whether a decoded
+ * answer (rd at its body) reports success. */
+struct cfg;
+int16_t lg_api_key(int api);
+const char *lg_api_arg(int api);
+const char *lg_api_title(int api);
+int lg_api_encode(const struct cfg *c, dc_buf_t *b);
+bool lg_api_answer_ok(const struct cfg *c, dc_rd_t *rd);
 
 typedef struct slot {
   int32_t corr;

@@ -88,35 +88,19 @@ static void log_problem(run_t *r, const char *fmt, const char *detail) {
 static int build_template(run_t *r) {
   dc_buf_t *b = &r->tmpl;
   dc_req_header_t h = {
-      .api_key = r->cfg.api == API_DESCRIBE ? DC_API_DESCRIBE_CONFIGS
-                                            : DC_API_METADATA,
+      .api_key = lg_api_key(r->cfg.api),
       .api_version = r->cfg.version,
       .correlation_id = 0,
       .client_id = (char *)"dynconf-loadgen",
   };
   size_t off = dc_wr_frame_begin(b);
   int err = dc_req_header_encode(b, &h);
-  if (!err && r->cfg.api == API_DESCRIBE) {
-    dc_describe_configs_req_resource_t res = {
-        .resource_type = DC_RES_CLIENT,
-        .resource_name = (char *)r->cfg.client_name,
-        .n_configuration_keys = -1,
-        .configuration_keys = NULL,
-    };
-    dc_describe_configs_req_t req = {
-        .n_resources = 1,
-        .resources = &res,
-        .include_synonyms = true,
-    };
-    err = dc_describe_configs_req_encode(b, r->cfg.version, &req);
-  } else if (!err) {
-    dc_metadata_req_t req = {.n_topics = 0, .allow_auto_topic_creation = false};
-    err = dc_metadata_req_encode(b, r->cfg.version, &req);
-  }
+  if (!err)
+    err = lg_api_encode(&r->cfg, b);
   dc_wr_frame_end(b, off);
   if (err || b->err) {
     fprintf(stderr, "loadgen: cannot encode %s v%d: %s\n",
-            r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata",
+            lg_api_title(r->cfg.api),
             r->cfg.version, dc_err_str(err ? err : b->err));
     return -1;
   }
@@ -186,25 +170,10 @@ static int conn_fill_and_flush(run_t *r, conn_t *c) {
 /* Checks one response body; returns true when it reports success. */
 static bool response_ok(run_t *r, const uint8_t *p, size_t len) {
   dc_rd_t rd;
-  int16_t key = r->cfg.api == API_DESCRIBE ? DC_API_DESCRIBE_CONFIGS
-                                           : DC_API_METADATA;
   int32_t corr;
   dc_rd_init(&rd, p, len, &r->arena);
-  dc_resp_header_decode(&rd, key, r->cfg.version, &corr);
-  bool good = false;
-  if (r->cfg.api == API_DESCRIBE) {
-    dc_describe_configs_resp_t resp;
-    if (dc_describe_configs_resp_decode(&rd, r->cfg.version, &resp) == 0) {
-      good = resp.n_results == 1;
-      for (int32_t i = 0; i < resp.n_results; i++)
-        if (resp.results[i].error_code != 0)
-          good = false;
-    }
-  } else {
-    dc_metadata_resp_t resp;
-    if (dc_metadata_resp_decode(&rd, r->cfg.version, &resp) == 0)
-      good = resp.n_brokers >= 1;
-  }
+  dc_resp_header_decode(&rd, lg_api_key(r->cfg.api), r->cfg.version, &corr);
+  bool good = !rd.err && lg_api_answer_ok(&r->cfg, &rd);
   dc_arena_reset(&r->arena);
   return good;
 }
@@ -258,7 +227,7 @@ static bool consume_responses(run_t *r, conn_t *c, hist_t *h, size_t *used) {
       r->resp_errors++;
       r->errors++;
       log_problem(r, "%s response carries an error or does not decode",
-                r->cfg.api == API_DESCRIBE ? "DescribeConfigs" : "Metadata");
+                  lg_api_title(r->cfg.api));
     }
     pos += 4 + (size_t)size;
   }
