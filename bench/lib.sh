@@ -17,14 +17,15 @@ stop_dynconfd() {
   DPID=
 }
 
-# await_listening FILE PID: waits up to 30 s for the "listening on
-# 127.0.0.1:PORT" line the server PID prints to FILE and prints that
+# await_listening FILE PID [LISTENER]: waits up to 30 s for the
+# "listening on 127.0.0.1:PORT" line the server PID prints to FILE (the
+# line of the listener named LISTENER, when given) and prints that
 # address; 1 when the server exits or never says it.
 await_listening() {
   i=0
   while [ $i -lt 300 ]; do
-    a=$(sed -n 's/^listening on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$1" \
-      2>/dev/null | head -n 1)
+    a=$(sed -n "s/^listening on \\(127\\.0\\.0\\.1:[0-9][0-9]*\\)${3:+ ($3 }.*/\\1/p" \
+      "$1" 2>/dev/null | head -n 1)
     [ -z "$a" ] || { echo "$a"; return 0; }
     kill -0 "$2" 2>/dev/null || return 1
     sleep 0.1

@@ -66,6 +66,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-secbench.XXXXXX")
 DPID=
 MPID=
 KPID=
+. "$(dirname "$0")/lib.sh"
 stop_pid() {
   if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
     kill -TERM "$1" 2>/dev/null || true
@@ -154,29 +155,14 @@ if [ "$MTLS" = 1 ]; then
   MPID=$!
 fi
 
-# listener_addr FILE NAME: waits up to 10 s for "listening on A (NAME ...)".
-listener_addr() {
-  i=0
-  while [ $i -lt 100 ]; do
-    a=$(sed -n "s/^listening on \\(127\\.0\\.0\\.1:[0-9][0-9]*\\) ($2 .*/\\1/p" \
-      "$1" | head -n 1)
-    if [ -n "$a" ]; then
-      echo "$a"
-      return 0
-    fi
-    sleep 0.1
-    i=$((i + 1))
-  done
-  return 1
-}
 for l in PLAINTEXT SSL SASL_PLAINTEXT SASL_SSL; do
-  a=$(listener_addr "$TMP/dynconfd.out" "$l") ||
-    fail_setup "dynconfd did not report its $l listener within 10 s:" "$TMP/dynconfd.err"
+  a=$(await_listening "$TMP/dynconfd.out" "$DPID" "$l") ||
+    fail_setup "dynconfd did not report its $l listener:" "$TMP/dynconfd.err"
   eval "ADDR_$l=\$a"
 done
 ADDR_MTLS=
 if [ "$MTLS" = 1 ]; then
-  ADDR_MTLS=$(listener_addr "$TMP/mtls.out" SSL) ||
+  ADDR_MTLS=$(await_listening "$TMP/mtls.out" "$MPID" SSL) ||
     fail_setup "the client-certificate dynconfd did not start:" "$TMP/mtls.err"
 fi
 

@@ -11,8 +11,10 @@
 #       alternating round by round with
 #   (d) the same requests against bench/ceiling, which answers each with
 #       dynconfd's own answer, recorded once, and does nothing else: the
-#       fastest server of that answer on this machine (BENCH_ROUNDS rounds
-#       of both; the ratio a/d of each round, and their median)
+#       fastest server of that answer on this machine, and with
+#   (e) the same requests against dynconfd's SSL listener (TLS 1.3)
+#       (BENCH_ROUNDS rounds of the three; the ratios a/d and e/a of each
+#       round, and their medians)
 #   (b) Metadata (empty topic list) against dynconfd
 #   (c) Metadata against the librdkafka mock cluster (the baseline; it only
 #       speaks ApiVersions 0-2 and Metadata 0-2, no config APIs)
@@ -26,6 +28,7 @@
 set -eu
 
 BUILDDIR=$(cd "${1:-.}" && pwd)
+SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNECTIONS:-16}
 PIPE=${BENCH_PIPELINE:-32}
@@ -52,11 +55,24 @@ cleanup() {
   rm -rf "$TMP"
 }
 
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "bench: openssl (the command) is needed to make test certificates" >&2
+  exit 2
+fi
+CERTS=$TMP/certs
+sh "$SRCDIR/tests/gen_certs.sh" "$CERTS" >"$TMP/certs.log" 2>&1 || {
+  echo "bench: making certificates failed:" >&2
+  cat "$TMP/certs.log" >&2
+  exit 1
+}
 mkdir "$TMP/data"
-"$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$TMP/data" \
+"$BUILDDIR/dynconfd" --data-dir "$TMP/data" \
+  --listeners "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0" \
+  --ssl-cert "$CERTS/server.pem" --ssl-key "$CERTS/server.key" \
   >"$TMP/dynconfd.out" 2>"$TMP/dynconfd.err" &
 DPID=$!
-TARGET=$(await_listening "$TMP/dynconfd.out" "$DPID") || {
+TARGET=$(await_listening "$TMP/dynconfd.out" "$DPID" PLAINTEXT) &&
+  TLS_TARGET=$(await_listening "$TMP/dynconfd.out" "$DPID" SSL) || {
   echo "bench: dynconfd did not start:" >&2
   cat "$TMP/dynconfd.err" >&2
   exit 1
@@ -135,6 +151,8 @@ while [ $r -le "$ROUNDS" ]; do
   SPID=$CPID
   run "ceiling.$r" --target "$CEILING" --api describe --version 1
   SPID=
+  run "tls.$r" --target "$TLS_TARGET" --tls-ca "$CERTS/ca.pem" \
+    --api describe --version 1
   r=$((r + 1))
 done
 run metadata --target "$TARGET" --api metadata --version "$MDV"
@@ -151,13 +169,20 @@ if ! kill -0 "$DPID" 2>/dev/null; then
   FAILED=1
 fi
 
+# median_round NUM DEN: the round whose NUM.r/DEN.r rate ratio is the
+# median of the rounds.
+median_round() {
+  r=1
+  while [ $r -le "$ROUNDS" ]; do
+    awk -v r=$r -v a="$(field "$1.$r" rps)" -v d="$(field "$2.$r" rps)" \
+      'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.4f %d\n", a / d, r }'
+    r=$((r + 1))
+  done | sort -n | awk '{ v[NR] = $2 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
 # The round with the median ratio stands for (a) and (d) below.
-MED=$(r=1; while [ $r -le "$ROUNDS" ]; do
-  awk -v r=$r -v a="$(field "describe.$r" rps)" -v d="$(field "ceiling.$r" rps)" \
-    'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.4f %d\n", a / d, r }'
-  r=$((r + 1))
-done | sort -n | awk '{ v[NR] = $2 } END { if (NR) print v[int((NR + 1) / 2)] }')
-for n in $(r=1; while [ $r -le "$ROUNDS" ]; do echo "describe.$r ceiling.$r"; r=$((r + 1)); done) metadata mock; do
+MED=$(median_round describe ceiling)
+TMED=$(median_round tls describe)
+for n in $(r=1; while [ $r -le "$ROUNDS" ]; do echo "describe.$r ceiling.$r tls.$r"; r=$((r + 1)); done) metadata mock; do
   req=$(field $n requests)
   err=$(field $n errors)
   cf=$(field $n conn_failures)
@@ -186,18 +211,24 @@ row() {
 MED=${MED:-1}
 row "dynconfd $TARGET" "DescribeConfigs v1" "describe.$MED"
 row "bench/ceiling $CEILING" "DescribeConfigs v1" "ceiling.$MED"
+TMED=${TMED:-1}
+row "dynconfd $TLS_TARGET (TLS)" "DescribeConfigs v1" "tls.$TMED"
 row "dynconfd $TARGET" "Metadata v$MDV" metadata
 row "librdkafka mock cluster" "Metadata v$MDV" mock
 echo
 r=1
 while [ $r -le "$ROUNDS" ]; do
   awk -v r=$r -v a="$(field "describe.$r" rps)" -v d="$(field "ceiling.$r" rps)" \
-    'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "round %d: dynconfd %s req/s, ceiling %s req/s, ratio %.2f\n", r, a, d, a / d }'
+    -v t="$(field "tls.$r" rps)" \
+    'BEGIN { if (a + 0 > 0 && d + 0 > 0 && t + 0 > 0) printf "round %d: dynconfd %s req/s, ceiling %s req/s, ratio %.2f; over TLS %s req/s, TLS/PLAINTEXT %.2f\n", r, a, d, a / d, t, t / a }'
   r=$((r + 1))
 done
 ceil=$(awk -v a="$(field "describe.$MED" rps)" -v d="$(field "ceiling.$MED" rps)" \
   'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.2f", a / d; else print "n/a" }')
 echo "ratio to the ceiling: dynconfd DescribeConfigs v1 req/s / bench/ceiling req/s = $ceil (median of $ROUNDS alternating rounds)"
+tls=$(awk -v a="$(field "describe.$TMED" rps)" -v t="$(field "tls.$TMED" rps)" \
+  'BEGIN { if (a + 0 > 0 && t + 0 > 0) printf "%.2f", t / a; else print "n/a" }')
+echo "TLS/PLAINTEXT: dynconfd DescribeConfigs v1 req/s over TLS / over PLAINTEXT = $tls (median of $ROUNDS rounds)"
 a=$(field "describe.$MED" rps)
 c=$(field mock rps)
 ratio=$(awk -v a="$a" -v c="$c" \
