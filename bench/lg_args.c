@@ -25,6 +25,9 @@ void lg_usage(FILE *f) {
           "                           after --duration only if also given)\n"
           "  --client NAME            DescribeConfigs client-id entity "
           "(default bench-client)\n"
+          "  --clients K              cycle through K clients named NAME and a\n"
+          "                           7-digit number from 0000000 (bench/run-scale.sh's\n"
+          "                           names): no two requests in a row alike\n"
           "  --mock                   start librdkafka's mock cluster in this "
           "process and target it\n"
           "  --quiet                  only the RESULT line\n"
@@ -113,6 +116,11 @@ static int parse_opt(cfg_t *c, int o, const char *arg, int *version) {
       return -1;
     break;
   case 'C': c->client_name = arg; break;
+  case 'L':
+    c->clients = atoi(arg);
+    if (c->clients < 1 || c->clients > 1000000)
+      return -1;
+    break;
   case 'm': c->mock = true; break;
   case 'q': c->quiet = true; break;
   case 'A': c->tls_ca = arg; break;
@@ -178,6 +186,7 @@ int lg_parse_args(int argc, char **argv, cfg_t *c) {
       {"duration", required_argument, 0, 'd'},
       {"requests", required_argument, 0, 'n'},
       {"client", required_argument, 0, 'C'},
+      {"clients", required_argument, 0, 'L'},
       {"mock", no_argument, 0, 'm'},
       {"quiet", no_argument, 0, 'q'},
       {"tls-ca", required_argument, 0, 'A'},

@@ -53,6 +53,7 @@ typedef struct cfg {
   uint64_t requests; /* 0 = duration mode */
   bool mock, quiet;
   const char *client_name;
+  int clients; /* > 1: client_name + a 7-digit number, cycling */
   const char *tls_ca, *tls_cert, *tls_key; /* TLS when tls_ca is set */
   lg_sasl_conf_t sasl;                     /* SASL when mechanism is set */
   uint64_t setup_count;                    /* --setup N; 0 = load mode */
@@ -60,7 +61,8 @@ typedef struct cfg {
 
 typedef struct lg_run {
   cfg_t cfg;
-  dc_buf_t tmpl; /* owned: one complete request frame */
+  dc_buf_t *tmpls; /* owned: cfg.clients complete request frames */
+  uint64_t next_tmpl; /* the one sent next, cycling */
   conn_t *conns; /* owned */
   hist_t *hist;  /* owned */
   dc_arena_t arena; /* response decode scratch, reset after each response */

@@ -85,24 +85,45 @@ static void log_problem(run_t *r, const char *fmt, const char *detail) {
 }
 
 /* ---- requests ----------------------------------------------------------- */
-static int build_template(run_t *r) {
-  dc_buf_t *b = &r->tmpl;
+/* One request frame for the client named in c into b; -1 after saying
+ * why. */
+static int build_one(const cfg_t *c, dc_buf_t *b) {
   dc_req_header_t h = {
-      .api_key = lg_api_key(r->cfg.api),
-      .api_version = r->cfg.version,
+      .api_key = lg_api_key(c->api),
+      .api_version = c->version,
       .correlation_id = 0,
       .client_id = (char *)"dynconf-loadgen",
   };
   size_t off = dc_wr_frame_begin(b);
   int err = dc_req_header_encode(b, &h);
   if (!err)
-    err = lg_api_encode(&r->cfg, b);
+    err = lg_api_encode(c, b);
   dc_wr_frame_end(b, off);
   if (err || b->err) {
     fprintf(stderr, "loadgen: cannot encode %s v%d: %s\n",
-            lg_api_title(r->cfg.api),
-            r->cfg.version, dc_err_str(err ? err : b->err));
+            lg_api_title(c->api), c->version,
+            dc_err_str(err ? err : b->err));
     return -1;
+  }
+  return 0;
+}
+
+/* The request frames sent in turn: one, or one per client of --clients. */
+static int build_templates(run_t *r) {
+  int n = r->cfg.clients > 1 ? r->cfg.clients : 1;
+  r->tmpls = calloc((size_t)n, sizeof(*r->tmpls));
+  if (!r->tmpls)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    cfg_t c = r->cfg;
+    char name[300];
+    if (n > 1) {
+      snprintf(name, sizeof(name), "%s%07d", r->cfg.client_name, i);
+      c.client_name = name;
+    }
+    dc_buf_init(&r->tmpls[i]);
+    if (build_one(&c, &r->tmpls[i]))
+      return -1;
   }
   return 0;
 }
@@ -124,7 +145,10 @@ static int conn_fill_and_flush(run_t *r, conn_t *c) {
     if (!t)
       t = now_ns();
     size_t at = c->out.len;
-    dc_buf_append(&c->out, r->tmpl.data, r->tmpl.len);
+    const dc_buf_t *tmpl =
+        &r->tmpls[r->cfg.clients > 1 ? r->next_tmpl++ % (uint64_t)r->cfg.clients
+                                     : 0];
+    dc_buf_append(&c->out, tmpl->data, tmpl->len);
     if (c->out.err)
       return -1;
     uint32_t corr = c->next_corr++ & 0x7fffffffu; /* stay positive */
@@ -557,7 +581,10 @@ static void free_run(run_t *r) {
   }
   dc_gssapi_creds_destroy(r->cfg.sasl.krb_creds);
   r->cfg.sasl.krb_creds = NULL;
-  dc_buf_free(&r->tmpl);
+  for (int i = 0; r->tmpls && i < (r->cfg.clients > 1 ? r->cfg.clients : 1);
+       i++)
+    dc_buf_free(&r->tmpls[i]);
+  free(r->tmpls);
   dc_arena_free(&r->arena);
   free(r->hist);
   lg_tls_destroy(r->tls);
@@ -566,10 +593,9 @@ static void free_run(run_t *r) {
 /* The request template, the histogram and the TLS context; -1 after
  * saying why. */
 static int run_init(run_t *r) {
-  dc_buf_init(&r->tmpl);
   dc_arena_init(&r->arena);
   r->hist = calloc(1, sizeof(*r->hist));
-  if (!r->hist || build_template(r))
+  if (!r->hist || build_templates(r))
     return -1;
   if (r->cfg.tls_ca) {
     char why[512];

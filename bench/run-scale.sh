@@ -21,6 +21,14 @@
 #    and validate-only. Prints p50/p99 per size and the ratios to the
 #    first size measured in the same run (flat is the goal), and the
 #    store commit's cost per row.
+#    Then bench/loadgen (16 connections x 32 in flight, SCALE_LOAD_SECONDS
+#    each) sends DescribeConfigs v1 of that client over and over ("same":
+#    each connection's last answer is sent again) and of 1000 clients in
+#    turn ("each new": no two requests in a row alike, every answer made
+#    anew); req/s per size and the ratio to the first size.
+# 1b. The same two loads on a store of the first size while
+#    bench/watch_fanout --hold keeps SCALE_WATCHERS (10,000) Watch
+#    requests parked on dynconfd, beside the figures without them.
 # 2. Memory under a DescribeConfigs amplification attack: a fresh dynconfd
 #    with one client whose every schema key holds a large valid value; 40
 #    connections send pipelined DescribeConfigs v3 requests (synonyms,
@@ -43,7 +51,8 @@
 # series), SCALE_DESCRIBES (1000), SCALE_SERIES_SECONDS (8: a series stops
 # at whichever limit comes first and says so), SCALE_ATTACK_CONNECTIONS
 # (40), SCALE_ATTACK_SECONDS (20), SCALE_RSS_CAP_MB (3072),
-# SCALE_ATTACK_VALUE_BYTES (1024: longest list/string value tried).
+# SCALE_ATTACK_VALUE_BYTES (1024: longest list/string value tried),
+# SCALE_LOAD_SECONDS (3), SCALE_WATCHERS (10000; 0 leaves step 1b out).
 # About 2 minutes on two cores. Exits non-zero only when something failed
 # outright (a server died, set-up failed, a series got errors); never on
 # speed or memory.
@@ -60,9 +69,11 @@ RSS_CAP_MB=${SCALE_RSS_CAP_MB:-3072}
 VALUE_BYTES=${SCALE_ATTACK_VALUE_BYTES:-1024}
 CLIENT=client-0000000 # has its own heartbeat.interval.ms in every size
 
-for bin in dynconfd bench/scale; do
+LOAD_SECS=${SCALE_LOAD_SECONDS:-3}
+WATCHERS=${SCALE_WATCHERS:-10000}
+for bin in dynconfd bench/scale bench/loadgen bench/watch_fanout; do
   if [ ! -x "$BUILDDIR/$bin" ]; then
-    echo "bench: $BUILDDIR/$bin not built (make dynconfd bench/scale)" >&2
+    echo "bench: $BUILDDIR/$bin not built (make dynconfd bench/scale bench/loadgen bench/watch_fanout)" >&2
     exit 2
   fi
 done
@@ -119,8 +130,9 @@ start_dynconfd() {
     exec "$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$1" \
       >"$out" 2>"$1.err") &
   else
+    # shellcheck disable=SC2086 # DYNCONFD_EXTRA is a word list
     "$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$1" \
-      >"$out" 2>"$1.err" &
+      ${DYNCONFD_EXTRA:-} >"$out" 2>"$1.err" &
   fi
   DPID=$!
   PORT=
@@ -211,6 +223,27 @@ echo "machine: $(nproc 2>/dev/null || echo '?') cores, load average" \
   "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'); data dirs in $TMP ($FSTYPE)"
 echo
 
+# load NAME ARGS...: bench/loadgen DescribeConfigs v1 against the running
+# dynconfd for LOAD_SECS; its RESULT line goes to $TMP/load.NAME.
+load() {
+  name=$1
+  shift
+  echo "\$ bench/loadgen --target 127.0.0.1:$PORT --duration $LOAD_SECS $*"
+  if ! "$BUILDDIR/bench/loadgen" --target "127.0.0.1:$PORT" --quiet \
+    --duration "$LOAD_SECS" "$@" >"$TMP/load.$name" 2>"$TMP/load.$name.err" ||
+    ! grep -q ' errors=0 ' "$TMP/load.$name"; then
+    echo "bench: the load $name failed:" >&2
+    cat "$TMP/load.$name" "$TMP/load.$name.err" >&2
+    FAILED=1
+  fi
+  echo "    $(tr ' ' '\n' <"$TMP/load.$name" | grep -E '^(rps|p99_us)=' | paste -sd' ')"
+}
+# Both loads of step 1 against the dynconfd running; NAME tags the files.
+loads() {
+  load "$1.same" --client "$CLIENT"
+  load "$1.new" --client client- --clients 1000
+}
+
 FAILED=0
 BASE=
 for n in $SIZES; do
@@ -241,6 +274,7 @@ for n in $SIZES; do
   if grep '^RESULT ' "$TMP/lat.$n" | grep -qv ' errors=0 '; then
     FAILED=1
   fi
+  loads "$n"
   if ! kill -0 "$DPID" 2>/dev/null; then
     echo "bench: dynconfd died at $L:" >&2
     tail -n 20 "$D.err" >&2
@@ -251,6 +285,45 @@ for n in $SIZES; do
   rm -rf "$D"
   echo
 done
+
+# 1b. The loads again with WATCHERS watches parked (a store of BASE).
+if [ "$WATCHERS" -gt 0 ]; then
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  echo "== DescribeConfigs with $WATCHERS parked watchers ($(label "$BASE") client entities) =="
+  D=$TMP/data-watch
+  cp -R "$TMP/template" "$D"
+  python3 "$TMP/populate.py" "$D/dynconf.db" "$BASE" >/dev/null ||
+    { echo "bench: populating $D failed" >&2; exit 1; }
+  DYNCONFD_EXTRA="--metrics-listen 127.0.0.1:0"
+  start_dynconfd "$D"
+  DYNCONFD_EXTRA=
+  METRICS=$(sed -n 's/^metrics on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$D.out" | head -n 1)
+  mkfifo "$TMP/hold.in"
+  "$BUILDDIR/bench/watch_fanout" --hold --target "127.0.0.1:$PORT" \
+    --metrics "$METRICS" --watchers "$WATCHERS" <"$TMP/hold.in" \
+    >"$TMP/hold.out" 2>"$TMP/hold.err" &
+  HPID=$!
+  exec 3>"$TMP/hold.in" # the holder runs until this closes
+  i=0
+  until grep -qs '^HOLDING ' "$TMP/hold.out"; do
+    if ! kill -0 "$HPID" 2>/dev/null || [ $i -ge 900 ]; then
+      echo "bench: watch_fanout --hold did not park its $WATCHERS watches:" >&2
+      cat "$TMP/hold.out" "$TMP/hold.err" >&2
+      exit 1
+    fi
+    sleep 0.1
+    i=$((i + 1))
+  done
+  echo "    $(cat "$TMP/hold.out")"
+  loads watch
+  exec 3>&-
+  wait "$HPID" || { echo "bench: watch_fanout --hold failed:" >&2; cat "$TMP/hold.out" "$TMP/hold.err" >&2; FAILED=1; }
+  grep '^HELD ' "$TMP/hold.out" | sed 's/^/    /'
+  stop_pid "$DPID"
+  DPID=
+  rm -rf "$D"
+  echo
+fi
 
 # Two shapes: ~1 MiB requests naming x as often as fit (far over the
 # per-request resource limit), and ~8 KB requests naming it ~1000 times
@@ -366,6 +439,26 @@ for n in $SIZES; do
 done
 echo "   command per size: bench/scale latency --target 127.0.0.1:PORT --client $CLIENT"
 echo "   --alters $ALTERS --describes $DESCRIBES --seconds $SERIES_SECS"
+echo
+echo "2b. DescribeConfigs v1 under load (bench/loadgen, 16 x 32 in flight, $LOAD_SECS s):"
+echo "   same = one client over and over (the connection's last answer sent"
+echo "   again); each new = 1000 clients in turn (every answer made anew)"
+printf '%-28s %12s %8s %12s %8s\n' store 'same req/s' "x$(label "$BASE")" \
+  'new req/s' "x$(label "$BASE")"
+bs=$(kv "$TMP/load.$BASE.same" rps)
+bn=$(kv "$TMP/load.$BASE.new" rps)
+for n in $SIZES watch; do
+  [ -f "$TMP/load.$n.same" ] || continue
+  if [ "$n" = watch ]; then
+    what="$(label "$BASE") + $WATCHERS parked watches"
+  else
+    what="$(label "$n") client entities"
+  fi
+  a=$(kv "$TMP/load.$n.same" rps)
+  b=$(kv "$TMP/load.$n.new" rps)
+  printf '%-28s %12s %8s %12s %8s\n' "$what" "${a:--}" "$(ratio "$a" "$bs")" \
+    "${b:--}" "$(ratio "$b" "$bn")"
+done
 echo
 echo "3. DescribeConfigs v3 amplification: $ATTACK_CONNS connections pipelining"
 echo "   requests naming client x (all schema keys set large), never reading"

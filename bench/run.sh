@@ -226,6 +226,11 @@ done
 ceil=$(awk -v a="$(field "describe.$MED" rps)" -v d="$(field "ceiling.$MED" rps)" \
   'BEGIN { if (a + 0 > 0 && d + 0 > 0) printf "%.2f", a / d; else print "n/a" }')
 echo "ratio to the ceiling: dynconfd DescribeConfigs v1 req/s / bench/ceiling req/s = $ceil (median of $ROUNDS alternating rounds)"
+# Both rates can be held back by the load generator (its CPU column at
+# 100%); the server's CPU per request is not.
+awk -v dc="$(cat "$TMP/describe.$MED.dcpu")" -v dn="$(field "describe.$MED" requests)" \
+  -v cc="$(cat "$TMP/ceiling.$MED.dcpu")" -v cn="$(field "ceiling.$MED" requests)" \
+  'BEGIN { if (dn + 0 > 0 && cn + 0 > 0 && dc + 0 > 0) printf "server CPU per request (same rounds): dynconfd %.3f us, ceiling %.3f us: the ceiling needs %.2f of dynconfd'"'"'s\n", 1e6 * dc / dn, 1e6 * cc / cn, (cc / cn) / (dc / dn) }'
 tls=$(awk -v a="$(field "describe.$TMED" rps)" -v t="$(field "tls.$TMED" rps)" \
   'BEGIN { if (a + 0 > 0 && t + 0 > 0) printf "%.2f", t / a; else print "n/a" }')
 echo "TLS/PLAINTEXT: dynconfd DescribeConfigs v1 req/s over TLS / over PLAINTEXT = $tls (median of $ROUNDS rounds)"
