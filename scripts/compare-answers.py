@@ -7,7 +7,8 @@
 The corpus is one request payload per line in hex (a frame without its
 size field). Without CORPUS it is made by running NEW_BUILDDIR's
 tests/test_handlers with DC_REQUEST_LOG: every request of the broker's
-handler tests, every API and version, good and malformed, in order.
+handler tests, every API and version, good and malformed, in order;
+Watch requests answered at once follow it (the handler tests send none).
 
 Each build's dynconfd starts in turn on the same loopback port with a
 fresh data dir (at the same path), and the corpus is sent over one connection, a request at
@@ -34,6 +35,25 @@ def make_corpus(build, path):
     subprocess.run([os.path.join(build, "tests", "test_handlers")], env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False)
+
+
+def watch_requests():
+    """Watch requests answered at once (no version known, or no wait), for
+    clients the handler tests configure and one nobody does: the corpus
+    of test_handlers has none."""
+    out = []
+    for v in (0, 1):
+        for client in (b"c1", b"app", b"c2", b"nobody-here"):
+            for known, timeout in ((-1, 1000), (0, 1000), (12345, 0)):
+                body = bytes([len(client) + 1]) + client
+                body += struct.pack(">qi", known, timeout)
+                if v >= 1:
+                    body += struct.pack(">q", -1)
+                body += b"\x00"  # no tagged fields
+                head = struct.pack(">hhi", 20001, v, 7) + struct.pack(
+                    ">h", 13) + b"compare-watch" + b"\x00"
+                out.append(head + body)
+    return out
 
 
 def free_port():
@@ -117,6 +137,7 @@ def main():
             corpus = [bytes.fromhex(line.strip()) for line in f if line.strip()]
         if not corpus:
             sys.exit("compare-answers: the corpus is empty")
+        corpus += watch_requests()
         port = free_port()
         a = run(old, port, corpus, tmp)
         b = run(new, port, corpus, tmp)

@@ -40,6 +40,45 @@ int dc_resolved_key(const dc_configdb_t *db, const char *client_id,
   return 0;
 }
 
+/* SHA-256 fetched once: EVP_sha256() makes every EVP_DigestInit_ex fetch
+ * it again, which costs more than digesting a small list. Freed at exit. */
+static EVP_MD *g_sha256;
+
+static void free_sha256(void) {
+  EVP_MD_free(g_sha256);
+}
+
+static void fetch_sha256(void) {
+  g_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+  if (g_sha256 && atexit(free_sha256)) {
+    EVP_MD_free(g_sha256);
+    g_sha256 = NULL;
+  }
+}
+
+static const EVP_MD *sha256(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fetch_sha256);
+  return g_sha256 ? g_sha256 : EVP_sha256();
+}
+
+/* A config source as the decimal text the version digests. */
+static void source_text(int8_t src, char s[8]) {
+  unsigned u = src < 0 ? (unsigned)(-(int)src) : (unsigned)src;
+  char d[4];
+  int n = 0;
+  do {
+    d[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  int i = 0;
+  if (src < 0)
+    s[i++] = '-';
+  while (n)
+    s[i++] = d[--n];
+  s[i] = '\0';
+}
+
 /* s into the digest, its length first so no two lists read alike. */
 static void digest_str(EVP_MD_CTX *md, const char *s) {
   size_t n = strlen(s);
@@ -73,7 +112,7 @@ int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
   dc_watch_entry_t *es =
       out ? dc_arena_alloc(arena, (total + 1) * sizeof(*es)) : NULL;
   EVP_MD_CTX *md = EVP_MD_CTX_new();
-  if (md && !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+  if (md && !EVP_DigestInit_ex(md, sha256(), NULL)) {
     EVP_MD_CTX_free(md);
     md = NULL;
   }
@@ -85,7 +124,7 @@ int64_t dc_resolved_list(const dc_resolved_key_t *k, dc_arena_t *arena,
   while ((key = dc_scope_merge_next(&m, vals, have, &nh))) {
     int8_t src = lv[have[0]].source;
     char s[8];
-    snprintf(s, sizeof(s), "%d", src);
+    source_text(src, s);
     if (md) {
       digest_str(md, key);
       digest_str(md, vals[0]);

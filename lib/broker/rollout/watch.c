@@ -258,15 +258,22 @@ bool dc_broker_watch_abandon(dc_broker_t *b, void *pending) {
 #define WATCH_MAX_TIMEOUT_MS 600000
 
 /* The answer for (client_id, principal) known at version known; one
- * that would pass max.response.bytes is replaced by an error saying so. */
+ * that would pass max.response.bytes is replaced by an error saying so.
+ * With unchanged set and the version still the one known, nothing is
+ * written and *unchanged turns true: the caller parks the request. */
 static int encode_answer(dc_broker_t *b, dc_buf_t *out, int16_t v,
                          const char *client_id, const char *principal,
-                         int64_t known, dc_arena_t *arena, void **fleet) {
+                         int64_t known, dc_arena_t *arena, void **fleet,
+                         bool *unchanged) {
   dc_resolved_key_t k;
   if (dc_resolved_key(b->db, client_id, principal, &k))
     return DC_ERR_INVALID_REQUEST; /* checked when it was asked */
   dc_watch_resp_t resp = {.position = dc_store_position(b->store)};
   resp.version = dc_resolved_list(&k, arena, &resp.configs, &resp.n_configs);
+  if (unchanged && resp.version == known) {
+    *unchanged = true;
+    return 0;
+  }
   dc_broker_fleet_served(fleet, resp.version);
   resp.changed = resp.version != known;
   if (!resp.configs)
@@ -368,12 +375,12 @@ int dc_handle_watch(dc_req_t *r) {
   if (pos >= 0 && req.min_position > pos) /* the client is ahead */
     return can_park ? park(r, &req)
                     : encode_behind(r->b, r->out, v, req.min_position);
-  if (req.known_version < 0 || !can_park ||
-      dc_broker_config_version(r->b, req.client_id, r->conn->principal) !=
-          req.known_version)
-    return encode_answer(r->b, r->out, v, req.client_id, r->conn->principal,
-                         req.known_version, r->arena, r->conn->fleet);
-  return park(r, &req);
+  bool unchanged = false;
+  int err = encode_answer(r->b, r->out, v, req.client_id, r->conn->principal,
+                          req.known_version, r->arena, r->conn->fleet,
+                          req.known_version >= 0 && can_park ? &unchanged
+                                                             : NULL);
+  return err || !unchanged ? err : park(r, &req);
 }
 
 /* A woken watch's answer from the memo's shared body; false when the
@@ -404,7 +411,7 @@ static void answer(dc_broker_t *b, dc_resolved_memo_t *memo, dc_watch_t *w,
     dc_arena_t arena;
     dc_arena_init(&arena);
     err = encode_answer(b, out, w->api_version, w->client_id, w->principal,
-                        w->known, &arena, w->fleet);
+                        w->known, &arena, w->fleet, NULL);
     dc_arena_free(&arena);
   }
   dc_wr_frame_end(out, frame);
