@@ -9,6 +9,7 @@
 #include "common/schema.h"
 #include "common/text.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,10 +291,12 @@ int dc_broker_handle_as(dc_broker_t *b, const dc_conn_info_t *conn,
   if (hdr.api_key == DC_API_API_VERSIONS && !dc_api_supported(hdr.api_key, hv))
     hv = 0;
   dc_resp_header_encode(out, hdr.api_key, hv, hdr.correlation_id);
-  dc_req_t r = {.b = b, .conn = conn, .hdr = &hdr, .rd = &rd,
-               .arena = arena, .out = out, .payload = payload,
-               .payload_len = len, .forwarded = forwarded,
-               .fail_code = fail_code, .fail_msg = fail_msg};
+  dc_req_t r;
+  memset(&r, 0, offsetof(dc_req_t, why)); /* not the 256 bytes of why */
+  r.why[0] = '\0';
+  r.b = b, r.conn = conn, r.hdr = &hdr, r.rd = &rd, r.arena = arena;
+  r.out = out, r.payload = payload, r.payload_len = len;
+  r.forwarded = forwarded, r.fail_code = fail_code, r.fail_msg = fail_msg;
   int64_t t0 = dc_mono_us();
   int err = fn(&r);
   if (!err && r.deferred) {

@@ -83,7 +83,6 @@ typedef struct dc_req {
   dc_arena_t *arena;
   dc_buf_t *out;    /* the response body goes here (header already in) */
   bool close_after; /* send the response, then close (why says why) */
-  char why[256];
   const uint8_t *payload; /* the whole request (header and body) */
   size_t payload_len;
   bool forwarded;   /* came in an Envelope: never forwarded again */
@@ -93,6 +92,8 @@ typedef struct dc_req {
   const char *fail_msg;
   int16_t error;    /* the request's error for the metrics (0 = none) */
   int64_t served;   /* the configuration version said to the fleet (0) */
+  /* Last: the dispatcher zeroes the fields before it and only empties it. */
+  char why[256];
 } dc_req_t;
 
 /* Handlers return 0 when a response body was written, or a negative

@@ -34,9 +34,21 @@ int dc_metrics_mech(const char *mechanism) {
   return DC_METRICS_MECHS - 1;
 }
 
+static bool is_series(const dc_request_series_t *s, int16_t api,
+                      int16_t version, int16_t error) {
+  return s->api == api && s->version == version && s->error == error;
+}
+
 void dc_metrics_request(dc_metrics_t *m, int16_t api, int16_t version,
                         int16_t error, double seconds) {
-  size_t i = 0;
+  size_t i = m->hot_series, a = m->hot_api;
+  if (i < m->n_series && is_series(&m->series[i], api, version, error) &&
+      a < m->n_apis && m->apis[a].api == api) {
+    m->series[i].count++;
+    dc_histogram_observe(&m->apis[a].latency, seconds);
+    return;
+  }
+  i = 0;
   while (i < m->n_series &&
          (m->series[i].api != api || m->series[i].version != version ||
           m->series[i].error != error))
@@ -47,13 +59,15 @@ void dc_metrics_request(dc_metrics_t *m, int16_t api, int16_t version,
     m->series[i].count++;
   else
     m->series_dropped++;
-  size_t a = 0;
+  a = 0;
   while (a < m->n_apis && m->apis[a].api != api)
     a++;
   if (a == m->n_apis && a < DC_METRICS_MAX_APIS)
     m->apis[m->n_apis++].api = api;
   if (a < m->n_apis)
     dc_histogram_observe(&m->apis[a].latency, seconds);
+  m->hot_series = i;
+  m->hot_api = a;
 }
 
 /* ---- text ------------------------------------------------------------------ */

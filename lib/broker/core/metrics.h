@@ -39,6 +39,7 @@ typedef struct dc_request_series {
 typedef struct dc_metrics {
   dc_request_series_t series[DC_METRICS_MAX_SERIES];
   size_t n_series;
+  size_t hot_series, hot_api; /* the last request's: the next is alike */
   uint64_t series_dropped; /* past DC_METRICS_MAX_SERIES (never expected) */
   struct {
     int16_t api;
