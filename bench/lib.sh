@@ -34,6 +34,30 @@ await_listening() {
   return 1
 }
 
+# hold_watches ADDR METRICS N: bench/watch_fanout --hold parks N Watch
+# requests on the dynconfd at ADDR (METRICS: its metrics address) and
+# keeps them parked until the script closes fd 3; waits up to 90 s until
+# dynconfd counts them all. Sets HPID and HELD_AFTER (seconds taken);
+# exits the script, saying why, when they were not all parked.
+hold_watches() {
+  mkfifo "$TMP/hold.in"
+  "$BUILDDIR/bench/watch_fanout" --hold --target "$1" --metrics "$2" \
+    --watchers "$3" <"$TMP/hold.in" >"$TMP/hold.out" 2>"$TMP/hold.err" &
+  HPID=$!
+  exec 3>"$TMP/hold.in" # the holder runs until this closes
+  i=0
+  until grep -qs '^HOLDING ' "$TMP/hold.out"; do
+    if ! kill -0 "$HPID" 2>/dev/null || [ $i -ge 900 ]; then
+      echo "bench: watch_fanout --hold did not park its $3 watches:" >&2
+      cat "$TMP/hold.out" "$TMP/hold.err" >&2
+      exit 1
+    fi
+    sleep 0.1
+    i=$((i + 1))
+  done
+  HELD_AFTER="$((i / 10)).$((i % 10))"
+}
+
 # On exit, dynconfd stops and TMP goes; an interrupt exits 130. A script
 # with more to stop defines its own cleanup after sourcing this.
 cleanup() {

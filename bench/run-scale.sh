@@ -26,9 +26,9 @@
 #    each connection's last answer is sent again) and of 1000 clients in
 #    turn ("each new": no two requests in a row alike, every answer made
 #    anew); req/s per size and the ratio to the first size.
-# 1b. The same two loads on a store of the first size while
-#    bench/watch_fanout --hold keeps SCALE_WATCHERS (10,000) Watch
-#    requests parked on dynconfd, beside the figures without them.
+# 1b. The same two loads on a fresh store of the first size, then again
+#    while bench/watch_fanout --hold keeps SCALE_WATCHERS (10,000) Watch
+#    requests parked on the same dynconfd.
 # 2. Memory under a DescribeConfigs amplification attack: a fresh dynconfd
 #    with one client whose every schema key holds a large valid value; 40
 #    connections send pipelined DescribeConfigs v3 requests (synonyms,
@@ -84,6 +84,7 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-scalebench.XXXXXX")
 DPID=
+. "$(dirname "$0")/lib.sh"
 # stop_pid PID: TERM, then KILL if it is still busy after 5 s (a server
 # in the middle of a huge response does not get back to its loop soon).
 stop_pid() {
@@ -298,22 +299,8 @@ if [ "$WATCHERS" -gt 0 ]; then
   start_dynconfd "$D"
   DYNCONFD_EXTRA=
   METRICS=$(sed -n 's/^metrics on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$D.out" | head -n 1)
-  mkfifo "$TMP/hold.in"
-  "$BUILDDIR/bench/watch_fanout" --hold --target "127.0.0.1:$PORT" \
-    --metrics "$METRICS" --watchers "$WATCHERS" <"$TMP/hold.in" \
-    >"$TMP/hold.out" 2>"$TMP/hold.err" &
-  HPID=$!
-  exec 3>"$TMP/hold.in" # the holder runs until this closes
-  i=0
-  until grep -qs '^HOLDING ' "$TMP/hold.out"; do
-    if ! kill -0 "$HPID" 2>/dev/null || [ $i -ge 900 ]; then
-      echo "bench: watch_fanout --hold did not park its $WATCHERS watches:" >&2
-      cat "$TMP/hold.out" "$TMP/hold.err" >&2
-      exit 1
-    fi
-    sleep 0.1
-    i=$((i + 1))
-  done
+  loads nowatch # the same store and server before any watch parks
+  hold_watches "127.0.0.1:$PORT" "$METRICS" "$WATCHERS"
   echo "    $(cat "$TMP/hold.out")"
   loads watch
   exec 3>&-
@@ -447,10 +434,12 @@ printf '%-28s %12s %8s %12s %8s\n' store 'same req/s' "x$(label "$BASE")" \
   'new req/s' "x$(label "$BASE")"
 bs=$(kv "$TMP/load.$BASE.same" rps)
 bn=$(kv "$TMP/load.$BASE.new" rps)
-for n in $SIZES watch; do
+for n in $SIZES nowatch watch; do
   [ -f "$TMP/load.$n.same" ] || continue
   if [ "$n" = watch ]; then
     what="$(label "$BASE") + $WATCHERS parked watches"
+  elif [ "$n" = nowatch ]; then
+    what="$(label "$BASE"), a fresh store (*)"
   else
     what="$(label "$n") client entities"
   fi
@@ -459,6 +448,13 @@ for n in $SIZES watch; do
   printf '%-28s %12s %8s %12s %8s\n' "$what" "${a:--}" "$(ratio "$a" "$bs")" \
     "${b:--}" "$(ratio "$b" "$bn")"
 done
+if [ -f "$TMP/load.watch.same" ]; then
+  echo "   (*) the server of step 1b before its watches parked: the latency"
+  echo "   series of step 1 left $CLIENT with two more keys (a longer answer),"
+  echo "   so 1b compares with this row: with watches / without, same"
+  echo "   $(ratio "$(kv "$TMP/load.watch.same" rps)" "$(kv "$TMP/load.nowatch.same" rps)")," \
+    "each new $(ratio "$(kv "$TMP/load.watch.new" rps)" "$(kv "$TMP/load.nowatch.new" rps)")"
+fi
 echo
 echo "3. DescribeConfigs v3 amplification: $ATTACK_CONNS connections pipelining"
 echo "   requests naming client x (all schema keys set large), never reading"

@@ -54,6 +54,7 @@ N=${BENCH_WATCHERS:-10000}
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynconf-watchbench.XXXXXX")
 DPID= HPID=
+. "$(dirname "$0")/lib.sh"
 cleanup() {
   exec 3>&-
   [ -n "$HPID" ] && kill -TERM "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
@@ -136,24 +137,10 @@ if [ "$WIRE" -lt 1 ]; then
   echo "mixed part skipped: $AGENTS agents leave no wire watchers of $N"
   exit 0
 fi
-mkfifo "$TMP/hold.in"
-"$BUILDDIR/bench/watch_fanout" --hold --target "$ADDR" --metrics "$METRICS" \
-  --watchers "$WIRE" <"$TMP/hold.in" >"$TMP/hold.out" 2>"$TMP/hold.err" &
-HPID=$!
-exec 3>"$TMP/hold.in" # the holder runs until this closes
-i=0
-until grep -qs '^HOLDING ' "$TMP/hold.out"; do
-  if ! kill -0 "$HPID" 2>/dev/null || [ $i -ge 900 ]; then
-    echo "bench: watch_fanout --hold did not park its $WIRE watches:" >&2
-    cat "$TMP/hold.out" "$TMP/hold.err" >&2
-    exit 1
-  fi
-  sleep 0.1
-  i=$((i + 1))
-done
+hold_watches "$ADDR" "$METRICS" "$WIRE"
 echo
 echo "mixed: $WIRE watchers parked on the wire by watch_fanout --hold" \
-  "(pid $HPID, after $((i / 10)).$((i % 10)) s); load average" \
+  "(pid $HPID, after $HELD_AFTER s); load average" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
 AMONG="real agents among $N watchers ($WIRE on the wire)"
 fleet "$AMONG, dynconf.watch=true" on off 3600000 250000
