@@ -26,6 +26,10 @@ void dc_broker_memo_free(struct dc_answer_memo *m) {
   free(m);
 }
 
+size_t dc_broker_memo_bytes(const struct dc_answer_memo *m) {
+  return m ? sizeof(*m) + m->cap : 0;
+}
+
 bool dc_answer_memo_key(const dc_req_t *r, dc_answer_key_t *k) {
   if (!r->conn->memo || r->payload_len < HEADER_FIXED ||
       r->payload_len - HEADER_FIXED > DC_ANSWER_MEMO_MAX)

@@ -176,6 +176,8 @@ void dc_broker_abandon(dc_broker_t *b, void *pending);
 void dc_broker_fleet_conn_closed(dc_broker_t *b, void *entry);
 /* Frees a connection's kept answer (dc_conn_info_t.memo); NULL is fine. */
 void dc_broker_memo_free(struct dc_answer_memo *m);
+/* The bytes it holds, for the connection's share of max.buffered.bytes. */
+size_t dc_broker_memo_bytes(const struct dc_answer_memo *m);
 
 /* Appends the broker's metrics (requests, alters, security, the store,
  * entities) as Prometheus text. Loop thread. */

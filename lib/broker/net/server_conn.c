@@ -122,7 +122,7 @@ void dc_srv_account(dc_server_t *s, conn_t *c) {
     dc_buf_free(&c->out);
   if (c->in.len == 0 && c->in.cap > KEEP_BUF)
     dc_buf_free(&c->in);
-  size_t now = c->in.cap + c->out.cap;
+  size_t now = c->in.cap + c->out.cap + dc_broker_memo_bytes(c->memo);
   s->buffered += now - c->buffered;
   c->buffered = now;
 }

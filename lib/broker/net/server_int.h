@@ -79,7 +79,8 @@ typedef struct conn {
   struct dc_answer_memo *memo; /* its last DescribeConfigs answer (broker's) */
   const char *principal; /* TLS principal, owned by ssl; NULL = none */
   char peer[64];
-  size_t buffered;      /* in.cap + out.cap as last counted in the server */
+  size_t buffered;      /* in.cap + out.cap + the memo's bytes, as last
+                           counted in the server */
   struct conn *prev, *next;
 } conn_t;
 
