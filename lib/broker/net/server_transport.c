@@ -34,6 +34,13 @@ bool dc_srv_is_plain_eof(void) {
   return e == 0 || ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
 }
 
+/* SSL_get_error needs an empty error queue before each TLS call; it
+ * nearly always is, and emptying an empty queue walks all its slots. */
+static void clear_tls_errors(void) {
+  if (ERR_peek_error())
+    ERR_clear_error();
+}
+
 /* Transport reads: bytes read (> 0), 0 = nothing now (would block), or -1 =
  * the connection is over (*eof: the peer closed in order). */
 ssize_t dc_srv_recv(conn_t *c, void *buf, size_t n, bool *eof) {
@@ -52,7 +59,7 @@ ssize_t dc_srv_recv(conn_t *c, void *buf, size_t n, bool *eof) {
       return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     }
   }
-  ERR_clear_error();
+  clear_tls_errors();
   int r = SSL_read(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
   if (!c->tls_ready && SSL_is_init_finished(c->ssl))
     dc_srv_tls_established(c);
@@ -96,7 +103,7 @@ ssize_t dc_srv_send(conn_t *c, const void *buf, size_t n) {
       return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     }
   }
-  ERR_clear_error();
+  clear_tls_errors();
   int r = SSL_write(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
   if (r > 0)
     return r;
