@@ -10,7 +10,8 @@
 #
 #   bench/instructions.sh [BUILDDIR]      (or: make bench-instructions)
 #
-# Kinds: DescribeConfigs v1 and v4 (CLIENT bench-client, synonyms),
+# Kinds: DescribeConfigs v1 and v4 (CLIENT bench-client, synonyms), v1
+# over TLS 1.3,
 # Metadata v2, a Watch answered at once (v1, the client knowing no
 # version) and a validate-only IncrementalAlterConfigs v1 against
 # dynconfd; DescribeConfigs v1 against bench/ceiling, which replays
@@ -97,9 +98,21 @@ count() {
   printf '%-34s %12s %10s %12s\n' "$name" "$ir" "$n" "$(cat "$TMP/$name.ipr")"
 }
 
+sh "$(dirname "$0")/../tests/gen_certs.sh" "$TMP/certs" >"$TMP/certs.log" 2>&1 || {
+  echo "instructions: making certificates failed:" >&2
+  cat "$TMP/certs.log" >&2
+  exit 1
+}
 mkdir "$TMP/data"
-start dynconfd "$BUILDDIR/dynconfd" --listen 127.0.0.1:0 --data-dir "$TMP/data"
-DPID=$PID DADDR=$ADDR
+start dynconfd "$BUILDDIR/dynconfd" --data-dir "$TMP/data" \
+  --listeners "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0" \
+  --ssl-cert "$TMP/certs/server.pem" --ssl-key "$TMP/certs/server.key"
+DPID=$PID
+DADDR=$(await_listening "$TMP/dynconfd.out" "$DPID" PLAINTEXT) &&
+  SADDR=$(await_listening "$TMP/dynconfd.out" "$DPID" SSL) || {
+  echo "instructions: dynconfd did not name its two listeners" >&2
+  exit 1
+}
 "$BUILDDIR/dynconf-configs" --bootstrap-server "$DADDR" --timeout-ms 60000 \
   --entity-type clients --entity-name bench-client \
   --alter --add-config session.timeout.ms=30000 >"$TMP/seed.out" 2>&1 || {
@@ -114,6 +127,10 @@ echo "instructions per request under callgrind, ${SECS} s per kind, $CONNS x $PI
 printf '%-34s %12s %10s %12s\n' kind instructions requests 'per request'
 count "dynconfd DescribeConfigs v1" "$DPID" "$DADDR" --api describe --version 1
 count "dynconfd DescribeConfigs v4" "$DPID" "$DADDR" --api describe --version 4
+# Over TLS the count includes the connections' handshakes (made by the
+# load generator once the counting has started).
+count "dynconfd DescribeConfigs v1 TLS" "$DPID" "$SADDR" --api describe \
+  --version 1 --tls-ca "$TMP/certs/ca.pem"
 count "dynconfd Metadata v2" "$DPID" "$DADDR" --api metadata --version 2
 count "dynconfd Watch v1 answer" "$DPID" "$DADDR" --api watch --version 1
 count "dynconfd alter v1 validate-only" "$DPID" "$DADDR" --api alter --version 1
