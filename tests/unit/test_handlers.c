@@ -2216,8 +2216,10 @@ static void test_memo(void) {
   o.acl_path = acl;
   o.super_users = "User:admin";
   tb_t t;
-  if (!ok(tb_init(&t, &o, NULL), "memo: broker with an ACL file"))
+  if (!ok(tb_init(&t, &o, NULL), "memo: broker with an ACL file")) {
+    dc_tu_rmrf(dir);
     return;
+  }
   t.conn.principal = "User:admin";
   is_int(alter1(&t, 44, 1, false, "app", "=acks=all", NULL), 0,
          "memo: app has acks=all");
