@@ -141,6 +141,39 @@ tap_is "$(grep -c '^dynconfd_tls_certificate_expiry_seconds{' "$DC_TMP/after")" 
 tap_is "$(awk '$1 ~ /^process_(open_fds|resident_memory_bytes)\{/ && $2 > 0 { n++ } END { print n + 0 }' "$DC_TMP/after")" 2 \
   "process_open_fds and process_resident_memory_bytes are there and positive"
 
+# The same DescribeConfigs three times on one connection: the second and
+# third are the connection's kept answer, the same bytes; an alter made
+# meanwhile on another connection is seen at once by the fourth.
+same_describe() { # prints "same1 same2 changed" as 0/1 flags
+  /usr/bin/python3 - "$DC_PORT" "$DC_CONFIGS" <<'PY'
+import socket, struct, subprocess, sys
+port = int(sys.argv[1])
+name = b"app"
+body = struct.pack(">i", 1) + struct.pack(">bh", 9, len(name)) + name
+body += struct.pack(">i", -1) + b"\x01"  # all keys, with synonyms
+head = struct.pack(">hhih", 32, 1, 77, 5) + b"probe"
+frame = head + body
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+def ask():
+    s.sendall(struct.pack(">i", len(frame)) + frame)
+    n = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+    return s.recv(n, socket.MSG_WAITALL)
+a, b, c = ask(), ask(), ask()
+subprocess.run([sys.argv[2], "--bootstrap-server", "127.0.0.1:%d" % port,
+                "--entity-type", "clients", "--entity-name", "app", "--alter",
+                "--add-config", "linger.ms=77"], check=True,
+               stdout=subprocess.DEVNULL, timeout=30)
+d = ask()
+print(int(a == b), int(a == c), int(d != a and b"77" in d))
+PY
+}
+scrape "$DC_TMP/before"
+tap_is "$(same_describe)" "1 1 1" \
+  "one connection: the same DescribeConfigs answered alike three times, an alter made meanwhile seen at once"
+scrape "$DC_TMP/after"
+tap_is "$(delta dynconfd_describe_answers_reused_total "")" 2 \
+  "  the second and third were the connection's kept answer"
+
 tap_is "$(http GET /healthz)" "200 ok" "/healthz: 200 ok"
 tap_is "$(http GET /readyz)" "200 ready" "/readyz: 200 ready"
 tap_like "$(http GET /nope)" "^404 " "another path: 404"
