@@ -61,7 +61,8 @@ typedef struct cfg {
 
 typedef struct lg_run {
   cfg_t cfg;
-  dc_buf_t *tmpls; /* owned: cfg.clients complete request frames */
+  dc_buf_t *tmpls; /* owned: n_tmpls complete request frames */
+  int n_tmpls;     /* 1, or cfg.clients */
   uint64_t next_tmpl; /* the one sent next, cycling */
   conn_t *conns; /* owned */
   hist_t *hist;  /* owned */
